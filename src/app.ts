@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { OriginName } from './config.js';
+import type { AppContext } from './context.js';
+import { installErrorHandling } from './platform/http/error-handler.js';
+import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
+
+const ORIGIN_TITLES: Record<OriginName, string> = {
+  api: 'Tollgate API',
+  facilitator: 'Tollgate x402 facilitator',
+  relay: 'Tollgate payment relay',
+  assets: 'Tollgate assets gateway',
+};
+
+// Headers browsers may send to, and read from, x402 endpoints.
+const X402_REQUEST_HEADERS = ['authorization', 'content-type', 'payment-signature', 'x-payment', 'idempotency-key'];
+const X402_EXPOSED_HEADERS = ['payment-required', 'payment-response', 'x-payment-response', 'x-request-id', 'retry-after'];
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export async function instantiateModules(ctx: AppContext, factories: ModuleFactory[]): Promise<Module[]> {
+  const modules: Module[] = [];
+  for (const factory of factories) modules.push(await factory(ctx));
+  return modules;
+}
+
+/** Builds the Fastify instance of one origin with the house conventions and the modules' routes. */
+export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: Module[]): Promise<ZodApp> {
+  const verbose = ctx.config.logLevel === 'debug' || ctx.config.logLevel === 'trace';
+  const app = Fastify({
+    loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: !verbose }),
+    // Behind a load balancer the client address comes from X-Forwarded-For (rate limits use it).
+    trustProxy: true,
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app, origin);
+
+  await app.register(cors, {
+    origin: '*',
+    allowedHeaders: X402_REQUEST_HEADERS,
+    exposedHeaders: X402_EXPOSED_HEADERS,
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: ORIGIN_TITLES[origin], version: '1.0.0' },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  if (origin === 'api') {
+    // Assets are served from the installed package: no CDN.
+    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } });
+  }
+
+  for (const module of modules) {
+    const register = module.routes?.[origin];
+    if (register) await register(app);
+  }
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import type { Config, OriginName } from './config.js';
+import { Authenticator } from './platform/auth/authenticator.js';
+import { createIdentityVerifier, DevIdentityIssuer } from './platform/auth/identity.js';
+import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
+import type { Clock } from './platform/clock.js';
+import { loadOrCreateDevSecret } from './platform/data-dir.js';
+import type { Database, Db } from './platform/db.js';
+import { RateLimiter } from './platform/rate-limiter.js';
+import { SecretHasher } from './platform/secrets.js';
+import { randomBytes } from 'node:crypto';
+
+export interface BuildInfo {
+  commit: string;
+  branch: string;
+  buildTime: string;
+}
+
+/** Shared services every module receives. Modules add their own services on top, never globals. */
+export interface AppContext {
+  config: Config;
+  database: Database;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  hasher: SecretHasher;
+  auth: Authenticator;
+  devIdentity: DevIdentityIssuer | null;
+  mgmtCredentials: MgmtCredentials;
+  rateLimiter: RateLimiter;
+  /** Public base URL of each origin; filled in once the listeners know their ports. */
+  urls: Record<OriginName, string>;
+  build: BuildInfo;
+}
+
+export interface ContextDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  build: BuildInfo;
+  /** Keep dev secrets (pepper, identity key) in memory instead of the data dir (tests). */
+  ephemeralSecrets?: boolean;
+}
+
+export async function createContext(deps: ContextDeps): Promise<AppContext> {
+  const { config, database, clock } = deps;
+  const secretsDir = deps.ephemeralSecrets ? null : config.dataDir;
+  const pepper =
+    config.secretPepper ?? loadOrCreateDevSecret(secretsDir, 'pepper', () => randomBytes(32).toString('hex'));
+  const hasher = new SecretHasher(pepper);
+  const devIdentity = config.identity.jwksUrl
+    ? null
+    : await DevIdentityIssuer.load(secretsDir, config.identity.issuer, config.identity.audience);
+  const auth = new Authenticator(hasher, createIdentityVerifier(config.identity, devIdentity));
+  const mgmtCredentials = new MgmtCredentials(database.db, hasher, clock);
+  auth.register('mgmt', mgmtCredentials.resolve);
+  const fallbackUrl = (origin: OriginName) => `http://${config.host}:${config.ports[origin]}`;
+  return {
+    ...deps,
+    db: database.db,
+    hasher,
+    auth,
+    devIdentity,
+    mgmtCredentials,
+    rateLimiter: new RateLimiter(database.db, clock),
+    urls: {
+      api: config.publicUrls.api ?? fallbackUrl('api'),
+      facilitator: config.publicUrls.facilitator ?? fallbackUrl('facilitator'),
+      relay: config.publicUrls.relay ?? fallbackUrl('relay'),
+      assets: config.publicUrls.assets ?? fallbackUrl('assets'),
+    },
+  };
+}

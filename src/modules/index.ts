@@ -1,0 +1,5 @@
+import type { ModuleFactory } from './module.js';
+import { systemModule } from './system/routes.js';
+
+/** Every module of the service, in registration order. */
+export const moduleFactories: ModuleFactory[] = [systemModule];

@@ -1,0 +1,185 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import type { SQL } from 'drizzle-orm';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import pg from 'pg';
+
+/** The drizzle handle every store uses; the same query builder over PGlite or node-postgres. */
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+/** Either the database or an open transaction: stores accept both so services can compose them. */
+export type Executor = Db | Tx;
+
+export type Notification = (payload: string) => void;
+
+export interface Database {
+  readonly kind: 'pglite' | 'postgres';
+  readonly db: Db;
+  /** Runs raw SQL and returns its rows. */
+  query<T = Record<string, unknown>>(statement: SQL): Promise<T[]>;
+  /**
+   * Runs fn while holding a cluster-wide advisory lock (keyed by hashtextextended(name); session level, on its own connection for
+   * PostgreSQL). PGlite has one process per data dir, so an in-process mutex is the same guarantee.
+   */
+  withAdvisoryLock<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /** Takes the lock if free and keeps it until release() or the connection drops; null if held elsewhere. */
+  tryHoldAdvisoryLock(key: string): Promise<{ release(): Promise<void>; lost: Promise<void> } | null>;
+  listen(channel: string, onNotify: Notification): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** postgres:// URL; null opens PGlite. */
+  url: string | null;
+  /** PGlite data directory; null keeps PGlite in memory. */
+  pgliteDir: string | null;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDir);
+}
+
+async function openPglite(dir: string | null): Promise<Database> {
+  if (dir) fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const client = dir ? new PGlite(dir) : new PGlite();
+  await client.waitReady;
+  const db = drizzlePglite({ client }) as unknown as Db;
+  const held = new Map<string, Promise<void>>();
+
+  const withAdvisoryLock = async <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    // Chain behind whoever holds the key in this process.
+    const previous = held.get(key) ?? Promise.resolve();
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    const tail = previous.then(() => mine);
+    held.set(key, tail);
+    await previous;
+    try {
+      return await fn();
+    } finally {
+      done();
+      if (held.get(key) === tail) held.delete(key);
+    }
+  };
+
+  const leaders = new Set<string>();
+  return {
+    kind: 'pglite',
+    db,
+    async query<T>(statement: SQL) {
+      const result = await db.execute(statement);
+      return (result as unknown as { rows: T[] }).rows;
+    },
+    withAdvisoryLock,
+    async tryHoldAdvisoryLock(key) {
+      if (leaders.has(key)) return null;
+      leaders.add(key);
+      return { release: async () => void leaders.delete(key), lost: new Promise<void>(() => {}) };
+    },
+    async listen(channel, onNotify) {
+      const unsubscribe = await client.listen(channel, onNotify);
+      return async () => unsubscribe();
+    },
+    async notify(channel, payload) {
+      await client.query('select pg_notify($1, $2)', [channel, payload]);
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = drizzlePg({ client: pool }) as unknown as Db;
+  const listeners = new Map<string, Set<Notification>>();
+  let listenClient: pg.Client | null = null;
+
+  const ensureListenClient = async () => {
+    if (listenClient) return listenClient;
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => {});
+    await client.connect();
+    client.on('notification', (message) => {
+      for (const fn of listeners.get(message.channel) ?? []) fn(message.payload ?? '');
+    });
+    listenClient = client;
+    return client;
+  };
+
+  return {
+    kind: 'postgres',
+    db,
+    async query<T>(statement: SQL) {
+      const result = await db.execute(statement);
+      return (result as unknown as { rows: T[] }).rows;
+    },
+    async withAdvisoryLock(key, fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('select pg_advisory_lock(hashtextextended($1, 0))', [key]);
+        try {
+          return await fn();
+        } finally {
+          await client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async tryHoldAdvisoryLock(key) {
+      // A dedicated connection: the lock lives exactly as long as this session does.
+      const client = new pg.Client({ connectionString: url });
+      let markLost!: () => void;
+      const lost = new Promise<void>((resolve) => (markLost = resolve));
+      client.on('error', () => markLost());
+      client.on('end', () => markLost());
+      await client.connect();
+      const { rows } = await client.query<{ ok: boolean }>(
+        'select pg_try_advisory_lock(hashtextextended($1, 0)) as ok',
+        [key],
+      );
+      if (!rows[0]?.ok) {
+        await client.end();
+        return null;
+      }
+      return {
+        lost,
+        release: async () => {
+          await client.end().catch(() => {});
+        },
+      };
+    },
+    async listen(channel, onNotify) {
+      const client = await ensureListenClient();
+      let set = listeners.get(channel);
+      if (!set) {
+        set = new Set();
+        listeners.set(channel, set);
+        await client.query(`listen ${quoteIdent(channel)}`);
+      }
+      set.add(onNotify);
+      return async () => {
+        set.delete(onNotify);
+      };
+    },
+    async notify(channel, payload) {
+      await pool.query('select pg_notify($1, $2)', [channel, payload]);
+    },
+    async close() {
+      await listenClient?.end().catch(() => {});
+      await pool.end();
+    },
+  };
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,68 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { OriginName } from '../../config.js';
+import { ApiError } from './errors.js';
+import { familyOf } from './families.js';
+import { errorBody } from './render.js';
+
+interface Problem {
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Installs the error and not-found handlers that render every failure in its family's shape. */
+export function installErrorHandling(app: FastifyInstance, origin: OriginName): void {
+  const send = (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
+    const family = familyOf(origin, request.url);
+    if (problem.headers) reply.headers(problem.headers);
+    return reply
+      .code(problem.status)
+      .send(errorBody(family, problem.status, problem.code, problem.message, problem.details));
+  };
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = toProblem(error);
+    if (problem.status >= 500) {
+      // Internals go to the log with the request id; the client gets only the id.
+      request.log.error({ err: error, reqId: request.id }, 'request failed');
+    }
+    return send(request, reply, problem);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    send(request, reply, { status: 404, code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` }),
+  );
+}
+
+function toProblem(error: FastifyError): Problem {
+  if (error instanceof ApiError) {
+    return { status: error.status, code: error.code, message: error.message, details: error.details, headers: error.headers };
+  }
+  if (error.validation) {
+    return {
+      status: 400,
+      code: 'invalid_request',
+      message: 'Request validation failed',
+      details: error.validation.map((issue) => ({
+        in: error.validationContext ?? 'body',
+        path: issue.instancePath || '/',
+        message: issue.message ?? 'invalid',
+      })),
+    };
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, code: 'invalid_json', message: 'Request body is not valid JSON' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'request_too_large', message: 'Request body is too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, code: 'unsupported_media_type', message: 'Unsupported content type' };
+  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return { status: error.statusCode, code: 'invalid_request', message: error.message };
+  }
+  return { status: 500, code: 'internal_error', message: 'Internal server error' };
+}

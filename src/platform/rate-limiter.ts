@@ -1,0 +1,53 @@
+import { lt, sql } from 'drizzle-orm';
+import type { Db } from './db.js';
+import type { Clock } from './clock.js';
+import { rateLimitCounters } from './tables.js';
+
+export interface RateLimitRule {
+  /** Requests allowed per window. */
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface RateLimitResult {
+  allowed: boolean;
+  count: number;
+  retryAfterSeconds: number;
+}
+
+/**
+ * Fixed-window counters in PostgreSQL, so every node shares one count. The upsert takes the
+ * row lock, which makes concurrent hits on one key count exactly once each.
+ */
+export class RateLimiter {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  async hit(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
+    const nowMs = this.clock.now().getTime();
+    const windowMs = rule.windowSeconds * 1000;
+    const windowStart = new Date(Math.floor(nowMs / windowMs) * windowMs);
+    const [row] = await this.db
+      .insert(rateLimitCounters)
+      .values({ key, windowStart, count: 1 })
+      .onConflictDoUpdate({
+        target: rateLimitCounters.key,
+        set: {
+          count: sql`case when ${rateLimitCounters.windowStart} = excluded.window_start then ${rateLimitCounters.count} + 1 else 1 end`,
+          windowStart: sql`excluded.window_start`,
+        },
+      })
+      .returning({ count: rateLimitCounters.count });
+    const retryAfterSeconds = Math.max(1, Math.ceil((windowStart.getTime() + windowMs - nowMs) / 1000));
+    return { allowed: row.count <= rule.limit, count: row.count, retryAfterSeconds };
+  }
+
+  /** Drops counters whose window ended; the worker calls this now and then. */
+  async prune(olderThanSeconds = 3600): Promise<number> {
+    const cutoff = new Date(this.clock.now().getTime() - olderThanSeconds * 1000);
+    const rows = await this.db.delete(rateLimitCounters).where(lt(rateLimitCounters.windowStart, cutoff)).returning({ key: rateLimitCounters.key });
+    return rows.length;
+  }
+}

@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import { buildOrigin, instantiateModules } from './app.js';
+import { ORIGINS, type Config, type OriginName, type Role } from './config.js';
+import { createContext, type AppContext } from './context.js';
+import { adminCommands } from './admin/commands.js';
+import { startAdminSocket, type AdminSocket } from './admin/socket.js';
+import { moduleFactories } from './modules/index.js';
+import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
+import { systemClock, type Clock } from './platform/clock.js';
+import { openDatabase, type Database } from './platform/db.js';
+import { LoopRunner } from './platform/jobs.js';
+import { runMigrations } from './platform/migrate.js';
+import { readBuildInfo } from './modules/system/build-info.js';
+
+export interface RunningServer {
+  ctx: AppContext;
+  origins: Partial<Record<OriginName, ZodApp>>;
+  urls: Record<OriginName, string>;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  config: Config;
+  roles: readonly Role[];
+  clock?: Clock;
+  log?: Logger;
+  factories?: ModuleFactory[];
+  /** Test harness: an already-open database and in-memory dev secrets. */
+  database?: Database;
+  ephemeralSecrets?: boolean;
+  adminSocket?: boolean;
+}
+
+export const pgliteDir = (config: Config) => path.join(config.dataDir, 'pg');
+
+/** Opens the database the config names (PGlite in the data dir, or PostgreSQL) and migrates it. */
+export async function openConfiguredDatabase(config: Config): Promise<Database> {
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const database = await openDatabase({ url: config.databaseUrl, pgliteDir: pgliteDir(config), poolSize: config.databasePoolSize });
+  await runMigrations(database);
+  return database;
+}
+
+/** Starts the roles asked for: listeners for origins, background loops for `worker`. */
+export async function startServer(options: StartOptions): Promise<RunningServer> {
+  const { config, roles } = options;
+  const log = options.log ?? pino({ level: config.logLevel });
+  // A database handed in belongs to the caller, who closes it.
+  const database = options.database ?? (await openConfiguredDatabase(config));
+  const closeDatabase = options.database ? async () => {} : () => database.close();
+  const ctx = await createContext({
+    config,
+    database,
+    clock: options.clock ?? systemClock,
+    log,
+    build: readBuildInfo(config),
+    ephemeralSecrets: options.ephemeralSecrets,
+  });
+  const modules = await instantiateModules(ctx, options.factories ?? moduleFactories);
+
+  const origins: Partial<Record<OriginName, ZodApp>> = {};
+  const stops: Array<() => Promise<unknown>> = [];
+  try {
+    for (const origin of ORIGINS) {
+      if (!roles.includes(origin)) continue;
+      const app = await buildOrigin(ctx, origin, modules);
+      const address = await app.listen({ host: config.host, port: config.ports[origin] });
+      origins[origin] = app;
+      stops.push(() => app.close());
+      if (!config.publicUrls[origin]) ctx.urls[origin] = address;
+    }
+    const runner = new LoopRunner(database, log);
+    if (roles.includes('worker')) runner.start(modules.flatMap((module) => module.loops ?? []));
+    stops.push(() => runner.stop());
+    let admin: AdminSocket | null = null;
+    if (options.adminSocket !== false) {
+      admin = await startAdminSocket(ctx, adminCommands(ctx, modules));
+      stops.push(() => admin!.close());
+    }
+  } catch (error) {
+    await stopAll(stops, modules, closeDatabase, log);
+    throw error;
+  }
+
+  let stopping: Promise<void> | null = null;
+  return {
+    ctx,
+    origins,
+    urls: ctx.urls,
+    stop: () => (stopping ??= stopAll(stops, modules, closeDatabase, log)),
+  };
+}
+
+// Listeners first (they drain in-flight requests), then loops, modules' children, the database.
+async function stopAll(stops: Array<() => Promise<unknown>>, modules: Module[], closeDatabase: () => Promise<void>, log: Logger) {
+  for (const stop of stops) await stop().catch((error) => log.error({ err: error }, 'stop failed'));
+  for (const module of [...modules].reverse()) {
+    await module.close?.().catch((error) => log.error({ err: error, module: module.name }, 'module close failed'));
+  }
+  await closeDatabase().catch((error) => log.error({ err: error }, 'database close failed'));
+}
