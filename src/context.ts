@@ -16,8 +16,17 @@ export interface BuildInfo {
   buildTime: string;
 }
 
+/**
+ * Services modules offer each other ("other modules call its service, never its store"). Each
+ * module adds its entry by declaration merging and sets it in its factory; factories run in the
+ * order of src/modules/index.ts, so a module may only use earlier modules' services at build time.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface Services {}
+
 /** Shared services every module receives. Modules add their own services on top, never globals. */
 export interface AppContext {
+  services: Services;
   config: Config;
   database: Database;
   db: Db;
@@ -58,6 +67,7 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
   const fallbackUrl = (origin: OriginName) => `http://${config.host}:${config.ports[origin]}`;
   return {
     ...deps,
+    services: {} as Services,
     db: database.db,
     hasher,
     auth,

@@ -16,7 +16,8 @@ const USAGE = `Usage: tollgate <command>
   mgmt-credential create --name NAME                     print a new wallet management credential once
   mgmt-credential revoke --id ID                         revoke a wallet management credential
   dev token --sub USER [--ttl SECONDS]                   print an identity token from the dev issuer
-  dev fund ADDRESS AMOUNT                                mint devchain USDG (decimal) and gas to ADDRESS`;
+  dev fund ADDRESS AMOUNT                                mint devchain USDG (decimal) and gas to ADDRESS
+  admin COMMAND [--id ID] [--name NAME]                  run an operator command (e.g. merchant.disable --id ID)`;
 
 class UsageError extends Error {}
 
@@ -67,6 +68,12 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       throw new UsageError(`unknown dev command ${sub ?? ''}`);
+    }
+    case 'admin': {
+      if (!sub) throw new UsageError('admin needs a COMMAND');
+      const { values } = parseArgs({ args: rest, options: { id: { type: 'string' }, name: { type: 'string' } } });
+      console.log(JSON.stringify(await runAdminCommand(config, sub, values), null, 2));
+      return 0;
     }
     default:
       throw new UsageError(`unknown command ${command}`);

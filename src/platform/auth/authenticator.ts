@@ -52,6 +52,10 @@ export class Authenticator {
       const hash = this.hasher.hash(credential);
       for (const kind of candidates) {
         const principal = await this.resolvers.get(kind)?.(hash);
+        if (principal?.kind === 'project_key' && principal.disabled) {
+          // The spec's 403: the key is genuine, but its project or the key itself is switched off.
+          throw new ApiError(403, 'project_disabled', 'The project or API key is disabled');
+        }
         if (principal) return principal as PrincipalOf<K>;
       }
       throw fail();

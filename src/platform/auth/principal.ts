@@ -4,7 +4,7 @@ import type { JWTPayload } from 'jose';
 export type Principal =
   | { kind: 'identity'; userId: string; claims: JWTPayload }
   | { kind: 'mgmt'; credentialId: string }
-  | { kind: 'project_key'; projectId: string; keyId: string }
+  | { kind: 'project_key'; projectId: string; keyId: string; disabled: boolean }
   | { kind: 'wallet'; walletId: string; credentialId: string };
 
 export type CredentialKind = Principal['kind'];

@@ -1,0 +1,128 @@
+import type { AppContext } from '../../context.js';
+import type { PrincipalOf } from '../../platform/auth/principal.js';
+import { createUsageToucher } from '../../platform/auth/touch.js';
+import { notFound } from '../../platform/http/errors.js';
+import { isoDate } from '../../platform/http/schemas.js';
+import { newId } from '../../platform/ids.js';
+import { DEFAULT_ASSET } from '../../chain/registry.js';
+import type { ApiKeyView, MerchantView, ProjectView } from './schemas.js';
+import { ProjectsStore, type ApiKeyRow, type MerchantRow, type ProjectRow } from './store.js';
+
+/** Projects, their API keys and merchants, owned by signed-in users. */
+export class ProjectsService {
+  private readonly store: ProjectsStore;
+  private readonly touchKey: (id: string, now?: Date) => void;
+
+  constructor(private readonly ctx: AppContext) {
+    this.store = new ProjectsStore(ctx.db);
+    this.touchKey = createUsageToucher((id, now) => this.store.touchKey(id, now));
+  }
+
+  async list(userId: string): Promise<ProjectView[]> {
+    const rows = await this.store.projectsOf(userId);
+    const ids = rows.map((row) => row.id);
+    const [keys, merchantRows] = await Promise.all([this.store.apiKeysOf(ids), this.store.merchantsOf(ids)]);
+    return rows.map((row) =>
+      projectView(
+        row,
+        keys.filter((key) => key.projectId === row.id),
+        merchantRows.filter((merchant) => merchant.projectId === row.id),
+      ),
+    );
+  }
+
+  /** Creates a project with its first API key; the key's secret is in this answer only. */
+  async create(userId: string, name: string) {
+    const now = this.ctx.clock.now();
+    const project: ProjectRow = { id: newId(), ownerUserId: userId, name, status: 'active', createdAt: now, updatedAt: now };
+    const issued = this.ctx.hasher.issue('api');
+    const key: ApiKeyRow = { id: newId(), projectId: project.id, name: 'default', prefix: issued.prefix, secretHash: issued.hash, status: 'active', lastUsedAt: null, createdAt: now };
+    await this.ctx.db.transaction(async (tx) => {
+      const store = new ProjectsStore(tx);
+      await store.insertProject(project);
+      await store.insertApiKey(key);
+    });
+    return { project: projectView(project, [key], []), apiKey: { ...apiKeyView(key), secret: issued.secret } };
+  }
+
+  async createApiKey(userId: string, projectId: string, name: string) {
+    await this.requireOwned(userId, projectId);
+    const issued = this.ctx.hasher.issue('api');
+    const key: ApiKeyRow = { id: newId(), projectId, name, prefix: issued.prefix, secretHash: issued.hash, status: 'active', lastUsedAt: null, createdAt: this.ctx.clock.now() };
+    await this.store.insertApiKey(key);
+    return { ...apiKeyView(key), secret: issued.secret };
+  }
+
+  async createMerchant(userId: string, projectId: string, input: { name: string; payTo: string }): Promise<MerchantView> {
+    await this.requireOwned(userId, projectId);
+    const now = this.ctx.clock.now();
+    // Network and asset are the service's, never the caller's.
+    const row: MerchantRow = { id: newId(), projectId, name: input.name, enabled: true, payTo: input.payTo, network: DEFAULT_ASSET.network, asset: DEFAULT_ASSET.address, createdAt: now, updatedAt: now };
+    await this.store.insertMerchant(row);
+    return merchantView(row);
+  }
+
+  /** The merchant as seen by a project; undefined outside that project. */
+  async merchantOfProject(projectId: string, merchantId: string): Promise<MerchantRow | undefined> {
+    const row = await this.store.merchant(merchantId);
+    return row?.projectId === projectId ? row : undefined;
+  }
+
+  async merchant(merchantId: string): Promise<MerchantRow | undefined> {
+    return this.store.merchant(merchantId);
+  }
+
+  /** Credential resolver for project API keys (disabled keys resolve, and the guard answers 403). */
+  resolveKey = async (secretHash: string): Promise<PrincipalOf<'project_key'> | null> => {
+    const row = await this.store.keyByHash(secretHash);
+    if (!row) return null;
+    this.touchKey(row.keyId, this.ctx.clock.now());
+    return {
+      kind: 'project_key',
+      projectId: row.projectId,
+      keyId: row.keyId,
+      disabled: row.keyStatus !== 'active' || row.projectStatus !== 'active',
+    };
+  };
+
+  // Operator actions (admin socket): there is no self-service disable in the spec.
+  setProjectStatus = (projectId: string, status: 'active' | 'disabled') => this.store.setProjectStatus(projectId, status, this.ctx.clock.now());
+  setKeyStatus = (keyId: string, status: 'active' | 'disabled' | 'revoked') => this.store.setKeyStatus(keyId, status);
+  setMerchantEnabled = (merchantId: string, enabled: boolean) => this.store.setMerchantEnabled(merchantId, enabled, this.ctx.clock.now());
+
+  private async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {
+    const project = await this.store.ownedProject(userId, projectId);
+    if (!project) throw notFound('Project not found', 'project_not_found');
+    return project;
+  }
+}
+
+export const apiKeyView = (row: ApiKeyRow): ApiKeyView => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  status: row.status,
+  lastUsedAt: isoDate(row.lastUsedAt),
+  createdAt: row.createdAt.toISOString(),
+});
+
+export const merchantView = (row: MerchantRow): MerchantView => ({
+  id: row.id,
+  name: row.name,
+  enabled: row.enabled,
+  payTo: row.payTo,
+  network: row.network,
+  asset: row.asset,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+});
+
+const projectView = (row: ProjectRow, keys: ApiKeyRow[], merchantRows: MerchantRow[]): ProjectView => ({
+  id: row.id,
+  name: row.name,
+  status: row.status,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+  apiKeys: keys.map(apiKeyView),
+  merchants: merchantRows.map(merchantView),
+});

@@ -1,0 +1,83 @@
+import { and, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Executor } from '../../platform/db.js';
+import { merchants, projectApiKeys, projects } from './tables.js';
+
+export type ProjectRow = typeof projects.$inferSelect;
+export type ApiKeyRow = typeof projectApiKeys.$inferSelect;
+export type MerchantRow = typeof merchants.$inferSelect;
+
+/** SQL of the projects module: projects, their API keys and merchants. */
+export class ProjectsStore {
+  constructor(private readonly db: Executor) {}
+
+  async insertProject(row: typeof projects.$inferInsert): Promise<void> {
+    await this.db.insert(projects).values(row);
+  }
+
+  async insertApiKey(row: typeof projectApiKeys.$inferInsert): Promise<void> {
+    await this.db.insert(projectApiKeys).values(row);
+  }
+
+  async insertMerchant(row: typeof merchants.$inferInsert): Promise<void> {
+    await this.db.insert(merchants).values(row);
+  }
+
+  async ownedProject(ownerUserId: string, projectId: string): Promise<ProjectRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(projects)
+      .where(and(eq(projects.id, projectId), eq(projects.ownerUserId, ownerUserId)));
+    return row;
+  }
+
+  async projectsOf(ownerUserId: string): Promise<ProjectRow[]> {
+    return this.db.select().from(projects).where(eq(projects.ownerUserId, ownerUserId)).orderBy(desc(projects.createdAt), desc(projects.id));
+  }
+
+  async apiKeysOf(projectIds: string[]): Promise<ApiKeyRow[]> {
+    if (projectIds.length === 0) return [];
+    return this.db.select().from(projectApiKeys).where(inArray(projectApiKeys.projectId, projectIds)).orderBy(desc(projectApiKeys.createdAt));
+  }
+
+  async merchantsOf(projectIds: string[]): Promise<MerchantRow[]> {
+    if (projectIds.length === 0) return [];
+    return this.db.select().from(merchants).where(inArray(merchants.projectId, projectIds)).orderBy(desc(merchants.createdAt));
+  }
+
+  async merchant(merchantId: string): Promise<MerchantRow | undefined> {
+    const [row] = await this.db.select().from(merchants).where(eq(merchants.id, merchantId));
+    return row;
+  }
+
+  /** The key behind a secret hash, with its project's status; revoked keys are not found. */
+  async keyByHash(secretHash: string) {
+    const [row] = await this.db
+      .select({ keyId: projectApiKeys.id, projectId: projectApiKeys.projectId, keyStatus: projectApiKeys.status, projectStatus: projects.status })
+      .from(projectApiKeys)
+      .innerJoin(projects, eq(projects.id, projectApiKeys.projectId))
+      .where(and(eq(projectApiKeys.secretHash, secretHash), inArray(projectApiKeys.status, ['active', 'disabled'])));
+    return row;
+  }
+
+  async touchKey(keyId: string, now: Date): Promise<void> {
+    await this.db
+      .update(projectApiKeys)
+      .set({ lastUsedAt: now })
+      .where(and(eq(projectApiKeys.id, keyId), or(isNull(projectApiKeys.lastUsedAt), lt(projectApiKeys.lastUsedAt, sql`${now}::timestamptz - interval '60 seconds'`))));
+  }
+
+  async setProjectStatus(projectId: string, status: string, now: Date): Promise<boolean> {
+    const rows = await this.db.update(projects).set({ status, updatedAt: now }).where(eq(projects.id, projectId)).returning({ id: projects.id });
+    return rows.length > 0;
+  }
+
+  async setKeyStatus(keyId: string, status: string): Promise<boolean> {
+    const rows = await this.db.update(projectApiKeys).set({ status }).where(eq(projectApiKeys.id, keyId)).returning({ id: projectApiKeys.id });
+    return rows.length > 0;
+  }
+
+  async setMerchantEnabled(merchantId: string, enabled: boolean, now: Date): Promise<boolean> {
+    const rows = await this.db.update(merchants).set({ enabled, updatedAt: now }).where(eq(merchants.id, merchantId)).returning({ id: merchants.id });
+    return rows.length > 0;
+  }
+}

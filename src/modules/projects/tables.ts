@@ -1,0 +1,47 @@
+import { boolean, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: uuid('id').primaryKey(),
+    ownerUserId: text('owner_user_id').notNull(),
+    name: text('name').notNull(),
+    /** `active` or `disabled` (an operator action); a disabled project's keys answer 403. */
+    status: text('status').notNull().default('active'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('projects_owner_idx').on(t.ownerUserId, t.createdAt)],
+);
+
+export const projectApiKeys = pgTable(
+  'project_api_keys',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: uuid('project_id').notNull().references(() => projects.id),
+    name: text('name').notNull(),
+    prefix: text('prefix').notNull(),
+    secretHash: text('secret_hash').notNull().unique(),
+    /** `active`, `disabled` (403) or `revoked` (401). */
+    status: text('status').notNull().default('active'),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('project_api_keys_project_idx').on(t.projectId)],
+);
+
+export const merchants = pgTable(
+  'merchants',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: uuid('project_id').notNull().references(() => projects.id),
+    name: text('name').notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    payTo: text('pay_to').notNull(),
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('merchants_project_idx').on(t.projectId)],
+);
