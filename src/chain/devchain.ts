@@ -1,0 +1,434 @@
+// Embedded devchain: a real anvil process we own (by PID), chain id 4663, with the USDG stand-in
+// placed at the canonical USDG address. State lives in <dataDir>/chain/state.json when dataDir is set.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { createServer, type AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  getAddress,
+  http,
+  isAddress,
+  parseEther,
+  parseUnits,
+  toHex,
+  zeroAddress,
+  type Address,
+  type Chain,
+  type Hash,
+  type PublicClient,
+  type WalletClient,
+} from 'viem';
+import { usdgAbi, usdgDeployedBytecode } from './usdg-artifact.js';
+
+export const DEVCHAIN_CHAIN_ID = 4663;
+export const USDG_ADDRESS: Address = '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168';
+export const USDG_DECIMALS = 6;
+/** anvil's well-known dev mnemonic: deterministic, unlocked accounts; never use outside dev. */
+export const DEVCHAIN_MNEMONIC = 'test test test test test test test test test test test junk';
+/** Account 0 of DEVCHAIN_MNEMONIC; unlocked in anvil, it holds the USDG minter role. */
+export const DEVCHAIN_MINTER: Address = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+const GAS_TOP_UP = parseEther('10');
+
+export interface DevchainLogger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+export interface DevchainOptions {
+  /** null = ephemeral: no state file, the chain is gone after stop(). */
+  dataDir: string | null;
+  /** 0 = pick a free port once; it is kept across restarts so rpcUrl stays stable. */
+  port: number;
+  logger?: DevchainLogger;
+  /** Defaults to the binary of the installed @foundry-rs/anvil platform package. */
+  anvilPath?: string;
+  /** How often anvil dumps state to disk, so a crash loses at most this much. Default 1. */
+  stateIntervalSeconds?: number;
+}
+
+const silentLogger: DevchainLogger = { info() {}, warn() {}, error() {} };
+
+export function devchainChain(rpcUrl: string): Chain {
+  return defineChain({
+    id: DEVCHAIN_CHAIN_ID,
+    name: 'Tollgate devchain',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+}
+
+/** The real anvil binary (not the npm bin.mjs wrapper), so the PID we hold is anvil's. */
+export function resolveAnvilBinary(): string {
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  const pkgJson = createRequire(import.meta.url).resolve(`${pkg}/package.json`);
+  return join(pkgJson, '..', 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
+}
+
+interface Running {
+  proc: ChildProcess;
+  exited: Promise<void>;
+  ready: boolean;
+  startedAt: number;
+}
+
+export class Devchain {
+  readonly chainId = DEVCHAIN_CHAIN_ID;
+  readonly #dataDir: string | null;
+  readonly #log: DevchainLogger;
+  readonly #anvilPath: string;
+  readonly #stateInterval: number;
+  #port: number;
+  #running: Running | null = null;
+  #stopping = true;
+  #restartTimer: NodeJS.Timeout | null = null;
+  #restartAttempts = 0;
+  #outputTail: string[] = [];
+  #txQueue: Promise<unknown> = Promise.resolve();
+  #clients: { public: PublicClient; wallet: WalletClient } | null = null;
+  readonly #killOnExit = (): void => {
+    this.#running?.proc.kill('SIGTERM');
+  };
+
+  constructor(options: DevchainOptions) {
+    // Absolute, so the orphan check can match anvil's command line whatever the cwd.
+    this.#dataDir = options.dataDir === null ? null : resolve(options.dataDir);
+    this.#port = options.port;
+    this.#log = options.logger ?? silentLogger;
+    this.#anvilPath = options.anvilPath ?? resolveAnvilBinary();
+    this.#stateInterval = options.stateIntervalSeconds ?? 1;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get rpcUrl(): string {
+    return `http://127.0.0.1:${this.#port}`;
+  }
+
+  /** PID of the current anvil process, if one is running. */
+  get pid(): number | undefined {
+    return this.#running?.proc.pid;
+  }
+
+  get statePath(): string | null {
+    return this.#dataDir === null ? null : join(this.#dataDir, 'chain', 'state.json');
+  }
+
+  get #pidPath(): string | null {
+    return this.#dataDir === null ? null : join(this.#dataDir, 'chain', 'anvil.pid');
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopping) return;
+    this.#stopping = false;
+    if (this.#port === 0) this.#port = await freePort();
+    process.on('exit', this.#killOnExit);
+    try {
+      await this.#launch();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    this.#log.info(`devchain: anvil pid ${this.pid} at ${this.rpcUrl} (chain ${this.chainId})`);
+  }
+
+  /** Stops for good (no restart): SIGTERM so anvil dumps state, SIGKILL if it hangs. */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    this.#stopping = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+    process.off('exit', this.#killOnExit);
+    const running = this.#running;
+    if (!running) return;
+    running.proc.kill('SIGTERM');
+    if (!(await exitsWithin(running.exited, timeoutMs))) {
+      this.#log.warn(`devchain: anvil pid ${running.proc.pid} ignored SIGTERM; killing`);
+      running.proc.kill('SIGKILL');
+      await running.exited;
+    }
+    if (this.#pidPath) await rm(this.#pidPath, { force: true });
+  }
+
+  /** Mints `amount` USDG (a decimal string, up to 6 places) to `address` and tops up its gas. */
+  async fund(address: Address, amount: string): Promise<Hash> {
+    if (!isAddress(address)) throw new Error(`invalid address: ${address}`);
+    if (!/^\d+(\.\d{1,6})?$/.test(amount)) throw new Error(`invalid USDG amount: ${amount}`);
+    await this.fundGas(address);
+    const { public: pub, wallet } = this.#viem();
+    return this.#serial(async () => {
+      const hash = await wallet.writeContract({
+        address: USDG_ADDRESS,
+        abi: usdgAbi,
+        functionName: 'mint',
+        args: [getAddress(address), parseUnits(amount, USDG_DECIMALS)],
+        account: DEVCHAIN_MINTER,
+        chain: null,
+      });
+      const receipt = await pub.waitForTransactionReceipt({ hash });
+      if (receipt.status !== 'success') throw new Error(`USDG mint reverted: ${hash}`);
+      return hash;
+    });
+  }
+
+  /** Sets the native balance to 10 ETH when it is below that. */
+  async fundGas(address: Address): Promise<void> {
+    const pub = this.#viem().public;
+    if ((await pub.getBalance({ address })) >= GAS_TOP_UP) return;
+    await this.#rpc('anvil_setBalance', [address, toHex(GAS_TOP_UP)]);
+  }
+
+  async balanceOf(address: Address): Promise<bigint> {
+    return this.#viem().public.readContract({
+      address: USDG_ADDRESS,
+      abi: usdgAbi,
+      functionName: 'balanceOf',
+      args: [address],
+    });
+  }
+
+  // ---- process management ----
+
+  async #launch(): Promise<void> {
+    const statePath = this.statePath;
+    if (statePath) {
+      await this.#reapOrphan(statePath); // first: its SIGTERM dump is the freshest state
+      await this.#prepareStateFile(statePath);
+    }
+    await assertPortFree(this.#port);
+    const args = [
+      '--chain-id', String(this.chainId),
+      '--host', '127.0.0.1',
+      '--port', String(this.#port),
+      '--mnemonic', DEVCHAIN_MNEMONIC,
+    ];
+    if (statePath) {
+      // --state = load at start + dump on exit; the interval covers crashes (SIGKILL skips the exit dump).
+      args.push('--state', statePath, '--state-interval', String(this.#stateInterval));
+    }
+    // stop() may have run while we awaited above; spawning now would leak a process.
+    if (this.#stopping) throw new Error('devchain stopped');
+    this.#outputTail = [];
+    const proc = spawn(this.#anvilPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const running: Running = { proc, exited, ready: false, startedAt: Date.now() };
+    this.#running = running;
+    proc.stdout?.on('data', (chunk: Buffer) => this.#keepOutput(chunk));
+    proc.stderr?.on('data', (chunk: Buffer) => this.#keepOutput(chunk));
+    proc.once('error', (err) => this.#log.error(`devchain: anvil spawn failed: ${err.message}`));
+    proc.once('exit', (code, signal) => this.#onExit(running, code, signal));
+    if (this.#pidPath && proc.pid) await writeFile(this.#pidPath, `${proc.pid}\n`);
+    try {
+      await this.#waitForRpc(running);
+      await this.#ensureToken();
+    } catch (err) {
+      proc.kill('SIGKILL');
+      await exited;
+      throw err;
+    }
+    running.ready = true;
+  }
+
+  #onExit(running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#running === running) this.#running = null;
+    // Failures during startup are reported by #launch's caller; only a ready process is restarted.
+    if (this.#stopping || !running.ready) return;
+    if (Date.now() - running.startedAt > 30_000) this.#restartAttempts = 0;
+    this.#log.warn(`devchain: anvil exited unexpectedly (code ${code}, signal ${signal}); restarting`);
+    this.#scheduleRestart();
+  }
+
+  #scheduleRestart(): void {
+    const delay = Math.min(250 * 2 ** this.#restartAttempts, 10_000);
+    this.#restartAttempts += 1;
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      if (this.#stopping) return;
+      this.#launch().then(
+        () => this.#log.info(`devchain: anvil restarted, pid ${this.pid}`),
+        (err: unknown) => {
+          if (this.#stopping) return;
+          this.#log.error(`devchain: restart failed: ${String(err)}`);
+          this.#scheduleRestart();
+        },
+      );
+    }, delay);
+  }
+
+  async #waitForRpc(running: Running, timeoutMs = 30_000): Promise<void> {
+    const { proc } = running;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`anvil exited during startup:\n${this.#outputTail.join('\n')}`);
+      }
+      try {
+        const chainId = await this.#rpc('eth_chainId', []);
+        if (Number(chainId) !== this.chainId) {
+          throw new Error(`unexpected chain id ${String(chainId)} at ${this.rpcUrl}`);
+        }
+        return;
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith('unexpected chain id')) throw err;
+        await sleep(50);
+      }
+    }
+    throw new Error(`anvil did not answer at ${this.rpcUrl} within ${timeoutMs} ms`);
+  }
+
+  /** A truncated state file (killed mid-dump) makes anvil refuse to start: fall back to the last good copy. */
+  async #prepareStateFile(statePath: string): Promise<void> {
+    await mkdir(join(statePath, '..'), { recursive: true });
+    const backup = `${statePath}.bak`;
+    if (!existsSync(statePath)) return;
+    try {
+      JSON.parse(await readFile(statePath, 'utf8'));
+      await copyFile(statePath, backup);
+    } catch {
+      const aside = `${statePath}.corrupt-${Date.now()}`;
+      await rename(statePath, aside);
+      this.#log.error(`devchain: unreadable chain state moved to ${aside}`);
+      if (existsSync(backup)) {
+        await copyFile(backup, statePath);
+        this.#log.warn('devchain: restored chain state from the last good backup');
+      }
+    }
+  }
+
+  /**
+   * If a previous run of ours was killed without stopping anvil (e.g. SIGKILL of node), its anvil still
+   * holds the port and the state file. The pid file finds it; /proc/<pid>/cmdline proves it is that
+   * anvil (not a reused pid) before we stop it.
+   */
+  async #reapOrphan(statePath: string): Promise<void> {
+    const pidPath = this.#pidPath;
+    if (!pidPath) return;
+    const pid = Number((await readFile(pidPath, 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(pid) || pid <= 0) return;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!cmdline.split('\0').includes(statePath)) return;
+    this.#log.warn(`devchain: stopping orphaned anvil pid ${pid} from a previous run`);
+    process.kill(pid, 'SIGTERM');
+    const gone = async (): Promise<boolean> =>
+      !(await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').includes(statePath);
+    for (let waited = 0; waited < 10_000 && !(await gone()); waited += 50) await sleep(50);
+    if (!(await gone())) process.kill(pid, 'SIGKILL');
+  }
+
+  #keepOutput(chunk: Buffer): void {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() === '') continue;
+      this.#outputTail.push(line);
+    }
+    if (this.#outputTail.length > 40) this.#outputTail.splice(0, this.#outputTail.length - 40);
+  }
+
+  // ---- chain setup ----
+
+  /** setCode only when the code differs, so restarts keep balances; then claim the minter once. */
+  async #ensureToken(): Promise<void> {
+    const pub = this.#viem().public;
+    const code = await pub.getCode({ address: USDG_ADDRESS });
+    if ((code ?? '0x').toLowerCase() !== usdgDeployedBytecode.toLowerCase()) {
+      await this.#rpc('anvil_setCode', [USDG_ADDRESS, usdgDeployedBytecode]);
+      this.#log.info(`devchain: USDG code placed at ${USDG_ADDRESS}`);
+    }
+    const minter = await pub.readContract({ address: USDG_ADDRESS, abi: usdgAbi, functionName: 'minter' });
+    if (minter === zeroAddress) {
+      await this.#serial(async () => {
+        const hash = await this.#viem().wallet.writeContract({
+          address: USDG_ADDRESS,
+          abi: usdgAbi,
+          functionName: 'initialize',
+          args: [DEVCHAIN_MINTER],
+          account: DEVCHAIN_MINTER,
+          chain: null,
+        });
+        await pub.waitForTransactionReceipt({ hash });
+      });
+    } else if (getAddress(minter) !== DEVCHAIN_MINTER) {
+      this.#log.warn(`devchain: USDG minter is ${minter}, not ${DEVCHAIN_MINTER}; fund() will fail`);
+    }
+  }
+
+  #viem(): { public: PublicClient; wallet: WalletClient } {
+    if (this.#port === 0) throw new Error('devchain not started');
+    if (!this.#clients) {
+      const chain = devchainChain(this.rpcUrl);
+      // Automine: receipts exist right away, so poll fast instead of viem's 4 s default.
+      const transport = http(this.rpcUrl, { retryCount: 0 });
+      this.#clients = {
+        public: createPublicClient({ chain, transport, pollingInterval: 50 }),
+        wallet: createWalletClient({ chain, transport, pollingInterval: 50 }),
+      };
+    }
+    return this.#clients;
+  }
+
+  /** One minter, one nonce sequence: mint/initialize transactions go out one at a time. */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#txQueue.then(fn, fn);
+    this.#txQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #rpc(method: string, params: unknown[]): Promise<unknown> {
+    const res = await fetch(this.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      signal: AbortSignal.timeout(5_000),
+    });
+    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+    if (body.error) throw new Error(`${method}: ${body.error.message}`);
+    return body.result;
+  }
+}
+
+/** Starts a throwaway devchain on a free port with no state file (for tests). */
+export async function startEphemeralDevchain(options: { logger?: DevchainLogger } = {}): Promise<Devchain> {
+  const chain = new Devchain({ dataDir: null, port: 0, ...options });
+  await chain.start();
+  return chain;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Fails fast when something else owns the port, instead of probing a foreign node by mistake. */
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`devchain port ${port} is already in use`) : err),
+    );
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
+  });
+}
+
+async function exitsWithin(exited: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  const result = await Promise.race([exited.then(() => true), timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
