@@ -3,10 +3,11 @@ import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { OriginName } from './config.js';
 import type { AppContext } from './context.js';
 import { installErrorHandling } from './platform/http/error-handler.js';
+import { lazyChildLogger } from './platform/http/lazy-logger.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 
 const ORIGIN_TITLES: Record<OriginName, string> = {
@@ -33,6 +34,7 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   const app = Fastify({
     loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: !verbose }),
+    childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
     // Behind a load balancer the client address comes from X-Forwarded-For (rate limits use it).
     trustProxy: true,
     genReqId: (request) => {
@@ -42,7 +44,9 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Response schemas document the API (OpenAPI); bodies are built from explicit view functions,
+  // so re-validating every response with zod would only cost time.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

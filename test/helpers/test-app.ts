@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { loadConfig, ROLES, type Config, type Role } from '../../src/config.js';
 import type { ModuleFactory } from '../../src/modules/module.js';
 import type { Clock } from '../../src/platform/clock.js';
@@ -13,6 +13,7 @@ export interface TestAppOptions {
   roles?: Role[];
   clock?: Clock;
   factories?: ModuleFactory[];
+  log?: Logger;
 }
 
 export interface TestApp extends RunningServer {
@@ -53,7 +54,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       database: testDatabase.database,
       ephemeralSecrets: true,
       adminSocket: false,
-      log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+      log: options.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {
     await testDatabase.close();
