@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'templates/*/src/**/*.test.ts', 'templates/*/test/**/*.test.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
