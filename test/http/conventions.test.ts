@@ -56,7 +56,7 @@ describe('HTTP conventions', () => {
     for (const url of Object.values(app.urls)) {
       const response = await fetch(`${url}/health`);
       expect(response.status).toBe(200);
-      expect((await response.json()).code).toBe(0);
+      expect(((await response.json()) as { code: number }).code).toBe(0);
     }
   });
 
