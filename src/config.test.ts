@@ -34,11 +34,11 @@ describe('config', () => {
     const result = spawnSync(process.execPath, [bin, 'serve'], {
       env: { ...process.env, API_PORT: '99999', FACILITATOR_URL: 'not a url', DATABASE_URL: '' },
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: 90_000,
     });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('Invalid configuration');
     expect(result.stderr).toContain('API_PORT');
     expect(result.stderr).toContain('FACILITATOR_URL');
-  });
+  }, 120_000);
 });
