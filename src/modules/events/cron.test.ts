@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { CronDefinitionError, latestTickUpTo, nextTick, parseCron } from './cron.js';
+
+describe('cron', () => {
+  it('needs exactly five fields and a known IANA zone', () => {
+    expect(() => parseCron('0 9 * * *', 'Europe/Paris')).not.toThrow();
+    for (const [expression, timezone, field] of [
+      ['0 0 9 * * *', 'UTC', 'expression'],
+      ['@daily', 'UTC', 'expression'],
+      ['0 25 * * *', 'UTC', 'expression'],
+      ['0 9 * * *', 'Nowhere/City', 'timezone'],
+    ] as const) {
+      const error = (() => {
+        try {
+          parseCron(expression, timezone);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(CronDefinitionError);
+      expect((error as CronDefinitionError).field).toBe(field);
+    }
+  });
+
+  it('moves a local time skipped by the spring jump to just after it, and fires a repeated one once', () => {
+    const skipped = parseCron('30 2 * * *', 'America/New_York');
+    expect(nextTick(skipped, new Date('2026-03-08T05:00:00Z'))?.toISOString()).toBe('2026-03-08T07:30:00.000Z');
+    const repeated = parseCron('30 1 * * *', 'America/New_York');
+    expect(nextTick(repeated, new Date('2026-11-01T04:00:00Z'))?.toISOString()).toBe('2026-11-01T05:30:00.000Z');
+    expect(nextTick(repeated, new Date('2026-11-01T05:30:00Z'))?.toISOString()).toBe('2026-11-02T06:30:00.000Z');
+  });
+
+  it('finds the latest missed tick quickly, even far back', () => {
+    const everyMinute = parseCron('* * * * *', 'UTC');
+    const started = Date.now();
+    expect(latestTickUpTo(everyMinute, new Date('2025-01-01T00:00:00Z'), new Date('2026-03-05T10:20:30Z')).toISOString()).toBe(
+      '2026-03-05T10:20:00.000Z',
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
+    const yearly = parseCron('0 0 1 1 *', 'UTC');
+    expect(latestTickUpTo(yearly, new Date('2020-01-01T00:00:00Z'), new Date('2026-03-05T00:00:00Z')).toISOString()).toBe(
+      '2026-01-01T00:00:00.000Z',
+    );
+    const due = new Date('2026-03-05T10:00:00Z');
+    expect(latestTickUpTo(parseCron('0 * * * *', 'UTC'), due, due).toISOString()).toBe(due.toISOString());
+  });
+});

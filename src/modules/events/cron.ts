@@ -1,0 +1,62 @@
+import { Cron } from 'croner';
+
+// Cron arithmetic of schedules, over croner: 5 fields (minute hour day-of-month month day-of-week)
+// evaluated as wall-clock time in an IANA zone. croner moves a local time that a DST jump skips to
+// the first instant after the jump, and fires a repeated local time once (its first occurrence).
+
+export class CronDefinitionError extends Error {
+  constructor(
+    readonly field: 'expression' | 'timezone',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isValidTimeZone(timezone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A paused croner job for the definition; throws CronDefinitionError naming the bad field. */
+export function parseCron(expression: string, timezone: string): Cron {
+  if (!isValidTimeZone(timezone)) throw new CronDefinitionError('timezone', `unknown IANA time zone: ${timezone}`);
+  const fields = expression.trim().split(/\s+/);
+  if (fields.length !== 5) throw new CronDefinitionError('expression', 'a cron expression has exactly 5 fields: minute hour day-of-month month day-of-week');
+  try {
+    return new Cron(fields.join(' '), { timezone, paused: true });
+  } catch (error) {
+    throw new CronDefinitionError('expression', error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** The first tick strictly after `after`; null when the expression never fires again. */
+export function nextTick(cron: Cron, after: Date): Date | null {
+  return cron.nextRun(after);
+}
+
+// Windows tried, smallest first, when looking back for the latest missed tick: walking forward
+// from the start of the first window that holds a tick stays short for any expression.
+const LOOKBACK_WINDOWS_MS = [60e3, 3600e3, 86400e3, 32 * 86400e3, 367 * 86400e3, Number.POSITIVE_INFINITY];
+
+/**
+ * The latest tick in [first, now], where `first` (<= now) is itself a tick: the one tick fired
+ * after downtime. croner has no "previous tick" arithmetic, so this walks forward from a window.
+ */
+export function latestTickUpTo(cron: Cron, first: Date, now: Date): Date {
+  for (const windowMs of LOOKBACK_WINDOWS_MS) {
+    let cursor = new Date(Math.max(first.getTime(), now.getTime() - windowMs) - 1);
+    let latest: Date | null = null;
+    for (;;) {
+      const next = cron.nextRun(cursor);
+      if (!next || next.getTime() > now.getTime()) break;
+      latest = cursor = next;
+    }
+    if (latest) return latest;
+  }
+  return first;
+}

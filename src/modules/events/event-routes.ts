@@ -1,0 +1,162 @@
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../platform/auth/authenticator.js';
+import { envelope } from '../../platform/http/render.js';
+import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import type { ZodApp } from '../module.js';
+import { eventRecord } from './records.js';
+import {
+  ackBody,
+  claimBody,
+  claimedSchema,
+  deadEventsQuery,
+  eventParams,
+  eventSchema,
+  heartbeatBody,
+  heartbeatSchema,
+  nackBody,
+  publishBody,
+  queueParams,
+} from './schemas.js';
+import type { EventsServices } from './services.js';
+
+const tags = ['events'];
+const security = [{ bearer: [] }];
+const errors = {
+  400: envelopeErrorSchema,
+  401: envelopeErrorSchema,
+  404: envelopeErrorSchema,
+  409: envelopeErrorSchema,
+  413: envelopeErrorSchema,
+};
+
+/** Aborts when the client goes away before its response was written (a long poll then stops waiting). */
+function disconnectSignal(reply: FastifyReply): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  };
+  reply.raw.once('close', onClose);
+  return { signal: controller.signal, dispose: () => reply.raw.off('close', onClose) };
+}
+
+export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events }: EventsServices): void {
+  const onRequest = ctx.auth.guard(['project_key']);
+  const projectOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request, 'project_key').projectId;
+  const record = (row: Parameters<typeof eventRecord>[0]) => eventRecord(row, events.now());
+
+  app.post(
+    '/v1/event-queues/:queueId/events',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Publish an event (201; 200 with the existing event for a used deduplicationKey)',
+        params: queueParams,
+        body: publishBody,
+        response: { 200: envelopeSchema(eventSchema), 201: envelopeSchema(eventSchema), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { event, created } = await events.publish(projectOf(request), request.params.queueId, request.body);
+      return created
+        ? reply.code(201).send(envelope(record(event), 'Event published'))
+        : reply.code(200).send(envelope(record(event), 'Duplicate deduplicationKey: existing event returned'));
+    },
+  );
+
+  app.post(
+    '/v1/event-queues/:queueId/claim',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Claim the oldest available event (long poll up to waitSeconds); data is null when none',
+        params: queueParams,
+        body: claimBody,
+        response: { 200: envelopeSchema(claimedSchema), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body ?? {};
+      const disconnect = disconnectSignal(reply);
+      try {
+        const claimed = await events.claim(projectOf(request), request.params.queueId, { ...body, signal: disconnect.signal });
+        if (!claimed) return envelope(null);
+        return envelope({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
+      } finally {
+        disconnect.dispose();
+      }
+    },
+  );
+
+  app.post(
+    '/v1/events/:eventId/heartbeat',
+    {
+      onRequest,
+      schema: { tags, security, summary: 'Extend the lease to now + leaseSeconds', params: eventParams, body: heartbeatBody, response: { 200: envelopeSchema(heartbeatSchema), ...errors } },
+    },
+    async (request) => {
+      const event = await events.heartbeat(projectOf(request), request.params.eventId, request.body.leaseToken, request.body.leaseSeconds);
+      return envelope({ event: record(event), leaseExpiresAt: event.leaseExpiresAt!.toISOString() });
+    },
+  );
+
+  app.post(
+    '/v1/events/:eventId/ack',
+    {
+      onRequest,
+      schema: { tags, security, summary: 'Acknowledge (complete) a leased event', params: eventParams, body: ackBody, response: { 200: envelopeSchema(eventSchema), ...errors } },
+    },
+    async (request) => envelope(record(await events.ack(projectOf(request), request.params.eventId, request.body.leaseToken))),
+  );
+
+  app.post(
+    '/v1/events/:eventId/nack',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Report a failed delivery: retried after retryDelaySeconds (default backoff), dead after maxAttempts',
+        params: eventParams,
+        body: nackBody,
+        response: { 200: envelopeSchema(eventSchema), ...errors },
+      },
+    },
+    async (request) => {
+      const { leaseToken, ...options } = request.body;
+      return envelope(record(await events.nack(projectOf(request), request.params.eventId, leaseToken, options)));
+    },
+  );
+
+  app.get(
+    '/v1/events/:eventId',
+    { onRequest, schema: { tags, security, summary: 'Get an event', params: eventParams, response: { 200: envelopeSchema(eventSchema), ...errors } } },
+    async (request) => envelope(record(await events.get(projectOf(request), request.params.eventId))),
+  );
+
+  app.get(
+    '/v1/event-queues/:queueId/dead-events',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'List dead events of a queue, newest first (page with before=<last id>)',
+        params: queueParams,
+        querystring: deadEventsQuery,
+        response: { 200: envelopeSchema(z.array(eventSchema)), ...errors },
+      },
+    },
+    async (request) => {
+      const projectId = projectOf(request);
+      const { limit, before } = request.query;
+      const rows = await events.listDead(projectId, request.params.queueId, limit, before ?? null);
+      return envelope(rows.map(record));
+    },
+  );
+}

@@ -1,0 +1,205 @@
+import { sql } from 'drizzle-orm';
+import type { Clock } from '../../platform/clock.js';
+import type { Database } from '../../platform/db.js';
+import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import type { SecretHasher } from '../../platform/secrets.js';
+import { eventNotFound, leaseExpired, leaseReleased, leaseTokenMismatch, payloadTooLarge, queueNotFound } from './errors.js';
+import { EventStore, type EventRow, type EventStoreOptions } from './event-store.js';
+import { LIMITS, NACK_BACKOFF } from './limits.js';
+import { QueueStore } from './queue-store.js';
+import { rowsOf } from './rows.js';
+import type { QueueNotifier } from './notifier.js';
+import type { ClaimWaiters } from './waiters.js';
+
+export interface PublishInput {
+  payload: Record<string, unknown>;
+  deduplicationKey?: string;
+  delaySeconds?: number;
+}
+
+export interface ClaimOptions {
+  leaseSeconds?: number;
+  waitSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface Claimed {
+  event: EventRow;
+  leaseToken: string;
+  leaseExpiresAt: Date;
+}
+
+/** How often one claim may meet a capped schedule or lose a race before it answers "no work". */
+const CLAIM_ROUNDS = 20;
+
+export function assertPayloadSize(payload: Record<string, unknown>): void {
+  if (Buffer.byteLength(JSON.stringify(payload)) > LIMITS.payloadBytes) throw payloadTooLarge(LIMITS.payloadBytes);
+}
+
+/**
+ * Publishing and lease-based consumption (at-least-once). A claim leases the oldest claimable event
+ * for a secret token; heartbeat, ack and nack succeed only with the current token before expiry.
+ */
+export class EventService {
+  private readonly store: EventStore;
+  private readonly queues: QueueStore;
+
+  constructor(
+    private readonly database: Database,
+    private readonly clock: Clock,
+    private readonly hasher: SecretHasher,
+    private readonly waiters: ClaimWaiters,
+    private readonly notifier: QueueNotifier,
+    private readonly storeOptions: EventStoreOptions,
+  ) {
+    this.store = new EventStore(database.db, storeOptions);
+    this.queues = new QueueStore(database.db);
+  }
+
+  /** The new event (`created`), or the existing one when the deduplication key was used before. */
+  async publish(projectId: string, queueId: string, input: PublishInput): Promise<{ event: EventRow; created: boolean }> {
+    if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
+    assertPayloadSize(input.payload);
+    const now = this.clock.now();
+    const availableAt = new Date(now.getTime() + (input.delaySeconds ?? 0) * 1000);
+    const deduplicationKey = input.deduplicationKey ?? null;
+    const event = await this.store.insert({ id: newId(now.getTime()), projectId, queueId, payload: input.payload, deduplicationKey, availableAt, now });
+    if (event) {
+      if (availableAt <= now) this.announce(queueId);
+      return { event, created: true };
+    }
+    const existing = deduplicationKey ? await this.store.findByDeduplicationKey(projectId, queueId, deduplicationKey) : null;
+    if (!existing) throw queueNotFound();
+    return { event: existing, created: false };
+  }
+
+  /** Leases the oldest claimable event, waiting up to `waitSeconds` for one; null when none came. */
+  async claim(projectId: string, queueId: string, options: ClaimOptions = {}): Promise<Claimed | null> {
+    if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
+    let queueChecked = false;
+    // Claims waiting here means the queue is idle: this claim will queue up without trying, so make
+    // sure first that the queue is the caller's (the line is per queue, not per project).
+    if (this.waiters.waitingCount(queueId) > 0) {
+      queueChecked = true;
+      if (!(await this.queues.get(projectId, queueId))) throw queueNotFound();
+    }
+    return this.waiters.claim<Claimed>({
+      queueId,
+      waitMs: (options.waitSeconds ?? 0) * 1000,
+      signal: options.signal,
+      attempt: async () => {
+        const claimed = await this.tryClaim(projectId, queueId, options.leaseSeconds ?? null);
+        // "Nothing to claim" may mean "no such queue here": ask once, before waiting on it.
+        if (!claimed && !queueChecked) {
+          queueChecked = true;
+          if (!(await this.queues.get(projectId, queueId))) throw queueNotFound();
+        }
+        return claimed;
+      },
+      release: async (claimed) => {
+        await this.store.unclaim(claimed.event.id, this.hasher.hash(claimed.leaseToken), this.clock.now());
+        this.announce(queueId);
+      },
+    });
+  }
+
+  private async tryClaim(projectId: string, queueId: string, leaseSeconds: number | null): Promise<Claimed | null> {
+    const skipSchedules: string[] = [];
+    for (let round = 0; round < CLAIM_ROUNDS; round++) {
+      const { token, hash } = this.hasher.issueToken();
+      const now = this.clock.now();
+      const attempt = await this.store.claimNext({ projectId, queueId, leaseSeconds, tokenHash: hash, now, skipSchedules });
+      if (attempt.kind === 'none') return null;
+      if (attempt.kind === 'claimed') return { event: attempt.row, leaseToken: token, leaseExpiresAt: attempt.row.leaseExpiresAt! };
+      const capped = await this.claimUnderCap(attempt.eventId, attempt.scheduleId, leaseSeconds, hash, now);
+      if (capped === 'full') skipSchedules.push(attempt.scheduleId);
+      else if (capped) return { event: capped, leaseToken: token, leaseExpiresAt: capped.leaseExpiresAt! };
+    }
+    return null;
+  }
+
+  /**
+   * Leases an event of a schedule with `maxConcurrency` while holding the schedule's row lock, so
+   * concurrent claimers count running leases one at a time and never exceed the cap.
+   */
+  private claimUnderCap(eventId: string, scheduleId: string, leaseSeconds: number | null, tokenHash: string, now: Date) {
+    return this.database.db.transaction(async (tx) => {
+      const [schedule] = await rowsOf<{ maxConcurrency: number | null }>(
+        tx,
+        sql`select max_concurrency as "maxConcurrency" from event_schedules where id = ${scheduleId} for update`,
+      );
+      const store = new EventStore(tx, this.storeOptions);
+      const cap = schedule?.maxConcurrency ?? null;
+      if (cap !== null && (await store.countActiveLeases(scheduleId, now)) >= cap) return 'full' as const;
+      return store.claimById({ eventId, leaseSeconds, tokenHash, now });
+    });
+  }
+
+  /** Extends the caller's lease to now + leaseSeconds (the queue's default lease when omitted). */
+  async heartbeat(projectId: string, eventId: string, leaseToken: string, leaseSeconds?: number): Promise<EventRow> {
+    const input = this.leaseInput(projectId, eventId, leaseToken);
+    const row = await this.store.heartbeat({ ...input, leaseSeconds: leaseSeconds ?? null });
+    return row ?? this.explainLeaseFailure(input, 'heartbeat');
+  }
+
+  /** Completes the event. Repeating an ack with the same token answers the same (idempotent). */
+  async ack(projectId: string, eventId: string, leaseToken: string): Promise<EventRow> {
+    const input = this.leaseInput(projectId, eventId, leaseToken);
+    const row = await this.store.ack(input);
+    return row ?? this.explainLeaseFailure(input, 'ack');
+  }
+
+  /** Fails this delivery: retried after the delay (default backoff), or `dead` after the last attempt. */
+  async nack(projectId: string, eventId: string, leaseToken: string, options: { error?: string; retryDelaySeconds?: number } = {}): Promise<EventRow> {
+    const input = this.leaseInput(projectId, eventId, leaseToken);
+    const row = await this.store.nack({
+      ...input,
+      error: options.error ?? 'nacked without an error message',
+      retryDelaySeconds: options.retryDelaySeconds ?? null,
+      backoff: NACK_BACKOFF,
+    });
+    if (!row) return this.explainLeaseFailure(input, 'nack');
+    if (row.status === 'available' && row.availableAt <= input.now) this.announce(row.queueId);
+    return row;
+  }
+
+  async get(projectId: string, eventId: string): Promise<EventRow> {
+    const row = UUID_PATTERN.test(eventId) ? await this.store.get(projectId, eventId) : null;
+    if (!row) throw eventNotFound();
+    return row;
+  }
+
+  async listDead(projectId: string, queueId: string, limit: number, before: string | null): Promise<EventRow[]> {
+    if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
+    const rows = await this.store.listDead(projectId, queueId, limit, before);
+    // An empty page may mean "no such queue": only then is it worth asking.
+    if (rows.length === 0 && !(await this.queues.get(projectId, queueId))) throw queueNotFound();
+    return rows;
+  }
+
+  now(): Date {
+    return this.clock.now();
+  }
+
+  private leaseInput(projectId: string, eventId: string, leaseToken: string) {
+    if (!UUID_PATTERN.test(eventId)) throw eventNotFound();
+    return { projectId, eventId, tokenHash: this.hasher.hash(leaseToken), now: this.clock.now() };
+  }
+
+  /** Says precisely why a lease operation matched no row (the UPDATE itself cannot). */
+  private async explainLeaseFailure(input: { projectId: string; eventId: string; tokenHash: string }, operation: 'heartbeat' | 'ack' | 'nack'): Promise<EventRow> {
+    const row = await this.store.get(input.projectId, input.eventId);
+    if (!row) throw eventNotFound();
+    if (row.leaseTokenHash !== input.tokenHash) throw leaseTokenMismatch();
+    if (operation === 'ack' && row.status === 'acked') return row;
+    // ack and nack clear lease_expires_at; only a lease that ran out keeps it.
+    if (row.status === 'leased' || row.leaseExpiresAt !== null) throw leaseExpired(row.leaseExpiresAt);
+    throw leaseReleased(row.status);
+  }
+
+  /** Wakes claimers waiting on the queue, here at once and on other nodes by NOTIFY. */
+  announce(queueId: string): void {
+    this.waiters.wake(queueId);
+    this.notifier.signal(queueId);
+  }
+}

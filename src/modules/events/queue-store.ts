@@ -1,0 +1,54 @@
+import { and, desc, eq } from 'drizzle-orm';
+import type { Executor } from '../../platform/db.js';
+import { isUniqueViolation } from './rows.js';
+import { eventQueues } from './tables.js';
+
+export type QueueRow = typeof eventQueues.$inferSelect;
+
+export class DuplicateQueueNameError extends Error {}
+
+/** SQL of event queues. Every read is scoped to a project: another project's queue does not exist. */
+export class QueueStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(row: QueueRow): Promise<QueueRow> {
+    try {
+      await this.db.insert(eventQueues).values(row);
+      return row;
+    } catch (error) {
+      if (isUniqueViolation(error, 'event_queues_project_name_unique')) throw new DuplicateQueueNameError();
+      throw error;
+    }
+  }
+
+  async findByName(projectId: string, name: string): Promise<QueueRow | null> {
+    const [row] = await this.db
+      .select()
+      .from(eventQueues)
+      .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.name, name)))
+      .limit(1);
+    return row ?? null;
+  }
+
+  async get(projectId: string, id: string): Promise<QueueRow | null> {
+    const [row] = await this.db
+      .select()
+      .from(eventQueues)
+      .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.id, id)))
+      .limit(1);
+    return row ?? null;
+  }
+
+  async list(projectId: string): Promise<QueueRow[]> {
+    return this.db.select().from(eventQueues).where(eq(eventQueues.projectId, projectId)).orderBy(desc(eventQueues.id));
+  }
+
+  /** Deletes the queue; its events and schedules go with it (foreign keys cascade). */
+  async delete(projectId: string, id: string): Promise<boolean> {
+    const rows = await this.db
+      .delete(eventQueues)
+      .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.id, id)))
+      .returning({ id: eventQueues.id });
+    return rows.length > 0;
+  }
+}

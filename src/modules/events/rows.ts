@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import type { SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import pg from 'pg';
+import type { Executor } from '../../platform/db.js';
+
+// Raw-SQL plumbing shared by the stores. The hot paths are single hand-written statements, so rows
+// come back as the driver gives them: timestamps as text, and counts as text on node-postgres.
+
+export type Timestamp = Date | string;
+
+/** Parses a timestamptz as the drivers return it ('2026-03-08 13:00:00.123+00') or passes a Date through. */
+export function toDate(value: Timestamp): Date;
+export function toDate(value: Timestamp | null): Date | null;
+export function toDate(value: Timestamp | null): Date | null {
+  if (value === null || value instanceof Date) return value;
+  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+}
+
+const dialect = new PgDialect();
+const statementNames = new Map<string, string>();
+
+/**
+ * Runs a statement and returns its rows. On node-postgres, outside transactions, it runs as a named
+ * prepared statement: PostgreSQL plans each text once per connection instead of on every call
+ * (planning costs more than running these short queue statements). Named by a hash of its text.
+ */
+export async function rowsOf<T>(executor: Executor, statement: SQL): Promise<T[]> {
+  const pool = (executor as { $client?: unknown }).$client;
+  if (pool instanceof pg.Pool) {
+    const query = dialect.sqlToQuery(statement);
+    let name = statementNames.get(query.sql);
+    if (!name) {
+      name = `tollgate_events_${createHash('sha256').update(query.sql).digest('hex').slice(0, 24)}`;
+      statementNames.set(query.sql, name);
+    }
+    return (await pool.query({ name, text: query.sql, values: query.params as unknown[] })).rows as T[];
+  }
+  const result = await executor.execute(statement);
+  return (result as unknown as { rows: T[] }).rows;
+}
+
+/** True when the error (or one it wraps: drizzle wraps driver errors) has this SQLSTATE and names the constraint. */
+function hasSqlState(error: unknown, sqlState: string, constraint?: string): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (current && typeof current === 'object' && !seen.has(current)) {
+    seen.add(current);
+    const candidate = current as { code?: string; constraint?: string; message?: string; cause?: unknown };
+    if (candidate.code === sqlState && (!constraint || candidate.constraint === constraint || candidate.message?.includes(constraint))) return true;
+    current = candidate.cause;
+  }
+  return false;
+}
+
+export const isUniqueViolation = (error: unknown, constraint: string) => hasSqlState(error, '23505', constraint);
+export const isForeignKeyViolation = (error: unknown) => hasSqlState(error, '23503');

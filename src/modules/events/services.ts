@@ -1,0 +1,41 @@
+import type { AppContext } from '../../context.js';
+import { EventService } from './event-service.js';
+import { QueueService } from './queue-service.js';
+import { Scheduler } from './scheduler.js';
+import { ScheduleService } from './schedule-service.js';
+import { Sweeper } from './sweeper.js';
+import { QueueNotifier } from './notifier.js';
+import { ClaimWaiters } from './waiters.js';
+
+/** The Events area's services, wired once per process (tests build their own over a test app's ctx). */
+export interface EventsServices {
+  queues: QueueService;
+  events: EventService;
+  schedules: ScheduleService;
+  scheduler: Scheduler;
+  sweeper: Sweeper;
+  waiters: ClaimWaiters;
+  notifier: QueueNotifier;
+}
+
+export interface EventsOptions {
+  /** See EventStoreOptions; on by default. */
+  asyncLeaseCommits?: boolean;
+}
+
+export function createEventsServices(ctx: Pick<AppContext, 'database' | 'clock' | 'hasher' | 'log'>, options: EventsOptions = {}): EventsServices {
+  const { database, clock } = ctx;
+  const storeOptions = { asyncLeaseCommits: options.asyncLeaseCommits ?? false };
+  const waiters = new ClaimWaiters();
+  const notifier = new QueueNotifier(database, ctx.log);
+  const events = new EventService(database, clock, ctx.hasher, waiters, notifier, storeOptions);
+  return {
+    queues: new QueueService(database.db, clock),
+    events,
+    schedules: new ScheduleService(database.db, clock),
+    scheduler: new Scheduler(database.db, clock, ctx.log, (queueId) => events.announce(queueId)),
+    sweeper: new Sweeper(database.db, clock, storeOptions),
+    waiters,
+    notifier,
+  };
+}

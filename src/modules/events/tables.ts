@@ -1,0 +1,109 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, jsonb, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+
+// Tables of the Events area. Project ids are the projects module's ids, kept as text without a
+// foreign key: a module owns its tables, and events must not depend on another module's schema.
+
+/** Pull-based queues; a name is unique within its project. */
+export const eventQueues = pgTable(
+  'event_queues',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: text('project_id').notNull(),
+    name: text('name').notNull(),
+    status: text('status').notNull().default('active'),
+    defaultLeaseSeconds: integer('default_lease_seconds').notNull(),
+    maxAttempts: integer('max_attempts').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [unique('event_queues_project_name_unique').on(t.projectId, t.name)],
+);
+
+/**
+ * Cron schedules that enqueue events. `revision` counts accepted definitions; the scheduler copies
+ * it to `synced_revision` once it has registered that definition. `next_fire_at` is advanced with a
+ * conditional update in the same transaction that inserts the tick's event (exactly-once firing).
+ */
+export const eventSchedules = pgTable(
+  'event_schedules',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: text('project_id').notNull(),
+    queueId: uuid('queue_id')
+      .notNull()
+      .references(() => eventQueues.id, { onDelete: 'cascade' }),
+    externalId: text('external_id').notNull(),
+    name: text('name').notNull(),
+    cronExpression: text('cron_expression').notNull(),
+    timezone: text('timezone').notNull(),
+    payload: jsonb('payload').notNull(),
+    overlapPolicy: text('overlap_policy').notNull(),
+    maxConcurrency: integer('max_concurrency'),
+    maxEventAgeSeconds: integer('max_event_age_seconds'),
+    syncStatus: text('sync_status').notNull(),
+    revision: integer('revision').notNull(),
+    syncedRevision: integer('synced_revision'),
+    lastError: text('last_error'),
+    nextFireAt: timestamp('next_fire_at', { withTimezone: true }),
+    lastFiredAt: timestamp('last_fired_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    unique('event_schedules_project_external_unique').on(t.projectId, t.externalId),
+    index('event_schedules_pending_idx').on(t.updatedAt).where(sql`${t.syncStatus} = 'pending'`),
+    index('event_schedules_due_idx').on(t.nextFireAt).where(sql`${t.syncStatus} = 'synced'`),
+  ],
+);
+
+/**
+ * Events. While an event is `leased`, `available_at` equals `lease_expires_at`: one index range
+ * (`available_at <= now` over open statuses) finds both fresh events and expired leases, oldest first.
+ * `lease_token_hash` stays after the lease ends so a late call with that token gets a precise answer.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: text('project_id').notNull(),
+    queueId: uuid('queue_id')
+      .notNull()
+      .references(() => eventQueues.id, { onDelete: 'cascade' }),
+    // No foreign key: an event keeps naming the schedule that made it after the schedule is deleted.
+    scheduleId: uuid('schedule_id'),
+    scheduledFor: timestamp('scheduled_for', { withTimezone: true }),
+    deduplicationKey: text('deduplication_key'),
+    payload: jsonb('payload').notNull(),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    maxAttempts: integer('max_attempts').notNull(),
+    availableAt: timestamp('available_at', { withTimezone: true }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    leaseTokenHash: text('lease_token_hash'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    lastError: text('last_error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('events_claim_idx')
+      .on(t.queueId, t.availableAt, t.id)
+      .where(sql`${t.status} in ('available', 'leased')`),
+    uniqueIndex('events_queue_dedup_unique')
+      .on(t.queueId, t.deduplicationKey)
+      .where(sql`${t.deduplicationKey} is not null`),
+    // Exactly one event per schedule tick, whatever the scheduler does twice.
+    uniqueIndex('events_schedule_tick_unique')
+      .on(t.scheduleId, t.scheduledFor)
+      .where(sql`${t.scheduleId} is not null`),
+    index('events_schedule_open_idx')
+      .on(t.scheduleId)
+      .where(sql`${t.scheduleId} is not null and ${t.status} in ('available', 'leased')`),
+    // Lists by status (dead events) and the queue foreign key's cascading delete.
+    index('events_queue_status_idx').on(t.queueId, t.status, t.id),
+    index('events_leased_idx').on(t.availableAt).where(sql`${t.status} = 'leased'`),
+    index('events_expiring_idx').on(t.expiresAt).where(sql`${t.status} = 'available' and ${t.expiresAt} is not null`),
+  ],
+);
