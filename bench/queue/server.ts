@@ -47,4 +47,4 @@ const response = await fetch(`${api}/v1/projects`, {
 });
 if (response.status !== 201) throw new Error(`project: ${response.status} ${await response.text()}`);
 const { apiKey } = ((await response.json()) as { data: { apiKey: { secret: string } } }).data;
-console.log(`BENCH_READY ${JSON.stringify({ api, apiKey: apiKey.secret, durable })}`);
+console.log(`BENCH_READY ${JSON.stringify({ api, apiKey: apiKey.secret, asyncLeases })}`);
