@@ -35,8 +35,8 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
     loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: !verbose }),
     childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
-    // Behind a load balancer the client address comes from X-Forwarded-For (rate limits use it).
-    trustProxy: true,
+    // Only behind a known proxy may X-Forwarded-For name the client (rate limits key on it).
+    trustProxy: ctx.config.trustProxy,
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();

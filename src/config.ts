@@ -11,6 +11,10 @@ const hexKey = z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes of h
 const envSchema = z.object({
   TOLLGATE_DATA_DIR: z.string().min(1).default('./.data'),
   HOST: z.string().min(1).default('127.0.0.1'),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|[0-9a-fA-F.:/,\s]+)$/, 'must be true, false or a comma-separated list of proxy addresses/CIDRs')
+    .default('false'),
   API_PORT: port(8402),
   FACILITATOR_PORT: port(8403),
   RELAY_PORT: port(8404),
@@ -28,6 +32,7 @@ const envSchema = z.object({
   CHAIN_RPC_URL: optionalUrl,
   FACILITATOR_URL: optionalUrl,
   FACILITATOR_PRIVATE_KEY: hexKey,
+  X402_TEST_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
   WALLET_MASTER_KEY: hexKey,
@@ -37,6 +42,18 @@ const envSchema = z.object({
   PAY_AND_CALL_ALLOW_HOSTS: z.string().optional(),
   PAY_AND_CALL_MAX_BODY_BYTES: positiveInt(1024 * 1024),
   PAY_AND_CALL_TIMEOUT_MS: positiveInt(15_000),
+  INTENT_LIFETIME_SECONDS: positiveInt(24 * 3600),
+  INTENT_PAY_TIMEOUT_SECONDS: positiveInt(300),
+  INTENT_PAY_LIMIT_PER_INTENT: positiveInt(30),
+  INTENT_PAY_LIMIT_PER_CLIENT: positiveInt(120),
+  INTENT_PAY_LIMIT_WINDOW_SECONDS: positiveInt(60),
+  INTENT_RECONCILE_INTERVAL_MS: positiveInt(15_000),
+  INTENT_RECONCILE_GRACE_SECONDS: positiveInt(60),
+  ATTESTATION_PRIVATE_KEY: hexKey,
+  INDEXER_CONFIRMATIONS: z.coerce.number().int().min(0).max(10_000).optional(),
+  INDEXER_START_BLOCK: z.union([z.literal('latest'), z.coerce.number().int().min(0)]).optional(),
+  INDEXER_POLL_MS: positiveInt(1000),
+  INDEXER_BATCH_BLOCKS: positiveInt(2000),
   BUILD_COMMIT: optionalString,
   BUILD_BRANCH: optionalString,
   BUILD_TIME: optionalString,
@@ -52,6 +69,8 @@ export type OriginName = (typeof ORIGINS)[number];
 export interface Config {
   dataDir: string;
   host: string;
+  /** Whose X-Forwarded-For to believe for the client address (rate limits): Fastify's trustProxy. */
+  trustProxy: boolean | string;
   ports: Record<OriginName, number> & { devchain: number };
   publicUrls: Partial<Record<OriginName, string>>;
   databaseUrl: string | null;
@@ -59,12 +78,36 @@ export interface Config {
   chainRpcUrl: string | null;
   facilitatorUrl: string | null;
   facilitatorPrivateKey: string | null;
+  /** Receiver of the /x402-test endpoints; null = a dev receiver generated into the data dir. */
+  x402TestPayTo: string | null;
   logLevel: Env['LOG_LEVEL'];
   secretPepper: string | null;
   walletMasterKey: string | null;
   identity: { jwksUrl: string | null; issuer: string; audience: string };
   payAndCall: { allowHosts: string; maxBodyBytes: number; timeoutMs: number };
+  intents: IntentSettings;
+  txapi: TxapiSettings;
   build: { commit: string | null; branch: string | null; time: string | null };
+}
+
+/** Chain indexer and transaction API (see the txapi README section). */
+export interface TxapiSettings {
+  /** EIP-712 attestation key; null = a dev key generated into the data dir. */
+  attestationPrivateKey: string | null;
+  /** Finality depth: records publish once their block has this many blocks on top (0 on the devchain, 12 otherwise). */
+  confirmations: number;
+  /** First block to index with no checkpoint: 0 on the devchain, 'latest' on an external chain. */
+  startBlock: number | 'latest';
+  pollMs: number;
+  batchBlocks: number;
+}
+
+/** Payment intents: lifetime, the challenge's payment timeout, pay rate limits, reconciliation. */
+export interface IntentSettings {
+  lifetimeSeconds: number;
+  payTimeoutSeconds: number;
+  payLimits: { perIntent: number; perClient: number; windowSeconds: number };
+  reconcile: { intervalMs: number; graceSeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -85,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     dataDir: path.resolve(e.TOLLGATE_DATA_DIR),
     host: e.HOST,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
     ports: {
       api: e.API_PORT,
       facilitator: e.FACILITATOR_PORT,
@@ -103,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chainRpcUrl: e.CHAIN_RPC_URL ?? null,
     facilitatorUrl: trimSlash(e.FACILITATOR_URL) ?? null,
     facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY ?? null,
+    x402TestPayTo: e.X402_TEST_PAY_TO ?? null,
     logLevel: e.LOG_LEVEL,
     secretPepper: e.SECRET_PEPPER ?? null,
     walletMasterKey: e.WALLET_MASTER_KEY ?? null,
@@ -115,6 +160,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowHosts: e.PAY_AND_CALL_ALLOW_HOSTS ?? '',
       maxBodyBytes: e.PAY_AND_CALL_MAX_BODY_BYTES,
       timeoutMs: e.PAY_AND_CALL_TIMEOUT_MS,
+    },
+    intents: {
+      lifetimeSeconds: e.INTENT_LIFETIME_SECONDS,
+      payTimeoutSeconds: e.INTENT_PAY_TIMEOUT_SECONDS,
+      payLimits: {
+        perIntent: e.INTENT_PAY_LIMIT_PER_INTENT,
+        perClient: e.INTENT_PAY_LIMIT_PER_CLIENT,
+        windowSeconds: e.INTENT_PAY_LIMIT_WINDOW_SECONDS,
+      },
+      reconcile: { intervalMs: e.INTENT_RECONCILE_INTERVAL_MS, graceSeconds: e.INTENT_RECONCILE_GRACE_SECONDS },
+    },
+    txapi: {
+      attestationPrivateKey: e.ATTESTATION_PRIVATE_KEY ?? null,
+      // The devchain automines one block per transaction and never reorgs: finality depth 0 there.
+      confirmations: e.INDEXER_CONFIRMATIONS ?? (e.CHAIN_RPC_URL ? 12 : 0),
+      startBlock: e.INDEXER_START_BLOCK ?? (e.CHAIN_RPC_URL ? 'latest' : 0),
+      pollMs: e.INDEXER_POLL_MS,
+      batchBlocks: e.INDEXER_BATCH_BLOCKS,
     },
     build: { commit: e.BUILD_COMMIT ?? null, branch: e.BUILD_BRANCH ?? null, time: e.BUILD_TIME ?? null },
   };
@@ -132,4 +195,8 @@ function stripEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
 
 function trimSlash(url: string | undefined): string | undefined {
   return url?.replace(/\/+$/, '');
+}
+
+function parseTrustProxy(value: string): boolean | string {
+  return value === 'true' || value === 'false' ? value === 'true' : value;
 }

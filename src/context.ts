@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config, OriginName } from './config.js';
+import type { Config, OriginName, Role } from './config.js';
+import type { ChainService } from './chain/service.js';
 import { Authenticator } from './platform/auth/authenticator.js';
 import { createIdentityVerifier, DevIdentityIssuer } from './platform/auth/identity.js';
 import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
@@ -9,6 +10,7 @@ import type { Database, Db } from './platform/db.js';
 import { RateLimiter } from './platform/rate-limiter.js';
 import { SecretHasher } from './platform/secrets.js';
 import { randomBytes } from 'node:crypto';
+import { createX402, type X402Parts } from './x402/wiring.js';
 
 export interface BuildInfo {
   commit: string;
@@ -40,6 +42,14 @@ export interface AppContext {
   /** Public base URL of each origin; filled in once the listeners know their ports. */
   urls: Record<OriginName, string>;
   build: BuildInfo;
+  /** Roles this process runs (empty for a CLI command run in-process). */
+  roles: readonly Role[];
+  /** The chain: network, asset, read client, relayer key, the devchain in embedded mode. */
+  chain: ChainService;
+  /** The x402 resource-server wiring every paid endpoint uses. */
+  x402: X402Parts['x402'];
+  /** This process's facilitator engine (null when no relayer key is configured). */
+  facilitator: X402Parts['facilitator'];
 }
 
 export interface ContextDeps {
@@ -50,6 +60,9 @@ export interface ContextDeps {
   build: BuildInfo;
   /** Keep dev secrets (pepper, identity key) in memory instead of the data dir (tests). */
   ephemeralSecrets?: boolean;
+  /** Started by the caller (startServer, the CLI), which also closes it. */
+  chain: ChainService;
+  roles?: readonly Role[];
 }
 
 export async function createContext(deps: ContextDeps): Promise<AppContext> {
@@ -65,8 +78,17 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
   const mgmtCredentials = new MgmtCredentials(database.db, hasher, clock);
   auth.register('mgmt', mgmtCredentials.resolve);
   const fallbackUrl = (origin: OriginName) => `http://${config.host}:${config.ports[origin]}`;
+  const urls: Record<OriginName, string> = {
+    api: config.publicUrls.api ?? fallbackUrl('api'),
+    facilitator: config.publicUrls.facilitator ?? fallbackUrl('facilitator'),
+    relay: config.publicUrls.relay ?? fallbackUrl('relay'),
+    assets: config.publicUrls.assets ?? fallbackUrl('assets'),
+  };
+  const roles = deps.roles ?? [];
   return {
     ...deps,
+    roles,
+    ...createX402({ config, db: database.db, clock, log: deps.log, chain: deps.chain, roles, urls }),
     services: {} as Services,
     db: database.db,
     hasher,
@@ -74,11 +96,6 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     devIdentity,
     mgmtCredentials,
     rateLimiter: new RateLimiter(database.db, clock),
-    urls: {
-      api: config.publicUrls.api ?? fallbackUrl('api'),
-      facilitator: config.publicUrls.facilitator ?? fallbackUrl('facilitator'),
-      relay: config.publicUrls.relay ?? fallbackUrl('relay'),
-      assets: config.publicUrls.assets ?? fallbackUrl('assets'),
-    },
+    urls,
   };
 }

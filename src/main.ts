@@ -9,6 +9,8 @@ import { moduleFactories } from './modules/index.js';
 import { readBuildInfo } from './modules/system/build-info.js';
 import { systemClock } from './platform/clock.js';
 import { openConfiguredDatabase, startServer } from './server.js';
+import { startChainService } from './chain/service.js';
+import type { Module } from './modules/module.js';
 
 const USAGE = `Usage: tollgate <command>
   serve [--roles api,facilitator,relay,assets,worker]   run the service (default: every role)
@@ -91,6 +93,8 @@ async function serve(config: Config, args: string[]): Promise<number> {
     if (server.origins[origin as keyof typeof server.origins]) console.log(`${origin.padEnd(12)} ${url}`);
   }
   console.log(`${'data'.padEnd(12)} ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : config.dataDir}`);
+  const { chain } = server.ctx;
+  console.log(`${'chain'.padEnd(12)} ${chain.network} ${chain.devchain ? `devchain ${chain.rpcUrl}` : '(CHAIN_RPC_URL)'}`);
   console.log(`roles        ${roles.join(', ')}`);
 
   await new Promise<void>((resolve) => {
@@ -114,14 +118,21 @@ async function runAdminCommand(config: Config, name: string, args: Record<string
   if (viaSocket !== null) return viaSocket;
   const database = await openConfiguredDatabase(config);
   const log = pino({ level: 'warn' });
-  const ctx = await createContext({ config, database, clock: systemClock, log, build: readBuildInfo(config) });
-  const modules = await instantiateModules(ctx, moduleFactories);
+  // The chain too (embedded: the devchain on the data dir's state), so `dev fund` works offline.
+  const chain = await startChainService({ config, log }).catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
+  let modules: Module[] = [];
   try {
+    const ctx = await createContext({ config, database, clock: systemClock, log, build: readBuildInfo(config), chain });
+    modules = await instantiateModules(ctx, moduleFactories);
     const command = adminCommands(ctx, modules)[name];
     if (!command) throw new AdminCommandError(`unknown command ${name}`);
     return await command(args);
   } finally {
     for (const module of [...modules].reverse()) await module.close?.();
+    await chain.close();
     await database.close();
   }
 }

@@ -13,9 +13,12 @@ import { openDatabase, type Database } from './platform/db.js';
 import { LoopRunner } from './platform/jobs.js';
 import { runMigrations } from './platform/migrate.js';
 import { readBuildInfo } from './modules/system/build-info.js';
+import { startChainService } from './chain/service.js';
 
 export interface RunningServer {
   ctx: AppContext;
+  /** The instantiated modules (tests reach their admin commands through these). */
+  modules: Module[];
   origins: Partial<Record<OriginName, ZodApp>>;
   urls: Record<OriginName, string>;
   stop(): Promise<void>;
@@ -50,6 +53,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   // A database handed in belongs to the caller, who closes it.
   const database = options.database ?? (await openConfiguredDatabase(config));
   const closeDatabase = options.database ? async () => {} : () => database.close();
+  let chain;
+  try {
+    chain = await startChainService({ config, log, ephemeral: options.ephemeralSecrets });
+  } catch (error) {
+    await closeDatabase();
+    throw error;
+  }
   const ctx = await createContext({
     config,
     database,
@@ -57,8 +67,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     log,
     build: readBuildInfo(config),
     ephemeralSecrets: options.ephemeralSecrets,
+    chain,
+    roles,
   });
-  const modules = await instantiateModules(ctx, options.factories ?? moduleFactories);
+  const closeChainAndDatabase = async () => {
+    await chain.close().catch((error) => log.error({ err: error }, 'chain close failed'));
+    await closeDatabase();
+  };
+  let modules: Module[];
+  try {
+    modules = await instantiateModules(ctx, options.factories ?? moduleFactories);
+  } catch (error) {
+    await closeChainAndDatabase();
+    throw error;
+  }
 
   const origins: Partial<Record<OriginName, ZodApp>> = {};
   const stops: Array<() => Promise<unknown>> = [];
@@ -80,16 +102,17 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       stops.push(() => admin!.close());
     }
   } catch (error) {
-    await stopAll(stops, modules, closeDatabase, log);
+    await stopAll(stops, modules, closeChainAndDatabase, log);
     throw error;
   }
 
   let stopping: Promise<void> | null = null;
   return {
     ctx,
+    modules,
     origins,
     urls: ctx.urls,
-    stop: () => (stopping ??= stopAll(stops, modules, closeDatabase, log)),
+    stop: () => (stopping ??= stopAll(stops, modules, closeChainAndDatabase, log)),
   };
 }
 

@@ -6,7 +6,7 @@ import type { ModuleFactory } from '../../src/modules/module.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 
 // One route per credential kind, guarded exactly as real routes are.
-const KINDS: CredentialKind[] = ['identity', 'mgmt', 'project_key'];
+const KINDS: CredentialKind[] = ['identity', 'mgmt', 'project_key', 'wallet'];
 const guardedRoutes: ModuleFactory = (ctx) => ({
   name: 'auth-probe',
   routes: {
@@ -40,6 +40,14 @@ beforeAll(async () => {
   secrets.project_key = created.json().data.apiKey.secret;
   projectId = created.json().data.project.id;
   projectKeyId = created.json().data.apiKey.id;
+  const wallet = await app.origins.api!.inject({
+    method: 'POST',
+    url: '/v1/wallets',
+    headers: { authorization: `Bearer ${secrets.mgmt}` },
+    payload: { externalId: 'probe', name: 'probe' },
+  });
+  expect(wallet.statusCode).toBe(201);
+  secrets.wallet = wallet.json().data.credential.secret;
 });
 afterAll(async () => {
   await app?.close();
@@ -102,6 +110,17 @@ describe('credential kinds', () => {
     expect((await probe('project_key', `Bearer ${extra.secret}`)).statusCode).toBe(401);
     // The project's other key is untouched.
     expect((await probe('project_key', `Bearer ${secrets.project_key}`)).json().data.keyId).toBe(projectKeyId);
+  });
+
+  it('refuses a revoked wallet credential at once', async () => {
+    const mgmt = `Bearer ${secrets.mgmt}`;
+    const walletId = (await probe('wallet', `Bearer ${secrets.wallet}`)).json().data.walletId;
+    const made = await app.origins.api!.inject({ method: 'POST', url: `/v1/wallets/${walletId}/credentials`, headers: { authorization: mgmt }, payload: { name: 'short-lived' } });
+    const { id, secret } = made.json().data;
+    expect((await probe('wallet', `Bearer ${secret}`)).json().data).toMatchObject({ kind: 'wallet', walletId, credentialId: id });
+    await app.origins.api!.inject({ method: 'DELETE', url: `/v1/wallets/${walletId}/credentials/${id}`, headers: { authorization: mgmt } });
+    expect((await probe('wallet', `Bearer ${secret}`)).statusCode).toBe(401);
+    expect((await probe('wallet', `Bearer ${secrets.wallet}`)).statusCode).toBe(200);
   });
 
   it('stores secrets only as keyed hashes', async () => {

@@ -1,6 +1,6 @@
 import { and, desc, eq } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
-import { isUniqueViolation } from './rows.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
 import { eventQueues } from './tables.js';
 
 export type QueueRow = typeof eventQueues.$inferSelect;

@@ -40,18 +40,4 @@ export async function rowsOf<T>(executor: Executor, statement: SQL): Promise<T[]
   return (result as unknown as { rows: T[] }).rows;
 }
 
-/** True when the error (or one it wraps: drizzle wraps driver errors) has this SQLSTATE and names the constraint. */
-function hasSqlState(error: unknown, sqlState: string, constraint?: string): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const candidate = current as { code?: string; constraint?: string; message?: string; cause?: unknown };
-    if (candidate.code === sqlState && (!constraint || candidate.constraint === constraint || candidate.message?.includes(constraint))) return true;
-    current = candidate.cause;
-  }
-  return false;
-}
 
-export const isUniqueViolation = (error: unknown, constraint: string) => hasSqlState(error, '23505', constraint);
-export const isForeignKeyViolation = (error: unknown) => hasSqlState(error, '23503');

@@ -5,7 +5,7 @@ import { CronDefinitionError, parseCron } from './cron.js';
 import { invalidSchedule, queueNotFound, scheduleNotFound } from './errors.js';
 import { assertPayloadSize } from './event-service.js';
 import { QueueStore } from './queue-store.js';
-import { isForeignKeyViolation } from './rows.js';
+import { isForeignKeyViolation } from '../../platform/db-errors.js';
 import { ScheduleStore, type OverlapPolicy, type ScheduleRow, type UpsertOutcome } from './schedule-store.js';
 
 export interface ScheduleInput {

@@ -8,9 +8,16 @@ export const createMerchantBody = z.object({
   name: z.string().min(1).max(200),
   payTo: z
     .string()
-    .refine((value) => isAddress(value, { strict: false }), 'payTo must be an EVM address')
+    .refine(isPayToAddress, 'payTo must be an EVM address (a mixed-case one must carry a valid EIP-55 checksum)')
     .transform((value) => getAddress(value)),
 });
+
+/** Single-case hex carries no checksum; a mixed-case address must pass EIP-55, so a typo is refused, not paid to. */
+function isPayToAddress(value: string): boolean {
+  if (!isAddress(value, { strict: false })) return false;
+  const hex = value.slice(2);
+  return hex === hex.toLowerCase() || hex === hex.toUpperCase() || isAddress(value, { strict: true });
+}
 
 export const apiKeySchema = z.object({
   id: z.string(),

@@ -1,10 +1,10 @@
+import type { SQL, SQLWrapper } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
 import { notFound } from '../../platform/http/errors.js';
 import { isoDate } from '../../platform/http/schemas.js';
 import { newId } from '../../platform/ids.js';
-import { DEFAULT_ASSET } from '../../chain/registry.js';
 import type { ApiKeyView, MerchantView, ProjectView } from './schemas.js';
 import { ProjectsStore, type ApiKeyRow, type MerchantRow, type ProjectRow } from './store.js';
 
@@ -56,8 +56,9 @@ export class ProjectsService {
   async createMerchant(userId: string, projectId: string, input: { name: string; payTo: string }): Promise<MerchantView> {
     await this.requireOwned(userId, projectId);
     const now = this.ctx.clock.now();
-    // Network and asset are the service's, never the caller's.
-    const row: MerchantRow = { id: newId(), projectId, name: input.name, enabled: true, payTo: input.payTo, network: DEFAULT_ASSET.network, asset: DEFAULT_ASSET.address, createdAt: now, updatedAt: now };
+    // Network and asset are the service's (the chain it pays on), never the caller's.
+    const { network, address: asset } = this.ctx.chain.asset;
+    const row: MerchantRow = { id: newId(), projectId, name: input.name, enabled: true, payTo: input.payTo, network, asset, createdAt: now, updatedAt: now };
     await this.store.insertMerchant(row);
     return merchantView(row);
   }
@@ -67,6 +68,12 @@ export class ProjectsService {
     const row = await this.store.merchant(merchantId);
     return row?.projectId === projectId ? row : undefined;
   }
+
+  /**
+   * SQL selecting the merchant (`id, project_id, network, asset, pay_to`) only when it is in the
+   * project and enabled, so another module can fold the check into its own statement (one round trip).
+   */
+  enabledMerchantQuery = (projectId: SQLWrapper | string, merchantId: SQLWrapper | string): SQL => this.store.enabledMerchantQuery(projectId, merchantId);
 
   async merchant(merchantId: string): Promise<MerchantRow | undefined> {
     return this.store.merchant(merchantId);

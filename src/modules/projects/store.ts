@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { merchants, projectApiKeys, projects } from './tables.js';
 
@@ -44,6 +44,11 @@ export class ProjectsStore {
     return this.db.select().from(merchants).where(inArray(merchants.projectId, projectIds)).orderBy(desc(merchants.createdAt));
   }
 
+  enabledMerchantQuery(projectId: SQLWrapper | string, merchantId: SQLWrapper | string): SQL {
+    return sql`select ${merchants.id} as id, ${merchants.projectId} as project_id, ${merchants.network} as network, ${merchants.asset} as asset, ${merchants.payTo} as pay_to
+      from ${merchants} where ${merchants.id} = ${merchantId} and ${merchants.projectId} = ${projectId} and ${merchants.enabled}`;
+  }
+
   async merchant(merchantId: string): Promise<MerchantRow | undefined> {
     const [row] = await this.db.select().from(merchants).where(eq(merchants.id, merchantId));
     return row;
@@ -51,12 +56,23 @@ export class ProjectsStore {
 
   /** The key behind a secret hash, with its project's status; revoked keys are not found. */
   async keyByHash(secretHash: string) {
-    const [row] = await this.db
+    const [row] = await this.keyByHashQuery().execute({ secretHash });
+    return row;
+  }
+
+  // Every project-key request runs this lookup (never cached: revocation is immediate), so it is
+  // prepared once per connection instead of built and planned each time.
+  private keyByHashPrepared: ReturnType<ProjectsStore['prepareKeyByHash']> | null = null;
+  private keyByHashQuery() {
+    return (this.keyByHashPrepared ??= this.prepareKeyByHash());
+  }
+  private prepareKeyByHash() {
+    return this.db
       .select({ keyId: projectApiKeys.id, projectId: projectApiKeys.projectId, keyStatus: projectApiKeys.status, projectStatus: projects.status })
       .from(projectApiKeys)
       .innerJoin(projects, eq(projects.id, projectApiKeys.projectId))
-      .where(and(eq(projectApiKeys.secretHash, secretHash), inArray(projectApiKeys.status, ['active', 'disabled'])));
-    return row;
+      .where(and(eq(projectApiKeys.secretHash, sql.placeholder('secretHash')), inArray(projectApiKeys.status, ['active', 'disabled'])))
+      .prepare('project_key_by_hash');
   }
 
   async touchKey(keyId: string, now: Date): Promise<void> {

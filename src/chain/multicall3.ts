@@ -1,0 +1,33 @@
+// Multicall3 on the devchain. Public chains have it at the canonical address; anvil does not, and
+// without it the x402 facilitator cannot diagnose a failed simulation (every failure becomes the
+// generic `invalid_exact_evm_transaction_simulation_failed`). Our contracts/Multicall3.sol has the
+// same ABI; scripts/build-multicall3.mjs compiles it into the committed artifact read here.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Address, Hex, PublicClient } from 'viem';
+import { rpcCall } from './rpc.js';
+
+export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
+
+function findArtifact(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'contracts', 'Multicall3.json');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('contracts/Multicall3.json not found; run `node scripts/build-multicall3.mjs`');
+    dir = parent;
+  }
+}
+
+export const multicall3DeployedBytecode: Hex = (
+  JSON.parse(readFileSync(findArtifact(), 'utf8')) as { deployedBytecode: Hex }
+).deployedBytecode;
+
+/** Places the code with anvil_setCode unless it is already there (state survives restarts). */
+export async function ensureMulticall3(client: PublicClient, rpcUrl: string): Promise<void> {
+  const code = await client.getCode({ address: MULTICALL3_ADDRESS });
+  if ((code ?? '0x').toLowerCase() === multicall3DeployedBytecode.toLowerCase()) return;
+  await rpcCall(rpcUrl, 'anvil_setCode', [MULTICALL3_ADDRESS, multicall3DeployedBytecode]);
+}

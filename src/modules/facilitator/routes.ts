@@ -1,0 +1,99 @@
+import type { AppContext } from '../../context.js';
+import { ChainUnavailableError } from '../../chain/errors.js';
+import { ApiError } from '../../platform/http/errors.js';
+import { directErrorSchema } from '../../platform/http/schemas.js';
+import type { Facilitator } from '../../x402/facilitator/facilitator.js';
+import { facilitatorRequestSchema, parseFacilitatorRequest } from '../../x402/payload.js';
+import type { Module, ZodApp } from '../module.js';
+import { settleResponseSchema, supportedResponseSchema, verifyResponseSchema } from './schemas.js';
+
+/**
+ * The facilitator origin (x402 v2 facilitator API) and, in the worker role, the reconciler that
+ * resolves settlements nobody finished (crash after broadcast, receipt wait timed out).
+ */
+export function facilitatorModule(ctx: AppContext): Module {
+  const facilitator = ctx.facilitator;
+  if (!facilitator) {
+    if (ctx.roles.includes('facilitator')) {
+      throw new Error('the facilitator role needs a relayer key: set FACILITATOR_PRIVATE_KEY (CHAIN_RPC_URL is set, so no dev key is generated)');
+    }
+    return { name: 'facilitator' };
+  }
+  return {
+    name: 'facilitator',
+    routes: { facilitator: (app) => routes(app, facilitator) },
+    loops: [
+      {
+        name: 'x402-settlement-reconcile',
+        intervalMs: 5_000,
+        leader: true,
+        run: async () => (await facilitator.reconcileOpen()).checked === 50,
+      },
+    ],
+  };
+}
+
+const unavailable = (error: unknown) =>
+  error instanceof ChainUnavailableError ? new ApiError(503, 'chain_unavailable', 'The chain RPC did not answer; nothing was sent', undefined, { 'retry-after': '5' }) : error;
+
+function routes(app: ZodApp, facilitator: Facilitator) {
+  app.get(
+    '/supported',
+    { schema: { tags: ['facilitator'], summary: 'Payment kinds, extensions and signer addresses', response: { 200: supportedResponseSchema } } },
+    async () => facilitator.supported(),
+  );
+
+  app.post(
+    '/verify',
+    {
+      schema: {
+        tags: ['facilitator'],
+        summary: 'Verify a payment without settling it',
+        body: facilitatorRequestSchema,
+        response: { 200: verifyResponseSchema, 400: verifyResponseSchema, 503: directErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const parsed = parseFacilitatorRequest(request.body.paymentPayload, request.body.paymentRequirements);
+      if (!parsed.ok) return reply.code(400).send({ isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message });
+      try {
+        return await facilitator.verify(parsed.payload, parsed.requirements);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+  );
+
+  app.post(
+    '/settle',
+    {
+      schema: {
+        tags: ['facilitator'],
+        summary: 'Settle a payment on chain (idempotent per authorization)',
+        description:
+          'Settles an EIP-3009 authorization at most once. Retrying the same payment returns the first result; ' +
+          '`errorReason: settlement_pending` means the transaction may be in flight: retry the same settle later.',
+        body: facilitatorRequestSchema,
+        response: { 200: settleResponseSchema, 400: settleResponseSchema, 503: directErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const parsed = parseFacilitatorRequest(request.body.paymentPayload, request.body.paymentRequirements);
+      if (!parsed.ok) {
+        const network = (request.body.paymentRequirements as { network?: unknown } | null)?.network;
+        return reply.code(400).send({
+          success: false,
+          errorReason: parsed.reason,
+          errorMessage: parsed.message,
+          transaction: '',
+          network: typeof network === 'string' ? network : '',
+        });
+      }
+      try {
+        return await facilitator.settle(parsed.payload, parsed.requirements);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+  );
+}

@@ -1,0 +1,39 @@
+import { ApiError } from '../../platform/http/errors.js';
+
+// The spec's Payment Intent errors table, one factory per code. The `intent` family renders them
+// as { code, message, details? }.
+
+/** Seconds a client should wait before retrying a 503 (the answer also carries Retry-After). */
+const RETRY_AFTER_SECONDS = '5';
+const unavailable = (code: string, message: string, details?: unknown) =>
+  new ApiError(503, code, message, details, { 'retry-after': RETRY_AFTER_SECONDS });
+
+export const intentErrors = {
+  invalidRequest: (message: string, details?: unknown) => new ApiError(400, 'invalid_request', message, details),
+  merchantDisabled: () => new ApiError(403, 'merchant_disabled', 'The merchant of this intent is disabled'),
+  merchantNotFound: () => new ApiError(404, 'merchant_not_found', 'Merchant not found in this project'),
+  intentNotFound: () => new ApiError(404, 'intent_not_found', 'Payment intent not found'),
+  conflict: (message: string, details?: unknown) => new ApiError(409, 'intent_conflict', message, details),
+  /** The settle of this request failed definitively; PAYMENT-RESPONSE carries the facilitator's answer. */
+  settlementFailed: (failure: { code: string; message: string }, paymentResponse: string) =>
+    new ApiError(
+      409,
+      'intent_conflict',
+      'Settlement failed; this intent cannot be paid any more',
+      { status: 'failed', failureCode: failure.code, failureMessage: failure.message },
+      { 'payment-response': paymentResponse, 'x-payment-response': paymentResponse },
+    ),
+  settlementInProgress: () => new ApiError(409, 'settlement_in_progress', 'Another request is settling this intent'),
+  paymentAlreadyUsed: () => new ApiError(409, 'payment_already_used', 'The transaction belongs to another intent'),
+  authorizationAlreadyUsed: (message = 'The payment authorization belongs to another intent') =>
+    new ApiError(409, 'payment_authorization_already_used', message),
+  expired: (expiresAt: Date) =>
+    new ApiError(410, 'intent_expired', 'The payment window of this intent has ended', { expiresAt: expiresAt.toISOString() }),
+  rateLimited: (retryAfterSeconds: number, scope: 'intent' | 'client') =>
+    new ApiError(429, 'rate_limited', 'Too many payment attempts', { scope }, { 'retry-after': String(retryAfterSeconds) }),
+  facilitatorUnavailable: (message = 'Payment verification or settlement is temporarily unavailable') =>
+    unavailable('facilitator_unavailable', message),
+  settlementResultUnknown: () =>
+    unavailable('settlement_result_unknown', 'The settlement outcome is not known yet; it is being reconciled. Do not create a replacement intent.'),
+  reconciliationUnavailable: () => unavailable('reconciliation_unavailable', 'Reconciliation is temporarily unavailable'),
+};

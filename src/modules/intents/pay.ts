@@ -1,0 +1,200 @@
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { AppContext } from '../../context.js';
+import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import { intentErrors } from './errors.js';
+import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
+import { CONDITIONS, TX_HASH_UNIQUE } from './reconcile.js';
+import type { SettlementBody } from './schemas.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
+import type { IntentRow, IntentsStore } from './store.js';
+import { paymentUrlOf, settlementBody } from './views.js';
+
+/** What the route sends: a 402 challenge or a settlement, with their headers. */
+export type PayAnswer =
+  | { status: 402; body: PaymentRequired; headers: Record<string, string> }
+  | { status: 200; body: SettlementBody; headers: Record<string, string> };
+
+export interface PayRequest {
+  intentId: string;
+  /** PAYMENT-SIGNATURE, else X-PAYMENT. */
+  paymentHeader: string | null;
+  clientAddress: string;
+}
+
+const NO_STORE = { 'cache-control': 'no-store' };
+
+/**
+ * The public pay endpoint's logic. Order matters: cheap refusals first, then verification, then the
+ * one conditional UPDATE that lets a single request settle (reserving the authorization), and only
+ * then the facilitator's settle, the one step that can move money.
+ */
+export class PayService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: IntentsStore,
+    private readonly rail: PaymentRail,
+  ) {}
+
+  async pay(request: PayRequest): Promise<PayAnswer> {
+    const limits = this.ctx.config.intents.payLimits;
+    await this.limit(`intent-pay:client:${request.clientAddress}`, limits.perClient, 'client');
+    const intent = await this.payable(request.intentId);
+    if (intent.status === 'settled') return this.settledAnswer(intent);
+    const charge = this.chargeOf(intent);
+    if (!request.paymentHeader) return this.challenge(charge);
+
+    await this.limit(`intent-pay:intent:${intent.id}`, limits.perIntent, 'intent');
+    const payload = this.rail.decode(request.paymentHeader);
+    const authorization = payload && authorizationOf(payload);
+    if (!payload || !authorization) {
+      throw intentErrors.conflict('The payment header is malformed: expected a base64 x402 v2 exact EVM payment payload', { reason: 'malformed_payment' });
+    }
+    // Before matching: an authorization signed for another intent does not match this one's challenge.
+    await this.refuseUsedAuthorization(intent, authorization);
+    const { paymentRequired } = await this.challengeOf(charge);
+    const requirements = this.rail.select(paymentRequired, payload);
+    if (!requirements) return this.challenge(charge, 'No matching payment requirements');
+
+    const verified = await this.rail.verify(payload, requirements);
+    if (verified.kind === 'unavailable') throw intentErrors.facilitatorUnavailable();
+    if (verified.kind === 'invalid') return this.challenge(charge, verified.reason);
+
+    const authorizationId = newId();
+    const claim = await this.store.claim({ id: authorizationId, intentId: intent.id, ...authorization }, this.ctx.clock.now());
+    if (claim === 'authorization_taken') {
+      await this.refuseUsedAuthorization(intent, authorization);
+      throw intentErrors.settlementInProgress();
+    }
+    if (claim === 'not_pending') return this.afterLostClaim(intent.id);
+    return this.settle(intent, { id: authorizationId, payer: authorization.payer }, payload, requirements);
+  }
+
+  private async settle(intent: IntentRow, authorization: { id: string; payer: string }, payload: PaymentPayload, requirements: PaymentRequirements): Promise<PayAnswer> {
+    let outcome: SettleOutcome;
+    try {
+      outcome = await this.rail.settle(payload, requirements);
+    } catch (error) {
+      // An exception after the claim says nothing about what reached the chain.
+      this.ctx.log.error({ err: error, intentId: intent.id }, 'settlement threw; leaving the intent to reconciliation');
+      outcome = { kind: 'unknown', transaction: null, message: String(error) };
+    }
+    const now = this.ctx.clock.now();
+    switch (outcome.kind) {
+      case 'settled':
+        return this.recordSettled(intent, authorization, outcome.transaction);
+      case 'failed': {
+        const failure = { code: outcome.reason, message: outcome.message };
+        await this.store.fail(intent.id, authorization.id, failure, now);
+        const current = await this.store.byId(intent.id);
+        if (current?.status === 'settled') return this.settledAnswer(current);
+        throw intentErrors.settlementFailed(failure, this.rail.encodeResponse(outcome.response));
+      }
+      case 'unavailable':
+        await this.store.release(intent.id, authorization.id, now);
+        throw intentErrors.facilitatorUnavailable();
+      case 'unknown':
+        if (outcome.transaction) await this.store.recordPendingHash(authorization.id, outcome.transaction, now);
+        await this.store.note(intent.id, authorization.id, CONDITIONS.unknown, now);
+        throw intentErrors.settlementResultUnknown();
+    }
+  }
+
+  /** The payer is the authorization's signer (verified by the facilitator), whatever the settle answer says. */
+  private async recordSettled(intent: IntentRow, authorization: { id: string; payer: string }, transaction: string): Promise<PayAnswer> {
+    const now = this.ctx.clock.now();
+    try {
+      await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now);
+    } catch (error) {
+      if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
+      await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now);
+      throw intentErrors.paymentAlreadyUsed();
+    }
+    // Reconciliation may have settled it first; either way the stored row is the answer.
+    const current = await this.store.byId(intent.id);
+    if (current?.status !== 'settled') throw intentErrors.settlementInProgress();
+    return this.settledAnswer(current);
+  }
+
+  /** The intent if it may be paid or read as settled; the spec's refusals otherwise. */
+  private async payable(intentId: string): Promise<IntentRow> {
+    let intent = UUID_PATTERN.test(intentId) ? await this.store.byId(intentId) : undefined;
+    if (!intent) throw intentErrors.intentNotFound();
+    if (intent.status === 'settled') return intent;
+    const now = this.ctx.clock.now();
+    if (intent.status === 'pending' && intent.expiresAt <= now) {
+      await this.store.expire(intent.id, now);
+      intent = { ...intent, status: 'expired' };
+    }
+    if (intent.status === 'expired') throw intentErrors.expired(intent.expiresAt);
+    const merchant = await this.ctx.services.projects.merchant(intent.merchantId);
+    if (!merchant?.enabled) throw intentErrors.merchantDisabled();
+    if (intent.status === 'settling') throw intentErrors.settlementInProgress();
+    if (intent.status === 'failed') {
+      throw intentErrors.conflict('This intent failed and cannot be paid', { status: 'failed', failureCode: intent.failureCode, failureMessage: intent.failureMessage });
+    }
+    return intent;
+  }
+
+  /** Someone else moved the intent between our read and our claim: answer with what it is now. */
+  private async afterLostClaim(intentId: string): Promise<PayAnswer> {
+    const intent = await this.payable(intentId);
+    if (intent.status === 'settled') return this.settledAnswer(intent);
+    throw intentErrors.settlementInProgress();
+  }
+
+  /** Checked before verification and again inside the claim, so a reused authorization never reaches settle. */
+  private async refuseUsedAuthorization(intent: IntentRow, authorization: SignedAuthorization): Promise<void> {
+    const owner = await this.store.authorizationByNonce(authorization.payer, authorization.nonce);
+    if (!owner) return;
+    if (owner.intentId !== intent.id) throw intentErrors.authorizationAlreadyUsed();
+    if (owner.outcome === 'settling') throw intentErrors.settlementInProgress();
+    throw intentErrors.authorizationAlreadyUsed('This authorization was already submitted for this intent; sign a new one');
+  }
+
+  private async limit(key: string, limit: number, scope: 'intent' | 'client'): Promise<void> {
+    const result = await this.ctx.rateLimiter.hit(key, { limit, windowSeconds: this.ctx.config.intents.payLimits.windowSeconds });
+    if (!result.allowed) throw intentErrors.rateLimited(result.retryAfterSeconds, scope);
+  }
+
+  private chargeOf(intent: IntentRow): Charge {
+    return {
+      network: intent.network,
+      asset: intent.asset,
+      payTo: intent.payTo,
+      amount: intent.amount,
+      maxTimeoutSeconds: this.ctx.config.intents.payTimeoutSeconds,
+      resource: {
+        url: paymentUrlOf(this.ctx.urls.api, intent.id),
+        description: intent.description ?? `Payment intent ${intent.id}`,
+        mimeType: 'application/json',
+        serviceName: 'Tollgate',
+      },
+    };
+  }
+
+  private async challengeOf(charge: Charge, error?: string) {
+    try {
+      return await this.rail.challenge(charge, error);
+    } catch (cause) {
+      // Building requirements needs the facilitator's supported kinds.
+      this.ctx.log.warn({ err: cause }, 'could not build the x402 challenge');
+      throw intentErrors.facilitatorUnavailable();
+    }
+  }
+
+  private async challenge(charge: Charge, error?: string): Promise<PayAnswer> {
+    const { paymentRequired, header } = await this.challengeOf(charge, error ?? 'Payment required');
+    return { status: 402, body: paymentRequired, headers: { ...NO_STORE, 'payment-required': header } };
+  }
+
+  private settledAnswer(intent: IntentRow): PayAnswer {
+    const response: SettleResponse = {
+      success: true,
+      transaction: intent.transactionHash!,
+      network: intent.network as SettleResponse['network'],
+      payer: intent.payer ?? undefined,
+    };
+    const encoded = this.rail.encodeResponse(response);
+    return { status: 200, body: settlementBody(intent), headers: { ...NO_STORE, 'payment-response': encoded, 'x-payment-response': encoded } };
+  }
+}

@@ -1,0 +1,88 @@
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { getAddress, isAddress } from 'viem';
+import { z } from 'zod';
+
+// What the intents module needs from the payment side, as two small ports. The adapters over the
+// x402 wiring and the chain index live in gateway.ts; tests may wrap them (fault injection).
+
+/** What an intent charges: fixed by its merchant and amount. */
+export interface Charge {
+  network: string;
+  asset: string;
+  payTo: string;
+  /** Atomic units, integer string. */
+  amount: string;
+  maxTimeoutSeconds: number;
+  resource: { url: string; description: string; mimeType: string; serviceName: string };
+}
+
+export type VerifyOutcome =
+  | { kind: 'valid'; payer: string }
+  | { kind: 'invalid'; reason: string; message: string }
+  /** Nothing could be verified (facilitator unreachable): nothing happened. */
+  | { kind: 'unavailable'; message: string };
+
+export type SettleOutcome =
+  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
+  /** Definitive: the facilitator refused or the transfer reverted; no money moved. */
+  | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
+  /** The facilitator could not be reached before anything was broadcast. */
+  | { kind: 'unavailable'; message: string }
+  /** Something may have been broadcast, the result is unknown (timeout, pending receipt). */
+  | { kind: 'unknown'; transaction: string | null; message: string };
+
+export interface PaymentRail {
+  /** The x402 v2 payment-required object for a charge, and its PAYMENT-REQUIRED header value. */
+  challenge(charge: Charge, error?: string): Promise<{ paymentRequired: PaymentRequired; header: string }>;
+  /** Decodes a PAYMENT-SIGNATURE (or X-PAYMENT) header; null when it is not a payment payload. */
+  decode(header: string): PaymentPayload | null;
+  /** The requirement of the challenge the payload answers exactly; null when none matches. */
+  select(paymentRequired: PaymentRequired, payload: PaymentPayload): PaymentRequirements | null;
+  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome>;
+  /** PAYMENT-RESPONSE header value. */
+  encodeResponse(response: SettleResponse): string;
+}
+
+export interface AuthorizationKey {
+  network: string;
+  asset: string;
+  payer: string;
+  nonce: string;
+}
+
+export interface IndexedSettlement {
+  transactionHash: string;
+  recipient: string;
+  value: bigint;
+  blockTimestamp: number;
+}
+
+/** Reads of the chain and of the index of our facilitator's transactions; both throw when unreachable. */
+export interface PaymentIndex {
+  findByAuthorization(key: AuthorizationKey): Promise<IndexedSettlement | null>;
+  /** Whether the token marks the authorization used, and the latest block's timestamp (seconds). */
+  authorizationState(key: AuthorizationKey): Promise<{ used: boolean; chainTime: number }>;
+}
+
+/** The EIP-3009 authorization inside an exact-EVM payload, normalized as the indexer stores it. */
+export interface SignedAuthorization {
+  payer: string;
+  nonce: string;
+  validBefore: number;
+}
+
+const authorizationSchema = z.object({
+  from: z.string().refine((value) => isAddress(value, { strict: false })),
+  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+  validBefore: z.string().regex(/^\d{1,78}$/),
+});
+
+export function authorizationOf(payload: PaymentPayload): SignedAuthorization | null {
+  const parsed = authorizationSchema.safeParse((payload.payload as { authorization?: unknown } | undefined)?.authorization);
+  if (!parsed.success) return null;
+  return { payer: getAddress(parsed.data.from), nonce: parsed.data.nonce.toLowerCase(), validBefore: safeSeconds(parsed.data.validBefore) };
+}
+
+// uint256 seconds; anything past 2^53 is "never expires" for our purposes.
+const safeSeconds = (value: string) => Number(BigInt(value) > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : value);

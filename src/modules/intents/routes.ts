@@ -1,0 +1,148 @@
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../platform/auth/authenticator.js';
+import { intentErrorSchema } from '../../platform/http/schemas.js';
+import type { Module, ModuleFactory, ZodApp } from '../module.js';
+import { intentErrors } from './errors.js';
+import { paymentIndexOf, paymentRailOf } from './gateway.js';
+import { PayService } from './pay.js';
+import type { PaymentIndex, PaymentRail } from './payments.js';
+import { Reconciler } from './reconcile.js';
+import { createIntentBody, intentIdParams, intentSchema, paymentRequiredSchema, settlementBodySchema } from './schemas.js';
+import { IntentsService } from './service.js';
+import { IntentsStore } from './store.js';
+import { intentView } from './views.js';
+import { reconciliationLoop } from './worker.js';
+
+declare module '../../context.js' {
+  interface Services {
+    intents: IntentsService;
+  }
+}
+
+export interface IntentsModuleOptions {
+  /** Replace (or wrap) the payment side, e.g. to inject faults in tests. */
+  rail?: (ctx: AppContext) => PaymentRail;
+  index?: (ctx: AppContext) => PaymentIndex;
+}
+
+const tags = ['payment-intents'];
+const security = [{ bearer: [] }];
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, intentErrorSchema]));
+
+export function createIntentsModule(options: IntentsModuleOptions = {}): ModuleFactory {
+  return (ctx) => intentsModuleWith(ctx, options);
+}
+
+export const intentsModule: ModuleFactory = createIntentsModule();
+
+function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
+  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery);
+  const reconciler = new Reconciler(store, (options.index ?? paymentIndexOf)(ctx), ctx.clock, ctx.log);
+  const service = new IntentsService(ctx, store, reconciler);
+  const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));
+  ctx.services.intents = service;
+  const projectKey = ctx.auth.guard(['project_key'], { code: 'project_unauthorized' });
+  const keyErrors = errors(400, 401, 403, 404);
+  const view = (row: Parameters<typeof intentView>[0]) => intentView(row, ctx.urls.api);
+
+  const routes = (app: ZodApp) => {
+    app.post(
+      '/v1/payment-intents',
+      {
+        preHandler: projectKey,
+        schema: {
+          tags,
+          security,
+          summary: 'Create a payment intent (idempotent on merchantId + externalId)',
+          body: createIntentBody,
+          response: { 200: intentSchema, 201: intentSchema, ...keyErrors, ...errors(409) },
+        },
+      },
+      async (request, reply) => {
+        const { created, intent } = await service.create(principalOf(request, 'project_key').projectId, request.body);
+        return reply.code(created ? 201 : 200).send(view(intent));
+      },
+    );
+    app.get(
+      '/v1/payment-intents/:intentId',
+      {
+        preHandler: projectKey,
+        schema: { tags, security, summary: 'Get a payment intent (authoritative for fulfillment)', params: intentIdParams, response: { 200: intentSchema, ...keyErrors } },
+      },
+      async (request) => view(await service.get(principalOf(request, 'project_key').projectId, request.params.intentId)),
+    );
+    app.post(
+      '/v1/payment-intents/:intentId/reconcile',
+      {
+        preHandler: projectKey,
+        schema: {
+          tags,
+          security,
+          summary: 'Reconcile a settling intent against indexed settlements (idempotent, no body)',
+          params: intentIdParams,
+          response: { 200: intentSchema, ...keyErrors, ...errors(503) },
+        },
+      },
+      async (request) => view(await service.reconcile(principalOf(request, 'project_key').projectId, request.params.intentId)),
+    );
+    app.post(
+      '/v1/payment-intents/:intentId/pay',
+      {
+        schema: {
+          tags,
+          summary: 'Pay an intent with x402 (public; never send the project API key here)',
+          description:
+            'Without PAYMENT-SIGNATURE (or X-PAYMENT): 402 with the challenge. With it: verify, settle, 200 with the settlement and PAYMENT-RESPONSE.',
+          params: intentIdParams,
+          response: { 200: settlementBodySchema, 402: paymentRequiredSchema, ...errors(400, 403, 404, 409, 410, 429, 503) },
+        },
+      },
+      async (request, reply) => {
+        // A project key in a payer's request means it is exposed client-side: refuse, never use it.
+        if (/^\s*bearer\s+svc_api_/i.test(request.headers.authorization ?? '')) {
+          throw intentErrors.invalidRequest('The pay endpoint is public: do not send a project API key (keep it server-side)');
+        }
+        const answer = await pay.pay({
+          intentId: request.params.intentId,
+          paymentHeader: headerOf(request.headers['payment-signature']) ?? headerOf(request.headers['x-payment']),
+          clientAddress: request.ip,
+        });
+        reply.code(answer.status).headers(answer.headers);
+        return answer.status === 402 ? reply.send(answer.body as z.infer<typeof paymentRequiredSchema>) : reply.send(answer.body);
+      },
+    );
+  };
+
+  return {
+    name: 'intents',
+    routes: {
+      api: async (app) => {
+        await app.register(async (scope) => routes(withIntentJsonParser(scope.withTypeProvider<ZodTypeProvider>())));
+      },
+    },
+    loops: [reconciliationLoop(ctx, store, reconciler)],
+  };
+}
+
+const headerOf = (value: string | string[] | undefined): string | null => {
+  const first = Array.isArray(value) ? value[0] : value;
+  return first?.trim() ? first.trim() : null;
+};
+
+/**
+ * JSON bodies of the intent routes: an empty body is no body (reconcile and pay take none), and
+ * malformed JSON is the intent family's 400 `invalid_request`.
+ */
+function withIntentJsonParser(scope: ZodApp): ZodApp {
+  // Fastify's own parser (prototype-poisoning guards included) does the parsing.
+  const parse = scope.getDefaultJsonParser('error', 'error');
+  scope.removeContentTypeParser('application/json');
+  scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body.toString();
+    if (text.trim() === '') return done(null, undefined);
+    parse(request, text, (error, value) => (error ? done(intentErrors.invalidRequest('Request body is not valid JSON'), undefined) : done(null, value)));
+  });
+  return scope;
+}

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { INTENT_STATUSES } from './tables.js';
+
+/** The spec's Limits table for intent creation. */
+export const INTENT_LIMITS = {
+  amountUsdCents: { min: 100, max: 100_000_000 },
+  merchantId: { min: 1, max: 200 },
+  externalId: { min: 1, max: 200 },
+  customerRef: { min: 1, max: 200 },
+  description: { min: 1, max: 500 },
+  /** UTF-8 bytes of JSON.stringify(metadata). */
+  metadataBytes: 16 * 1024,
+} as const;
+
+// PostgreSQL text and jsonb cannot hold U+0000; refusing it here keeps it a 400, not a 500.
+const NUL = /\u0000/;
+const text = (bounds: { min: number; max: number }) =>
+  z.string().min(bounds.min).max(bounds.max).refine((value) => !NUL.test(value), 'must not contain U+0000');
+
+const metadata = z
+  .record(z.string(), z.unknown())
+  .refine((value) => Buffer.byteLength(JSON.stringify(value), 'utf8') <= INTENT_LIMITS.metadataBytes, {
+    message: `serialized metadata must be at most ${INTENT_LIMITS.metadataBytes} bytes`,
+  })
+  .refine((value) => !containsNul(value), 'must not contain U+0000');
+
+function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return NUL.test(value);
+  if (Array.isArray(value)) return value.some(containsNul);
+  if (value && typeof value === 'object') return Object.entries(value).some(([key, item]) => NUL.test(key) || containsNul(item));
+  return false;
+}
+
+export const createIntentBody = z.object({
+  merchantId: text(INTENT_LIMITS.merchantId),
+  amountUsdCents: z.number().int().min(INTENT_LIMITS.amountUsdCents.min).max(INTENT_LIMITS.amountUsdCents.max),
+  externalId: text(INTENT_LIMITS.externalId),
+  // null is read as "not given", the value the intent then shows.
+  customerRef: text(INTENT_LIMITS.customerRef).nullish(),
+  description: text(INTENT_LIMITS.description).nullish(),
+  metadata: metadata.nullish(),
+});
+export type CreateIntentInput = z.infer<typeof createIntentBody>;
+
+export const intentIdParams = z.object({ intentId: z.string().min(1).max(200) });
+
+export const intentSchema = z.object({
+  id: z.string(),
+  merchantId: z.string(),
+  externalId: z.string(),
+  customerRef: z.string().nullable(),
+  description: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  status: z.enum(INTENT_STATUSES),
+  amountUsdCents: z.number().int(),
+  currency: z.literal('USD'),
+  paymentUrl: z.string(),
+  network: z.string(),
+  asset: z.string(),
+  payTo: z.string(),
+  transactionHash: z.string().nullable(),
+  createdAt: z.string(),
+  settledAt: z.string().nullable(),
+  expiresAt: z.string(),
+  failureCode: z.string().nullable(),
+  failureMessage: z.string().nullable(),
+});
+export type IntentView = z.infer<typeof intentSchema>;
+
+/** Body of a successful pay (and of a retry on a settled intent). */
+export const settlementBodySchema = z.object({
+  id: z.string(),
+  status: z.enum(INTENT_STATUSES),
+  amountUsdCents: z.number().int(),
+  currency: z.literal('USD'),
+  settlement: z
+    .object({ transaction: z.string(), network: z.string(), payer: z.string().nullable(), settledAt: z.string().nullable() })
+    .nullable(),
+});
+export type SettlementBody = z.infer<typeof settlementBodySchema>;
+
+/** The x402 payment-required object (body of the 402), for the OpenAPI description. */
+export const paymentRequiredSchema = z.object({
+  x402Version: z.literal(2),
+  resource: z.object({ url: z.string(), description: z.string(), mimeType: z.string(), serviceName: z.string() }),
+  accepts: z.array(
+    z.object({
+      scheme: z.literal('exact'),
+      network: z.string(),
+      asset: z.string(),
+      amount: z.string(),
+      payTo: z.string(),
+      maxTimeoutSeconds: z.number().int(),
+      extra: z.looseObject({ name: z.string(), version: z.string() }),
+    }),
+  ),
+  error: z.string().optional(),
+});

@@ -1,0 +1,95 @@
+import type { AppContext } from '../../context.js';
+import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import { intentErrors } from './errors.js';
+import type { Reconciler } from './reconcile.js';
+import type { CreateIntentInput } from './schemas.js';
+import { IntentsStore, type IntentRow } from './store.js';
+import { atomicAmountOf } from './views.js';
+
+/** Create, read and reconcile intents for a project API key. Pay lives in pay.ts. */
+export class IntentsService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: IntentsStore,
+    private readonly reconciler: Reconciler,
+  ) {}
+
+  /** Idempotent on (merchantId, externalId): the existing intent when the request is the same, 409 otherwise. */
+  async create(projectId: string, input: CreateIntentInput): Promise<{ created: boolean; intent: IntentRow }> {
+    if (!UUID_PATTERN.test(input.merchantId)) throw intentErrors.merchantNotFound();
+    const projects = this.ctx.services.projects;
+    const now = this.ctx.clock.now();
+    const draft = {
+      id: newId(now.getTime()),
+      merchantId: input.merchantId,
+      externalId: input.externalId,
+      customerRef: input.customerRef ?? null,
+      description: input.description ?? null,
+      metadata: input.metadata ?? null,
+      amountUsdCents: input.amountUsdCents,
+      amount: atomicAmountOf(input.amountUsdCents),
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + this.ctx.config.intents.lifetimeSeconds * 1000),
+    };
+    // The hot path is this one statement; only a refusal or a retry needs the reads below.
+    const inserted = await this.store.insertForMerchant(draft, projectId);
+    if (inserted) return { created: true, intent: inserted };
+
+    const merchant = await projects.merchantOfProject(projectId, input.merchantId);
+    if (!merchant) throw intentErrors.merchantNotFound();
+    if (!merchant.enabled) throw intentErrors.merchantDisabled();
+    const existing = await this.store.byExternalId(merchant.id, input.externalId);
+    if (!existing) throw new Error('intent vanished after a conflicting insert'); // intents are never deleted
+    const differing = differingFields(existing, draft);
+    if (differing.length > 0) {
+      throw intentErrors.conflict('externalId is already used by an intent with different details', { fields: differing, intentId: existing.id });
+    }
+    return { created: false, intent: await this.current(existing) };
+  }
+
+  /** The intent within the project's boundary; 404 otherwise. */
+  async get(projectId: string, intentId: string): Promise<IntentRow> {
+    const row = UUID_PATTERN.test(intentId) ? await this.store.byIdInProject(intentId, projectId) : undefined;
+    if (!row) throw intentErrors.intentNotFound();
+    return this.current(row);
+  }
+
+  /** Manual reconcile: idempotent; 503 reconciliation_unavailable when the chain or index is unreachable. */
+  async reconcile(projectId: string, intentId: string): Promise<IntentRow> {
+    const row = await this.get(projectId, intentId);
+    const outcome = await this.reconciler.reconcile(row);
+    if (outcome === 'unavailable') throw intentErrors.reconciliationUnavailable();
+    return outcome;
+  }
+
+  /** The row with a due expiry applied (pending past expiresAt reads as, and becomes, expired). */
+  private async current(row: IntentRow): Promise<IntentRow> {
+    if (row.status !== 'pending' || row.expiresAt > this.ctx.clock.now()) return row;
+    await this.store.expire(row.id, this.ctx.clock.now());
+    return (await this.store.byId(row.id)) ?? row;
+  }
+}
+
+type Comparable = Pick<IntentRow, 'amountUsdCents' | 'customerRef' | 'description' | 'metadata'>;
+
+/** The fields of the create request that differ from the stored intent (metadata by JSON value). */
+function differingFields(existing: Comparable, request: Comparable): string[] {
+  const fields: string[] = [];
+  if (existing.amountUsdCents !== request.amountUsdCents) fields.push('amountUsdCents');
+  if (existing.customerRef !== request.customerRef) fields.push('customerRef');
+  if (existing.description !== request.description) fields.push('description');
+  if (canonicalJson(existing.metadata) !== canonicalJson(request.metadata)) fields.push('metadata');
+  return fields;
+}
+
+/** JSON with object keys sorted, so equal values compare equal whatever their key order (jsonb reorders keys). */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}

@@ -1,0 +1,261 @@
+import { and, asc, eq, getTableColumns, gt, inArray, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import type { Db, Executor } from '../../platform/db.js';
+import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
+
+export type IntentRow = typeof intents.$inferSelect;
+/** What creation decides; the merchant supplies project, network, asset and payTo. */
+export type IntentDraft = Pick<
+  IntentRow,
+  'id' | 'merchantId' | 'externalId' | 'customerRef' | 'description' | 'metadata' | 'amountUsdCents' | 'amount' | 'createdAt' | 'expiresAt'
+>;
+export type AuthorizationRow = typeof authorizations.$inferSelect;
+export type NewAuthorization = Omit<typeof authorizations.$inferInsert, 'outcome' | 'createdAt' | 'updatedAt'>;
+
+/** What a claim found: the intent moved to `settling`, or why it did not. */
+export type ClaimResult = 'claimed' | 'not_pending' | 'authorization_taken';
+
+class ClaimLost extends Error {}
+
+/**
+ * SQL of payment intents. Every status move is one conditional UPDATE whose WHERE names the state
+ * (and, while settling, the authorization) it moves from, so concurrent movers cannot both win.
+ */
+export class IntentsStore {
+  constructor(
+    private readonly db: Db,
+    /** The projects module's query for an enabled merchant of a project (id, project_id, network, asset, pay_to). */
+    private readonly enabledMerchant: (projectId: SQLWrapper, merchantId: SQLWrapper) => SQL,
+  ) {}
+
+  /**
+   * One round trip for the common case: inserts the intent with its merchant's project, network,
+   * asset and payTo, taken from the projects module's "enabled merchant of this project" query.
+   * Undefined when that query yields nothing or (merchant, externalId) already exists.
+   */
+  async insertForMerchant(draft: IntentDraft, projectId: string): Promise<IntentRow | undefined> {
+    const [row] = await this.createStatement().execute({
+      id: draft.id,
+      projectId,
+      merchantId: draft.merchantId,
+      externalId: draft.externalId,
+      customerRef: draft.customerRef,
+      description: draft.description,
+      metadata: draft.metadata === null ? null : JSON.stringify(draft.metadata),
+      amountUsdCents: draft.amountUsdCents,
+      amount: draft.amount,
+      createdAt: draft.createdAt.toISOString(),
+      expiresAt: draft.expiresAt.toISOString(),
+    });
+    if (!row) return undefined;
+    const none = { transactionHash: null, payer: null, authorizationId: null, settlingSince: null, failureCode: null, failureMessage: null, settledAt: null };
+    return { ...draft, ...row, ...none, status: 'pending', currency: 'USD', updatedAt: draft.createdAt };
+  }
+
+  // Prepared once: creation is the hot path, and a planned statement costs PostgreSQL ~40 % less.
+  private created: ReturnType<IntentsStore['prepareCreate']> | null = null;
+  private createStatement() {
+    return (this.created ??= this.prepareCreate());
+  }
+  private prepareCreate() {
+    const p = (name: string) => sql.placeholder(name);
+    const values: Partial<Record<keyof IntentRow, SQL>> = {
+      id: sql`${p('id')}::uuid`,
+      projectId: sql`m.project_id`,
+      merchantId: sql`m.id`,
+      externalId: sql`${p('externalId')}::text`,
+      customerRef: sql`${p('customerRef')}::text`,
+      description: sql`${p('description')}::text`,
+      metadata: sql`${p('metadata')}::jsonb`,
+      status: sql`'pending'`,
+      amountUsdCents: sql`${p('amountUsdCents')}::integer`,
+      amount: sql`${p('amount')}::numeric`,
+      currency: sql`'USD'`,
+      network: sql`m.network`,
+      asset: sql`m.asset`,
+      payTo: sql`m.pay_to`,
+      createdAt: sql`${p('createdAt')}::timestamptz`,
+      updatedAt: sql`${p('createdAt')}::timestamptz`,
+      expiresAt: sql`${p('expiresAt')}::timestamptz`,
+    };
+    // insert ... select lists every column in table order; the rest start out null.
+    const columns = Object.keys(getTableColumns(intents)) as Array<keyof IntentRow>;
+    const merchant = this.enabledMerchant(p('projectId'), p('merchantId'));
+    return this.db
+      .insert(intents)
+      .select(sql`select ${sql.join(columns.map((column) => values[column] ?? sql`null`), sql`, `)} from (${merchant}) m`)
+      .onConflictDoNothing({ target: [intents.merchantId, intents.externalId] })
+      .returning({ projectId: intents.projectId, network: intents.network, asset: intents.asset, payTo: intents.payTo })
+      .prepare('payment_intent_create');
+  }
+
+  async byExternalId(merchantId: string, externalId: string): Promise<IntentRow | undefined> {
+    const [row] = await this.db.select().from(intents).where(and(eq(intents.merchantId, merchantId), eq(intents.externalId, externalId)));
+    return row;
+  }
+
+  async byId(id: string): Promise<IntentRow | undefined> {
+    const [row] = await this.db.select().from(intents).where(eq(intents.id, id));
+    return row;
+  }
+
+  async byIdInProject(id: string, projectId: string): Promise<IntentRow | undefined> {
+    const [row] = await this.db.select().from(intents).where(and(eq(intents.id, id), eq(intents.projectId, projectId)));
+    return row;
+  }
+
+  async authorization(id: string): Promise<AuthorizationRow | undefined> {
+    const [row] = await this.db.select().from(authorizations).where(eq(authorizations.id, id));
+    return row;
+  }
+
+  async authorizationByNonce(payer: string, nonce: string): Promise<AuthorizationRow | undefined> {
+    const [row] = await this.db.select().from(authorizations).where(and(eq(authorizations.payer, payer), eq(authorizations.nonce, nonce)));
+    return row;
+  }
+
+  /**
+   * pending → settling, reserving the authorization in the same transaction: either both happen or
+   * neither. Runs before anything is sent to the facilitator's settle.
+   */
+  async claim(auth: NewAuthorization, now: Date): Promise<ClaimResult> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const reserved = await tx
+          .insert(authorizations)
+          .values({ ...auth, outcome: 'settling', createdAt: now, updatedAt: now })
+          .onConflictDoNothing({ target: [authorizations.payer, authorizations.nonce] })
+          .returning({ id: authorizations.id });
+        if (reserved.length === 0) return 'authorization_taken';
+        const moved = await tx
+          .update(intents)
+          .set({ status: 'settling', authorizationId: auth.id, settlingSince: now, failureCode: null, failureMessage: null, updatedAt: now })
+          .where(and(eq(intents.id, auth.intentId), eq(intents.status, 'pending'), gt(intents.expiresAt, now)))
+          .returning({ id: intents.id });
+        if (moved.length === 0) throw new ClaimLost();
+        return 'claimed';
+      });
+    } catch (error) {
+      if (error instanceof ClaimLost) return 'not_pending';
+      throw error;
+    }
+  }
+
+  /** settling → settled with the transaction; throws a unique violation when the hash is another intent's. */
+  async settle(intentId: string, authorizationId: string, tx: { hash: string; payer: string; settledAt: Date }, now: Date): Promise<boolean> {
+    return this.db.transaction(async (db) => {
+      const moved = await db
+        .update(intents)
+        .set({ status: 'settled', transactionHash: tx.hash, payer: tx.payer, settledAt: tx.settledAt, failureCode: null, failureMessage: null, updatedAt: now })
+        .where(this.settlingWith(intentId, authorizationId))
+        .returning({ id: intents.id });
+      if (moved.length === 0) return false;
+      await db.update(authorizations).set({ outcome: 'settled', transactionHash: tx.hash, updatedAt: now }).where(eq(authorizations.id, authorizationId));
+      return true;
+    });
+  }
+
+  /** settling → failed (a definitive settlement failure). */
+  async fail(intentId: string, authorizationId: string, failure: { code: string; message: string }, now: Date): Promise<boolean> {
+    return this.moveFromSettling(intentId, authorizationId, { status: 'failed', failureCode: failure.code, failureMessage: failure.message, updatedAt: now }, (db) =>
+      setOutcome(db, authorizationId, 'failed', now),
+    );
+  }
+
+  /** settling → pending when nothing reached the chain: the reservation goes, so the same payment may be retried. */
+  async release(intentId: string, authorizationId: string, now: Date): Promise<boolean> {
+    return this.moveFromSettling(intentId, authorizationId, { status: 'pending', authorizationId: null, settlingSince: null, updatedAt: now }, async (db) => {
+      await db.delete(authorizations).where(eq(authorizations.id, authorizationId));
+    });
+  }
+
+  /**
+   * settling → pending (or expired, past expiresAt) when the authorization expired unused: it can
+   * never move money now, and it stays reserved so it is never accepted again.
+   */
+  async reopen(intentId: string, authorizationId: string, failure: { code: string; message: string }, now: Date): Promise<boolean> {
+    const status = sql`case when ${intents.expiresAt} > ${now.toISOString()}::timestamptz then 'pending' else 'expired' end`;
+    return this.moveFromSettling(
+      intentId,
+      authorizationId,
+      { status, authorizationId: null, settlingSince: null, failureCode: failure.code, failureMessage: failure.message, updatedAt: now },
+      (db) => setOutcome(db, authorizationId, 'unused', now),
+    );
+  }
+
+  /** A reconciliation condition on a settling intent (the state does not change). */
+  async note(intentId: string, authorizationId: string, failure: { code: string; message: string }, now: Date): Promise<void> {
+    await this.db
+      .update(intents)
+      .set({ failureCode: failure.code, failureMessage: failure.message, updatedAt: now })
+      .where(this.settlingWith(intentId, authorizationId));
+  }
+
+  async recordPendingHash(authorizationId: string, hash: string, now: Date): Promise<void> {
+    await this.db.update(authorizations).set({ transactionHash: hash, updatedAt: now }).where(eq(authorizations.id, authorizationId));
+  }
+
+  /** pending → expired once expiresAt has passed. */
+  async expire(intentId: string, now: Date): Promise<boolean> {
+    const moved = await this.db
+      .update(intents)
+      .set({ status: 'expired', updatedAt: now })
+      .where(and(eq(intents.id, intentId), eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .returning({ id: intents.id });
+    return moved.length > 0;
+  }
+
+  /** Expires up to `limit` overdue pending intents (the worker's sweep). */
+  async expireDue(now: Date, limit: number): Promise<number> {
+    const due = this.db
+      .select({ id: intents.id })
+      .from(intents)
+      .where(and(eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .limit(limit);
+    const moved = await this.db
+      .update(intents)
+      .set({ status: 'expired', updatedAt: now })
+      .where(and(inArray(intents.id, due), eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .returning({ id: intents.id });
+    return moved.length;
+  }
+
+  /** Intents settling since before `before`, oldest first, after a (settlingSince, id) cursor (the worker's queue). */
+  async settlingSince(before: Date, after: { since: Date; id: string } | null, limit: number): Promise<IntentRow[]> {
+    return this.db
+      .select()
+      .from(intents)
+      .where(
+        and(
+          eq(intents.status, 'settling'),
+          lte(intents.settlingSince, before),
+          after ? sql`(${intents.settlingSince}, ${intents.id}) > (${after.since.toISOString()}::timestamptz, ${after.id}::uuid)` : undefined,
+        ),
+      )
+      .orderBy(asc(intents.settlingSince), asc(intents.id))
+      .limit(limit);
+  }
+
+  private settlingWith(intentId: string, authorizationId: string) {
+    return and(eq(intents.id, intentId), eq(intents.status, 'settling'), eq(intents.authorizationId, authorizationId));
+  }
+
+  /** One move out of `settling` for this authorization, plus its bookkeeping, atomically. */
+  private moveFromSettling(
+    intentId: string,
+    authorizationId: string,
+    set: PgUpdateSetSource<typeof intents>,
+    then: (db: Executor) => Promise<void>,
+  ): Promise<boolean> {
+    return this.db.transaction(async (db) => {
+      const moved = await db.update(intents).set(set).where(this.settlingWith(intentId, authorizationId)).returning({ id: intents.id });
+      if (moved.length > 0) await then(db);
+      return moved.length > 0;
+    });
+  }
+}
+
+async function setOutcome(db: Executor, authorizationId: string, outcome: string, now: Date): Promise<void> {
+  await db.update(authorizations).set({ outcome, updatedAt: now }).where(eq(authorizations.id, authorizationId));
+}
+

@@ -1,0 +1,46 @@
+import { isoDate } from '../../platform/http/schemas.js';
+import type { IntentView, SettlementBody } from './schemas.js';
+import type { IntentRow } from './store.js';
+
+/** The pay address of an intent: the public x402 endpoint (a hosted checkout page will live here later). */
+export const paymentUrlOf = (baseUrl: string, intentId: string) => `${baseUrl}/v1/payment-intents/${intentId}/pay`;
+
+/** 1 US cent = 10,000 atomic units of a 6-decimal dollar token (USDG). */
+export const ATOMIC_UNITS_PER_CENT = 10_000n;
+export const atomicAmountOf = (cents: number) => (BigInt(cents) * ATOMIC_UNITS_PER_CENT).toString();
+
+export function intentView(row: IntentRow, baseUrl: string): IntentView {
+  return {
+    id: row.id,
+    merchantId: row.merchantId,
+    externalId: row.externalId,
+    customerRef: row.customerRef,
+    description: row.description,
+    metadata: (row.metadata as Record<string, unknown> | null) ?? null,
+    status: row.status,
+    amountUsdCents: row.amountUsdCents,
+    currency: 'USD',
+    paymentUrl: paymentUrlOf(baseUrl, row.id),
+    network: row.network,
+    asset: row.asset,
+    payTo: row.payTo,
+    transactionHash: row.transactionHash,
+    createdAt: row.createdAt.toISOString(),
+    settledAt: isoDate(row.settledAt),
+    expiresAt: row.expiresAt.toISOString(),
+    failureCode: row.failureCode,
+    failureMessage: row.failureMessage,
+  };
+}
+
+export function settlementBody(row: IntentRow): SettlementBody {
+  return {
+    id: row.id,
+    status: row.status,
+    amountUsdCents: row.amountUsdCents,
+    currency: 'USD',
+    settlement: row.transactionHash
+      ? { transaction: row.transactionHash, network: row.network, payer: row.payer, settledAt: isoDate(row.settledAt) }
+      : null,
+  };
+}

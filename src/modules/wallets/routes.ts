@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../platform/auth/authenticator.js';
+import { envelope } from '../../platform/http/render.js';
+import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import type { Resolver } from '../../platform/safe-fetch.js';
+import type { Module } from '../module.js';
+import { walletAdminCommands } from './admin.js';
+import { payAndCallFetch } from './fetcher.js';
+import { LocalKeystoreProvider } from './keystore.js';
+import { loadMasterKey } from './master-key.js';
+import { PayAndCall, type SafeFetch } from './pay-and-call.js';
+import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery } from './pay-schemas.js';
+import type { WalletProvider } from './provider.js';
+import { Provisioner } from './provisioner.js';
+import { KeySealer } from './sealing.js';
+import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
+import { WalletsService } from './service.js';
+
+declare module '../../context.js' {
+  interface Services {
+    wallets: WalletsService;
+  }
+}
+
+export interface WalletsModuleOptions {
+  /** Wallet key provider; the local keystore under the master key by default. */
+  provider?: WalletProvider;
+  /** DNS resolver of pay-and-call's safeFetch (tests map names to private addresses). */
+  resolve?: Resolver;
+  /** Replaces pay-and-call's upstream client entirely (tests). */
+  fetch?: SafeFetch;
+}
+
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
+
+export const createWalletsModule =
+  (options: WalletsModuleOptions = {}) =>
+  (ctx: AppContext): Module => {
+    const provider = options.provider ?? localProvider(ctx);
+    const provisioner = new Provisioner(ctx.db, provider, ctx.clock, ctx.log);
+    const service = new WalletsService(ctx, provider, provisioner);
+    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve));
+    ctx.services.wallets = service;
+    ctx.auth.register('wallet', service.resolveCredential);
+
+    const mgmt = ctx.auth.guard(['mgmt']);
+    const walletCredential = ctx.auth.guard(['wallet']);
+    const security = [{ bearer: [] }];
+    const tags = ['wallets'];
+    // Room for the largest forwarded body after JSON escaping; the forwarded-size check answers 413 first.
+    const payBodyLimit = ctx.config.payAndCall.maxBodyBytes * 6 + 64 * 1024;
+
+    return {
+      name: 'wallets',
+      loops: [provisioner.loop],
+      adminCommands: walletAdminCommands(service),
+      routes: {
+        api: (app) => {
+          app.get(
+            '/v1/wallets',
+            { preHandler: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
+            async (request) => envelope(await service.list(principalOf(request, 'mgmt').credentialId)),
+          );
+          app.post(
+            '/v1/wallets',
+            {
+              preHandler: mgmt,
+              schema: {
+                tags,
+                summary: 'Create a wallet (idempotent by externalId); the first success returns its first credential',
+                description: '201 with `created: true` and the credential secret (shown once); 200 with `created: false` and `credential: null` when the externalId exists with the same chainType; 409 when it exists with another chainType.',
+                security,
+                body: createWalletBody,
+                response: { 200: envelopeSchema(createWalletResult), 201: envelopeSchema(createWalletResult), ...errors(400, 401, 409) },
+              },
+            },
+            async (request, reply) => {
+              const result = await service.create(principalOf(request, 'mgmt').credentialId, request.body);
+              return reply.code(result.created ? 201 : 200).send(envelope(result));
+            },
+          );
+          app.get(
+            '/v1/wallets/me',
+            { preHandler: walletCredential, schema: { tags, summary: "The wallet of the wallet credential (the management credential is refused)", security, response: { 200: envelopeSchema(walletSchema), ...errors(401) } } },
+            async (request) => envelope(await service.me(principalOf(request, 'wallet').walletId)),
+          );
+          app.post(
+            '/v1/wallets/me/pay-and-call',
+            {
+              preHandler: walletCredential,
+              bodyLimit: payBodyLimit,
+              schema: {
+                tags,
+                summary: 'Call an x402 resource and pay it from the wallet, within maxPayment',
+                description:
+                  'Pays only when a requirement of the upstream 402 matches maxPayment (scheme exact, same network and asset, amount ≤ maxPayment.amount). Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
+                security,
+                body: payAndCallBody,
+                response: { 200: envelopeSchema(payAndCallResult), ...errors(400, 401, 409, 413, 502, 504) },
+              },
+            },
+            async (request) => {
+              const principal = principalOf(request, 'wallet');
+              const wallet = await service.payingWallet(principal.walletId);
+              return envelope(await payAndCall.run(wallet, principal.credentialId, request.body));
+            },
+          );
+          app.get(
+            '/v1/wallets/me/payments',
+            { preHandler: walletCredential, schema: { tags, summary: "The wallet's pay-and-call payments, newest first (extension)", security, querystring: paymentsQuery, response: { 200: envelopeSchema(z.array(paymentSchema)), ...errors(400, 401) } } },
+            async (request) => envelope(await service.payments(principalOf(request, 'wallet').walletId, request.query.limit, request.query.before)),
+          );
+          app.get(
+            '/v1/wallets/:walletId',
+            { preHandler: mgmt, schema: { tags, summary: 'Get a wallet of the application', security, params: walletIdParams, response: { 200: envelopeSchema(walletSchema), ...errors(401, 404) } } },
+            async (request) => envelope(await service.get(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
+          );
+          app.get(
+            '/v1/wallets/:walletId/credentials',
+            { preHandler: mgmt, schema: { tags, summary: "The wallet's credentials, newest first (no secrets)", security, params: walletIdParams, response: { 200: envelopeSchema(z.array(credentialSchema)), ...errors(401, 404) } } },
+            async (request) => envelope(await service.listCredentials(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
+          );
+          app.post(
+            '/v1/wallets/:walletId/credentials',
+            {
+              preHandler: mgmt,
+              schema: { tags, summary: 'Create a wallet credential (secret shown once; the wallet must be active)', security, params: walletIdParams, body: createCredentialBody, response: { 201: envelopeSchema(createdCredentialSchema), ...errors(400, 401, 404, 409) } },
+            },
+            async (request, reply) =>
+              reply.code(201).send(envelope(await service.createCredential(principalOf(request, 'mgmt').credentialId, request.params.walletId, request.body))),
+          );
+          app.delete(
+            '/v1/wallets/:walletId/credentials/:credentialId',
+            { preHandler: mgmt, schema: { tags, summary: 'Revoke a wallet credential (immediate)', security, params: credentialParams, response: { 200: envelopeSchema(credentialSchema), ...errors(401, 404) } } },
+            async (request) => envelope(await service.revokeCredential(principalOf(request, 'mgmt').credentialId, request.params.walletId, request.params.credentialId)),
+          );
+        },
+      },
+    };
+  };
+
+/** The module with its embedded defaults (local keystore, real DNS). */
+export const walletsModule = createWalletsModule();
+
+function localProvider(ctx: AppContext): WalletProvider {
+  const master = loadMasterKey(ctx.config);
+  if (master.dev && ctx.config.databaseUrl) {
+    ctx.log.warn('WALLET_MASTER_KEY is unset: wallet keys are sealed under the dev master key in the data dir');
+  }
+  return new LocalKeystoreProvider(new KeySealer(master.key));
+}

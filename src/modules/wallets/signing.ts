@@ -1,0 +1,28 @@
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import type { LocalAccount } from 'viem/accounts';
+import { ApiError } from '../../platform/http/errors.js';
+import { signPayment as signWithX402Client } from '../../x402/client.js';
+
+export interface SignedPayment {
+  payload: PaymentPayload;
+  /** Value of the PAYMENT-SIGNATURE header. */
+  header: string;
+  nonce: string;
+}
+
+/**
+ * Signs the chosen requirement (EIP-3009 through the @x402 client). Its spend controls repeat the
+ * caller's cap, so a requirement above maxPayment could not be signed even if the choice were wrong.
+ */
+export async function signPayment(account: LocalAccount, challenge: PaymentRequired, requirement: PaymentRequirements, maxAmount: string): Promise<SignedPayment> {
+  try {
+    const { payload, header } = await signWithX402Client(account, { ...challenge, accepts: [requirement] }, {
+      allow: [{ network: requirement.network, asset: requirement.asset, maxAmountPerPayment: maxAmount }],
+    });
+    const nonce = (payload.payload as { authorization?: { nonce?: unknown } }).authorization?.nonce;
+    if (typeof nonce !== 'string') throw new Error('the signed payload has no EIP-3009 nonce');
+    return { payload, header, nonce };
+  } catch (error) {
+    throw new ApiError(502, 'signing_failed', `x402 signing failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

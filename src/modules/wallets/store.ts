@@ -1,0 +1,142 @@
+import { and, asc, desc, eq, gt, isNull, lt, lte, ne, or, sql } from 'drizzle-orm';
+import type { Executor } from '../../platform/db.js';
+import { walletCredentials, walletPayments, wallets } from './tables.js';
+
+export type WalletRow = typeof wallets.$inferSelect;
+export type CredentialRow = typeof walletCredentials.$inferSelect;
+export type PaymentRow = typeof walletPayments.$inferSelect;
+
+/** SQL of the Wallet API. Reads by a management credential are always scoped to its wallets. */
+export class WalletsStore {
+  constructor(private readonly db: Executor) {}
+
+  async insertWallet(row: WalletRow): Promise<void> {
+    await this.db.insert(wallets).values(row);
+  }
+
+  async insertCredential(row: CredentialRow): Promise<void> {
+    await this.db.insert(walletCredentials).values(row);
+  }
+
+  async wallet(id: string): Promise<WalletRow | undefined> {
+    const [row] = await this.db.select().from(wallets).where(eq(wallets.id, id));
+    return row;
+  }
+
+  async ownedWallet(owner: string, id: string): Promise<WalletRow | undefined> {
+    const [row] = await this.db.select().from(wallets).where(and(eq(wallets.id, id), eq(wallets.ownerCredentialId, owner)));
+    return row;
+  }
+
+  async walletByExternalId(owner: string, externalId: string): Promise<WalletRow | undefined> {
+    const [row] = await this.db.select().from(wallets).where(and(eq(wallets.ownerCredentialId, owner), eq(wallets.externalId, externalId)));
+    return row;
+  }
+
+  async walletsOf(owner: string): Promise<WalletRow[]> {
+    return this.db.select().from(wallets).where(eq(wallets.ownerCredentialId, owner)).orderBy(desc(wallets.createdAt), desc(wallets.id));
+  }
+
+  /** Claims due wallets for a provisioning attempt: the lease keeps other workers off until it ends. */
+  async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<WalletRow[]> {
+    return this.db.transaction(async (tx) => {
+      const due = await tx
+        .select({ id: wallets.id })
+        .from(wallets)
+        .where(and(ne(wallets.status, 'active'), lte(wallets.nextAttemptAt, now)))
+        .orderBy(asc(wallets.nextAttemptAt))
+        .limit(limit)
+        .for('update', { skipLocked: true });
+      if (due.length === 0) return [];
+      const claimed: WalletRow[] = [];
+      for (const { id } of due) {
+        const [row] = await tx.update(wallets).set({ nextAttemptAt: leaseUntil }).where(eq(wallets.id, id)).returning();
+        if (row) claimed.push(row);
+      }
+      return claimed;
+    });
+  }
+
+  async markActive(id: string, address: string, keyRef: string, now: Date): Promise<WalletRow | undefined> {
+    const [row] = await this.db
+      .update(wallets)
+      .set({ status: 'active', address, keyRef, lastError: null, nextAttemptAt: null, provisionAttempts: sql`${wallets.provisionAttempts} + 1`, updatedAt: now })
+      .where(and(eq(wallets.id, id), ne(wallets.status, 'active')))
+      .returning();
+    return row;
+  }
+
+  async markFailed(id: string, error: string, nextAttemptAt: Date, now: Date): Promise<WalletRow | undefined> {
+    const [row] = await this.db
+      .update(wallets)
+      .set({ status: 'failed', lastError: error, nextAttemptAt, provisionAttempts: sql`${wallets.provisionAttempts} + 1`, updatedAt: now })
+      .where(and(eq(wallets.id, id), ne(wallets.status, 'active')))
+      .returning();
+    return row;
+  }
+
+  /** Operator retry: due at once, attempt count reset (the backoff starts over). */
+  async retryNow(id: string, now: Date): Promise<boolean> {
+    const rows = await this.db
+      .update(wallets)
+      .set({ nextAttemptAt: now, provisionAttempts: 0, updatedAt: now })
+      .where(and(eq(wallets.id, id), ne(wallets.status, 'active')))
+      .returning({ id: wallets.id });
+    return rows.length > 0;
+  }
+
+  async credentialsOf(walletId: string): Promise<CredentialRow[]> {
+    return this.db.select().from(walletCredentials).where(eq(walletCredentials.walletId, walletId)).orderBy(desc(walletCredentials.createdAt), desc(walletCredentials.id));
+  }
+
+  async credential(walletId: string, id: string): Promise<CredentialRow | undefined> {
+    const [row] = await this.db.select().from(walletCredentials).where(and(eq(walletCredentials.id, id), eq(walletCredentials.walletId, walletId)));
+    return row;
+  }
+
+  /** Revokes an active credential; a revoked one stays as it is (revocation is idempotent). */
+  async revokeCredential(walletId: string, id: string, now: Date): Promise<CredentialRow | undefined> {
+    const [row] = await this.db
+      .update(walletCredentials)
+      .set({ status: 'revoked', revokedAt: now })
+      .where(and(eq(walletCredentials.id, id), eq(walletCredentials.walletId, walletId), eq(walletCredentials.status, 'active')))
+      .returning();
+    return row ?? this.credential(walletId, id);
+  }
+
+  /** The live credential behind a secret hash: active and not expired at `now`. */
+  async liveCredentialByHash(secretHash: string, now: Date): Promise<Pick<CredentialRow, 'id' | 'walletId'> | undefined> {
+    const [row] = await this.db
+      .select({ id: walletCredentials.id, walletId: walletCredentials.walletId })
+      .from(walletCredentials)
+      .where(and(eq(walletCredentials.secretHash, secretHash), eq(walletCredentials.status, 'active'), or(isNull(walletCredentials.expiresAt), gt(walletCredentials.expiresAt, now))))
+      .limit(1);
+    return row;
+  }
+
+  async touchCredential(id: string, now: Date): Promise<void> {
+    await this.db
+      .update(walletCredentials)
+      .set({ lastUsedAt: now })
+      .where(and(eq(walletCredentials.id, id), or(isNull(walletCredentials.lastUsedAt), lt(walletCredentials.lastUsedAt, sql`${now}::timestamptz - interval '60 seconds'`))));
+  }
+
+  async insertPayment(row: PaymentRow): Promise<void> {
+    await this.db.insert(walletPayments).values(row);
+  }
+
+  async updatePayment(id: string, changes: Partial<Pick<PaymentRow, 'status' | 'transaction' | 'settlement' | 'error' | 'upstreamStatus'>>, now: Date): Promise<PaymentRow> {
+    const [row] = await this.db.update(walletPayments).set({ ...changes, updatedAt: now }).where(eq(walletPayments.id, id)).returning();
+    return row;
+  }
+
+  /** Newest first; ids are UUIDv7, so `before` is a keyset cursor. */
+  async paymentsOf(walletId: string, limit: number, before?: string): Promise<PaymentRow[]> {
+    return this.db
+      .select()
+      .from(walletPayments)
+      .where(and(eq(walletPayments.walletId, walletId), before ? lt(walletPayments.id, before) : undefined))
+      .orderBy(desc(walletPayments.id))
+      .limit(limit);
+  }
+}

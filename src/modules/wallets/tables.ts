@@ -1,0 +1,98 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, jsonb, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+
+// Tables of the Wallet API. The owning management credential is kept without a foreign key: the
+// platform owns that table, and a module must not depend on another owner's schema.
+
+/**
+ * Wallets. `owner_credential_id` is the management credential that created the wallet: the
+ * "application" boundary (a credential sees only its own wallets). `key_ref` is the provider's
+ * handle on the key (for the local keystore, the AES-256-GCM sealed key); never returned.
+ */
+export const wallets = pgTable(
+  'wallets',
+  {
+    id: uuid('id').primaryKey(),
+    ownerCredentialId: uuid('owner_credential_id').notNull(),
+    externalId: text('external_id').notNull(),
+    name: text('name').notNull(),
+    provider: text('provider').notNull(),
+    chainType: text('chain_type').notNull(),
+    /** `provisioning`, `active` or `failed`. */
+    status: text('status').notNull(),
+    address: text('address'),
+    keyRef: text('key_ref'),
+    metadata: jsonb('metadata').$type<Record<string, string | number | boolean>>(),
+    lastError: text('last_error'),
+    provisionAttempts: integer('provision_attempts').notNull().default(0),
+    /** When the provisioning worker may (re)try; also a claim lease while an attempt runs. */
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    unique('wallets_owner_external_unique').on(t.ownerCredentialId, t.externalId),
+    index('wallets_owner_idx').on(t.ownerCredentialId, t.createdAt),
+    index('wallets_provisioning_idx').on(t.nextAttemptAt).where(sql`${t.status} <> 'active'`),
+  ],
+);
+
+/** Wallet credentials (`svc_wallet_`): each resolves to exactly one wallet. Only a keyed hash is kept. */
+export const walletCredentials = pgTable(
+  'wallet_credentials',
+  {
+    id: uuid('id').primaryKey(),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    name: text('name').notNull(),
+    prefix: text('prefix').notNull(),
+    secretHash: text('secret_hash').notNull().unique(),
+    /** `active` or `revoked`. */
+    status: text('status').notNull(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [index('wallet_credentials_wallet_idx').on(t.walletId, t.createdAt)],
+);
+
+/**
+ * Payments signed by pay-and-call, one row per signed authorization (the EIP-3009 nonce is unique
+ * per wallet, so a signature is recorded exactly once).
+ */
+export const walletPayments = pgTable(
+  'wallet_payments',
+  {
+    id: uuid('id').primaryKey(),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    credentialId: uuid('credential_id')
+      .notNull()
+      .references(() => walletCredentials.id),
+    /** `pending`, `settled`, `failed` or `unknown`. */
+    status: text('status').notNull(),
+    x402Version: integer('x402_version').notNull(),
+    scheme: text('scheme').notNull(),
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    payTo: text('pay_to').notNull(),
+    nonce: text('nonce').notNull(),
+    /** Upstream resource: method plus origin and path (the query string may carry secrets). */
+    method: text('method').notNull(),
+    resource: text('resource').notNull(),
+    upstreamStatus: integer('upstream_status'),
+    transaction: text('transaction'),
+    settlement: jsonb('settlement').$type<Record<string, unknown>>(),
+    error: text('error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    unique('wallet_payments_wallet_nonce_unique').on(t.walletId, t.nonce),
+    index('wallet_payments_wallet_idx').on(t.walletId, t.id),
+  ],
+);

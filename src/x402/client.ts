@@ -1,0 +1,62 @@
+// Paying side of x402, for tests and for wallet pay-and-call: read a 402 challenge and sign an
+// EIP-3009 payment for it with a viem local account through the @x402 client.
+import { x402Client, x402HTTPClient } from '@x402/core/client';
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
+import type { LocalAccount } from 'viem/accounts';
+import { DEFAULT_ASSET } from '../chain/registry.js';
+
+export interface PaymentLimit {
+  network: string;
+  /** Token address the payer accepts to pay with. */
+  asset: string;
+  /** Most atomic units one payment may cost; omitted = uncapped. */
+  maxAmountPerPayment?: string;
+}
+
+export interface SignPaymentOptions {
+  /** Spend controls: which assets may be paid, and up to how much. Default: USDG on eip155:4663, uncapped. */
+  allow?: PaymentLimit[];
+  /** Picks among acceptable requirements; default the first. */
+  select?: (requirements: PaymentRequirements[]) => PaymentRequirements;
+}
+
+export interface SignedPayment {
+  payload: PaymentPayload;
+  /** Value for the PAYMENT-SIGNATURE request header. */
+  header: string;
+}
+
+/** Signs a payment for a challenge. Throws when no requirement passes the spend controls. */
+export async function signPayment(account: LocalAccount, paymentRequired: PaymentRequired, options: SignPaymentOptions = {}): Promise<SignedPayment> {
+  const allow = options.allow ?? [{ network: DEFAULT_ASSET.network, asset: DEFAULT_ASSET.address }];
+  const networks = [...new Set(allow.map((a) => a.network))];
+  const client = x402Client.fromConfig({
+    schemes: networks.map((network) => ({ network: network as `${string}:${string}`, client: new ExactEvmClientScheme(account) })),
+    // The SDK's default allows only its built-in assets (USDG on 4663 is not one): name ours.
+    spendControls: {
+      allowedAssets: allow.map((a) => ({
+        network: a.network as `${string}:${string}`,
+        asset: a.asset,
+        ...(a.maxAmountPerPayment ? { maxAmountPerPayment: a.maxAmountPerPayment } : {}),
+      })),
+    },
+    ...(options.select ? { paymentRequirementsSelector: (_v: number, reqs: PaymentRequirements[]) => options.select!(reqs) } : {}),
+  });
+  const payload = await client.createPaymentPayload(paymentRequired);
+  return { payload, header: encodePaymentSignatureHeader(payload) };
+}
+
+/** The challenge of a 402 response: the PAYMENT-REQUIRED header, else the JSON body. */
+export function readPaymentRequired(getHeader: (name: string) => string | null | undefined, body?: unknown): PaymentRequired {
+  const header = getHeader('payment-required') ?? getHeader('PAYMENT-REQUIRED');
+  if (header) return decodePaymentRequiredHeader(header);
+  if (body && typeof body === 'object' && (body as { x402Version?: unknown }).x402Version === 2) return body as PaymentRequired;
+  throw new Error('response carries no x402 v2 payment challenge');
+}
+
+/** The settlement of a paid response (PAYMENT-RESPONSE, else X-PAYMENT-RESPONSE). */
+export function readSettlement(getHeader: (name: string) => string | null | undefined) {
+  return new x402HTTPClient(new x402Client()).getPaymentSettleResponse((name) => getHeader(name) ?? null);
+}

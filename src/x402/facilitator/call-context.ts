@@ -1,0 +1,41 @@
+// Per-call state the SDK cannot carry for us: the signer is shared by concurrent verifies and
+// settles, so it finds "which settlement is this?" through AsyncLocalStorage.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Hash, TransactionReceipt } from 'viem';
+import type { SettlementKey, SettlementLedger } from './ledger.js';
+
+export interface SettleAttempt {
+  key: SettlementKey;
+  /** The payer's signature: the SDK's pending-store key for this settlement. */
+  signature: string;
+  ledger: SettlementLedger;
+  /** Gas limit to use instead of estimating: the payment was just simulated successfully. */
+  gasLimit?: bigint;
+  /** Set as soon as the relayer has (possibly) sent the transaction. */
+  txHash?: Hash;
+  /** The hash is in the ledger. */
+  recorded: boolean;
+  /** The send's answer was lost: the transaction may or may not exist. */
+  uncertain: boolean;
+  receipt?: TransactionReceipt;
+  /** What interrupted the attempt between send and record (the test seam's simulated crash). */
+  crash?: unknown;
+}
+
+export interface CallContext {
+  /** A chain read that got no answer (the SDK swallows some of these and reports a wrong reason). */
+  rpcFailure?: unknown;
+  /** The node refused the relayer's transaction (gas funds, fees, nonce): our problem, not the payer's. */
+  sendFailure?: unknown;
+  /** eth_getCode answers for this call: the SDK asks twice for the payer. */
+  codes: Map<string, Promise<`0x${string}` | undefined>>;
+  settle?: SettleAttempt;
+}
+
+const storage = new AsyncLocalStorage<CallContext>();
+
+export const newCallContext = (settle?: SettleAttempt): CallContext => ({ codes: new Map(), settle });
+
+export const runInCall = <T>(ctx: CallContext, fn: () => Promise<T>): Promise<T> => storage.run(ctx, fn);
+
+export const currentCall = (): CallContext | undefined => storage.getStore();

@@ -1,0 +1,96 @@
+// Decides an open settlement from the chain alone, never by sending anything. Used by retries of a
+// settle someone else started, by the reconciler after a crash, and after a receipt wait timed out.
+import { getAddress, TransactionNotFoundError, TransactionReceiptNotFoundError, type Hash, type PublicClient } from 'viem';
+import { eip3009Abi } from '../../chain/eip3009.js';
+import type { SettlementRow } from '../tables.js';
+import { judgeReceipt } from './receipt.js';
+import { Reason } from './reasons.js';
+
+export type ChainVerdict =
+  | { kind: 'settled'; txHash: Hash }
+  | { kind: 'failed'; reason: string; message: string; txHash: Hash | null }
+  | { kind: 'pending' };
+
+// A chain whose latest block lags (the devchain mines only on demand) still cannot include an
+// authorization this long after its validBefore by wall clock.
+const WALL_CLOCK_EXPIRY_GRACE_S = 120n;
+
+export async function chainVerdict(client: PublicClient, row: SettlementRow): Promise<ChainVerdict> {
+  const expected = { asset: row.asset, payer: row.payer, payTo: row.payTo, amount: row.amount, nonce: row.nonce };
+  let ownFailure: ChainVerdict | null = null;
+  if (row.txHash) {
+    const receipt = await maybeReceipt(client, row.txHash as Hash);
+    if (receipt) {
+      const verdict = judgeReceipt(receipt, expected);
+      if (verdict.ok) return { kind: 'settled', txHash: row.txHash as Hash };
+      // Our transaction did not move the money; maybe another one used the authorization.
+      ownFailure = { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: row.txHash as Hash };
+    } else if (await isKnownTransaction(client, row.txHash as Hash)) {
+      return { kind: 'pending' };
+    }
+  }
+
+  const used = await client.readContract({
+    address: row.asset as `0x${string}`,
+    abi: eip3009Abi,
+    functionName: 'authorizationState',
+    args: [row.payer as `0x${string}`, row.nonce as `0x${string}`],
+  });
+  if (used) {
+    const logs = await client.getContractEvents({
+      address: row.asset as `0x${string}`,
+      abi: eip3009Abi,
+      eventName: 'AuthorizationUsed',
+      args: { authorizer: row.payer as `0x${string}`, nonce: row.nonce as `0x${string}` },
+      fromBlock: BigInt(row.fromBlock),
+      toBlock: 'latest',
+    });
+    const log = logs.find((l) => getAddress(l.address) === getAddress(row.asset));
+    if (log?.transactionHash) {
+      const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
+      const verdict = judgeReceipt(receipt, expected);
+      return verdict.ok
+        ? { kind: 'settled', txHash: log.transactionHash }
+        : { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: log.transactionHash };
+    }
+    return ownFailure ?? {
+      kind: 'failed',
+      reason: Reason.nonceAlreadyUsed,
+      message: 'the authorization was used or canceled outside this settlement',
+      txHash: null,
+    };
+  }
+  if (ownFailure) return ownFailure;
+
+  const latest = await client.getBlock({ blockTag: 'latest' });
+  const validBefore = BigInt(row.validBefore);
+  const wallClock = BigInt(Math.floor(Date.now() / 1000));
+  if (latest.timestamp >= validBefore || wallClock >= validBefore + WALL_CLOCK_EXPIRY_GRACE_S) {
+    return {
+      kind: 'failed',
+      reason: Reason.validBefore,
+      message: 'the authorization expired without being used; nothing moved',
+      txHash: (row.txHash as Hash | null) ?? null,
+    };
+  }
+  return { kind: 'pending' };
+}
+
+async function maybeReceipt(client: PublicClient, hash: Hash) {
+  try {
+    return await client.getTransactionReceipt({ hash });
+  } catch (error) {
+    if (error instanceof TransactionReceiptNotFoundError) return null;
+    throw error;
+  }
+}
+
+async function isKnownTransaction(client: PublicClient, hash: Hash): Promise<boolean> {
+  try {
+    await client.getTransaction({ hash });
+    return true;
+  } catch (error) {
+    if (error instanceof TransactionNotFoundError) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,180 @@
+// The FacilitatorEvmSigner the @x402/evm exact scheme drives. Beyond adapting viem it:
+// - captures the settlement tx hash into the ledger the moment the relayer sends it;
+// - keeps the receipt for our own log checks (Transfer + AuthorizationUsed);
+// - never lets eth_getCode reject (the SDK fires one check it may abandon, which would otherwise be
+//   an unhandled rejection when the RPC is down) and records the failure instead;
+// - decodes the token's custom errors into words the SDK's reason mapping recognises.
+import type { FacilitatorEvmSigner } from '@x402/evm';
+import {
+  BaseError,
+  concat,
+  decodeErrorResult,
+  encodeFunctionData,
+  TransactionReceiptNotFoundError,
+  type Abi,
+  type Hash,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
+import { eip3009Abi } from '../../chain/eip3009.js';
+import { isTransportError } from '../../chain/errors.js';
+import { currentCall } from './call-context.js';
+import { BroadcastUncertainError, type RelayerSender } from './sender.js';
+
+export interface SignerHooks {
+  /** Test seam: runs after the send returned, before the hash reaches the ledger (a crash here is the worst case). */
+  afterBroadcast?(hash: Hash): Promise<void> | void;
+}
+
+export interface SignerOptions {
+  /** Reads (may batch JSON-RPC calls). */
+  client: PublicClient;
+  sender: RelayerSender;
+  confirmationTimeoutMs: number;
+  hooks?: SignerHooks;
+}
+
+const GAS_HEADROOM_PERCENT = 120n;
+
+// What the SDK's parseEip3009TransferError looks for, per custom error of the token.
+const REVERT_WORDS: Record<string, string> = {
+  AuthorizationExpired: 'authorization expired',
+  AuthorizationInvalid: 'authorization not yet valid',
+  InsufficientFunds: 'insufficient balance',
+  InvalidSignature: 'invalid signature',
+};
+
+export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmSigner {
+  const { client, sender } = options;
+  const noteFailure = (error: unknown) => {
+    const call = currentCall();
+    if (call && isTransportError(error)) call.rpcFailure ??= error;
+  };
+
+  return {
+    getAddresses: () => [sender.account.address],
+
+    async readContract(args) {
+      try {
+        return await client.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] } as never);
+      } catch (error) {
+        noteFailure(error);
+        throw error;
+      }
+    },
+
+    verifyTypedData: (args) => client.verifyTypedData(args as never),
+
+    getCode({ address }) {
+      const call = currentCall();
+      const key = address.toLowerCase();
+      const cached = call?.codes.get(key) ?? recentCode(key);
+      if (cached) return cached;
+      const code = client.getCode({ address }).catch((error: unknown) => {
+        noteFailure(error);
+        return undefined;
+      });
+      call?.codes.set(key, code);
+      void code.then((value) => value !== undefined && rememberCode(key, code));
+      return code;
+    },
+
+    async writeContract(args) {
+      const attempt = currentCall()?.settle;
+      const data = concat([
+        encodeFunctionData({ abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
+        ...(args.dataSuffix ? [args.dataSuffix] : []),
+      ]);
+      // Estimation is the last pre-broadcast check (a revert here means nothing was sent), unless the
+      // settle simulated this very transfer a moment ago and passes a limit.
+      let gas: bigint;
+      try {
+        gas = args.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: sender.account.address, to: args.address, data })) * GAS_HEADROOM_PERCENT) / 100n;
+      } catch (error) {
+        noteFailure(error);
+        throw describeRevert(error);
+      }
+      let hash: Hash;
+      try {
+        hash = await sender.send({ to: args.address, data, gas });
+      } catch (error) {
+        if (error instanceof BroadcastUncertainError && attempt) {
+          attempt.txHash = error.hash;
+          attempt.uncertain = true;
+          await attempt.ledger.recordBroadcast(attempt.key, error.hash);
+          attempt.recorded = true;
+        } else {
+          // Nothing was sent (a read failed, or the node refused the transaction).
+          noteFailure(error);
+          const call = currentCall();
+          if (call) call.sendFailure ??= error;
+        }
+        throw error;
+      }
+      if (attempt) attempt.txHash = hash;
+      try {
+        await options.hooks?.afterBroadcast?.(hash);
+      } catch (error) {
+        if (attempt) attempt.crash = error;
+        throw error;
+      }
+      if (attempt) {
+        await attempt.ledger.recordBroadcast(attempt.key, hash);
+        attempt.recorded = true;
+      }
+      return hash;
+    },
+
+    sendTransaction: async () => {
+      throw new Error('smart-wallet deployment (ERC-6492) is not supported by this facilitator');
+    },
+
+    async waitForTransactionReceipt({ hash }) {
+      const receipt = await receiptOf(client, hash, options.confirmationTimeoutMs);
+      const attempt = currentCall()?.settle;
+      if (attempt) attempt.receipt = receipt;
+      return receipt;
+    },
+  };
+}
+
+// Payer code decides ECDSA vs ERC-1271 and rarely changes: keep answers a few seconds (the SDK asks per call).
+const CODE_TTL_MS = 5_000;
+const codeCache = new Map<string, { code: Promise<Hex | undefined>; at: number }>();
+function recentCode(key: string): Promise<Hex | undefined> | undefined {
+  const hit = codeCache.get(key);
+  if (hit && Date.now() - hit.at < CODE_TTL_MS) return hit.code;
+  if (hit) codeCache.delete(key);
+  return undefined;
+}
+function rememberCode(key: string, code: Promise<Hex | undefined>): void {
+  if (codeCache.size > 10_000) codeCache.clear();
+  codeCache.set(key, { code, at: Date.now() });
+}
+
+/** Automine answers at once, so ask before falling back to polling with a deadline. */
+export async function receiptOf(client: PublicClient, hash: Hash, timeoutMs: number): Promise<TransactionReceipt> {
+  try {
+    return await client.getTransactionReceipt({ hash });
+  } catch (error) {
+    if (!(error instanceof TransactionReceiptNotFoundError)) throw error;
+  }
+  return client.waitForTransactionReceipt({ hash, timeout: timeoutMs, pollingInterval: Math.min(client.pollingInterval, 500) });
+}
+
+/** Decodes the token's custom error so the SDK maps it to its reason code (e.g. insufficient balance). */
+function describeRevert(error: unknown): unknown {
+  if (!(error instanceof BaseError)) return error;
+  const withData = error.walk((e) => typeof (e as { data?: unknown }).data === 'string') as { data?: Hex } | null;
+  const data = withData?.data;
+  if (!data || data.length < 10) return error;
+  try {
+    const { errorName } = decodeErrorResult({ abi: eip3009Abi, data });
+    const words = REVERT_WORDS[errorName];
+    return new Error(`transferWithAuthorization reverted: ${errorName}${words ? ` (${words})` : ''}`, { cause: error });
+  } catch {
+    return error;
+  }
+}
+

@@ -1,0 +1,270 @@
+// ctx.x402: the resource-server side of x402 for every paid endpoint. Builds challenges, reads the
+// payment header, verifies and settles through the configured facilitator, writes the answers.
+// See /work/notes/x402-wiring.md for how endpoints use it.
+import type { FacilitatorClient } from '@x402/core/server';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import { deepEqual } from '@x402/core/utils';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { getAddress } from 'viem';
+import type { AssetInfo } from '../../chain/registry.js';
+import { ApiError } from '../../platform/http/errors.js';
+import { REPLAY_MARK } from '../facilitator/facilitator.js';
+import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
+import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
+
+/** A priced resource: what one request to a paid endpoint costs and who is paid. */
+export interface PricedResource {
+  /** Absolute URL of the resource as the client requested it (see resourceUrl()). */
+  url: string;
+  description: string;
+  mimeType: string;
+  /** Atomic units of the asset, e.g. "100" = 0.0001 USDG. */
+  amount: string;
+  payTo: string;
+  /** How long the signed authorization stays valid. Default 300. */
+  maxTimeoutSeconds?: number;
+  /** Default: the chain's default asset (USDG). */
+  asset?: AssetInfo;
+}
+
+export type VerifyOutcome =
+  | { kind: 'valid'; payer: string; response: VerifyResponse }
+  | { kind: 'invalid'; reason: string; message: string; response: VerifyResponse }
+  /** The facilitator could not be asked: nothing happened. */
+  | { kind: 'unavailable'; message: string };
+
+export type SettleOutcome =
+  /** `replayed`: the facilitator had settled this same payment for an earlier request. */
+  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse; replayed: boolean }
+  /** Definitive: refused, or the transaction moved nothing. */
+  | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
+  /** The facilitator could not be reached before anything was broadcast. */
+  | { kind: 'unavailable'; message: string }
+  /** Something may have been broadcast; the outcome is unknown (timeout, pending receipt). */
+  | { kind: 'unknown'; transaction: string | null; message: string };
+
+export type ChargeResult =
+  | { paid: true; payload: PaymentPayload; requirements: PaymentRequirements; settlement: SettleResponse; payer: string }
+  /** Send with sendPaymentRequired(); `error` in the challenge says why (absent on a first, unpaid request). */
+  | { paid: false; paymentRequired: PaymentRequired; settlement?: SettleResponse };
+
+export interface X402ServiceDeps {
+  network: string;
+  asset: AssetInfo;
+  serviceName: string;
+  /** Public base URL of the api origin (resolved per call: it is known once the listener is up). */
+  apiBaseUrl: () => string;
+  facilitator: () => FacilitatorClient;
+}
+
+export const NO_MATCH = 'no_matching_payment_requirements';
+const ALREADY_USED = 'invalid_exact_evm_nonce_already_used';
+const PENDING = 'settlement_pending';
+const DEFAULT_TIMEOUT_SECONDS = 300;
+
+export class X402Service {
+  constructor(private readonly deps: X402ServiceDeps) {}
+
+  get network(): string {
+    return this.deps.network;
+  }
+
+  get asset(): AssetInfo {
+    return this.deps.asset;
+  }
+
+  /** The facilitator client in use (local engine or HTTP), for callers that need raw access. */
+  facilitator(): FacilitatorClient {
+    return this.deps.facilitator();
+  }
+
+  /** Absolute URL of this request on the public api origin (path and query kept). */
+  resourceUrl(request: FastifyRequest): string {
+    return `${this.deps.apiBaseUrl()}${request.url}`;
+  }
+
+  /** The single `accepts` entry for a resource: exact / our network / USDG with its EIP-712 domain. */
+  requirements(resource: PricedResource): PaymentRequirements {
+    const asset = resource.asset ?? this.deps.asset;
+    return {
+      scheme: 'exact',
+      network: asset.network as `${string}:${string}`,
+      asset: asset.address,
+      amount: resource.amount,
+      payTo: getAddress(resource.payTo),
+      maxTimeoutSeconds: resource.maxTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+      extra: { name: asset.eip712.name, version: asset.eip712.version },
+    };
+  }
+
+  /** The x402 payment-required object (body of the 402 and, base64, its PAYMENT-REQUIRED header). */
+  paymentRequired(resource: PricedResource, error?: string): PaymentRequired {
+    return {
+      x402Version: 2,
+      ...(error ? { error } : {}),
+      resource: { url: resource.url, description: resource.description, mimeType: resource.mimeType, serviceName: this.deps.serviceName },
+      accepts: [this.requirements(resource)],
+    };
+  }
+
+  /** The request's payment (PAYMENT-SIGNATURE, else X-PAYMENT); null when none. Throws PaymentHeaderError. */
+  readPayment(request: FastifyRequest): PaymentPayload | null {
+    return readPaymentHeader(request.headers);
+  }
+
+  /** Decodes one PAYMENT-SIGNATURE / X-PAYMENT value. Throws PaymentHeaderError when malformed. */
+  decodePayment(header: string): PaymentPayload {
+    const payload = readPaymentHeader({ [PAYMENT_SIGNATURE]: header });
+    if (!payload) throw new PaymentHeaderError('payment header is empty');
+    return payload;
+  }
+
+  /** Header values: PAYMENT-REQUIRED for a challenge, PAYMENT-RESPONSE (= X-PAYMENT-RESPONSE) for a settlement. */
+  encodePaymentRequired(paymentRequired: PaymentRequired): string {
+    return encodeChallengeHeader(paymentRequired);
+  }
+
+  encodePaymentResponse(settlement: SettleResponse): string {
+    return encodeSettlementHeader(settlement);
+  }
+
+  /**
+   * The challenge entry the payment accepted, or null. Every field but `extra` must be equal, our
+   * `extra` keys must be present, and a payload that names its resource must name this one.
+   */
+  match(paymentRequired: PaymentRequired, payload: PaymentPayload): PaymentRequirements | null {
+    if (payload.x402Version !== 2) return null;
+    if (payload.resource?.url !== undefined && payload.resource.url !== paymentRequired.resource.url) return null;
+    const { extra: acceptedExtra = {}, ...accepted } = payload.accepted;
+    for (const requirements of paymentRequired.accepts) {
+      const { extra, ...core } = requirements;
+      if (!deepEqual(core, { ...accepted, payTo: safeChecksum(accepted.payTo), asset: safeChecksum(accepted.asset) })) continue;
+      if (Object.entries(extra ?? {}).every(([k, v]) => deepEqual(v, (acceptedExtra as Record<string, unknown>)[k]))) return requirements;
+    }
+    return null;
+  }
+
+  /** Facilitator verify, as an outcome: valid / invalid (with the facilitator's reason) / unavailable. */
+  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome> {
+    try {
+      const result = await this.deps.facilitator().verify(payload, requirements);
+      if (result.isValid) return { kind: 'valid', payer: result.payer ?? '', response: result };
+      const reason = result.invalidReason ?? 'invalid_payment';
+      return { kind: 'invalid', reason, message: result.invalidMessage ?? reason, response: result };
+    } catch (error) {
+      if (error instanceof FacilitatorUnavailableError) return { kind: 'unavailable', message: error.message };
+      throw error;
+    }
+  }
+
+  /**
+   * Facilitator settle, as an outcome. `settlement_pending` is retried once (the facilitator then
+   * reconciles instead of re-sending); still pending, a lost answer or a 5xx after sending is
+   * `unknown`: money may have moved, so record it and never charge again for this request.
+   */
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
+    const client = this.deps.facilitator();
+    let ownEarlierAttempt = false;
+    let response: SettleResponse;
+    try {
+      try {
+        response = await client.settle(payload, requirements);
+      } catch (error) {
+        if (!(error instanceof SettlementUnknownError)) throw error;
+        // Our own request may have settled it: ask again; that answer is not someone else's replay.
+        ownEarlierAttempt = true;
+        response = await client.settle(payload, requirements);
+      }
+      if (!response.success && response.errorReason === PENDING) {
+        ownEarlierAttempt = true;
+        response = await client.settle(payload, requirements);
+      }
+    } catch (error) {
+      if (error instanceof FacilitatorUnavailableError) {
+        // A retry after an unknown first answer cannot prove nothing happened.
+        return ownEarlierAttempt ? { kind: 'unknown', transaction: null, message: error.message } : { kind: 'unavailable', message: error.message };
+      }
+      if (error instanceof SettlementUnknownError) return { kind: 'unknown', transaction: error.transaction || null, message: error.message };
+      throw error;
+    }
+    if (!response.success && response.errorReason === PENDING) {
+      return { kind: 'unknown', transaction: response.transaction || null, message: response.errorMessage ?? 'settlement pending' };
+    }
+    const { [REPLAY_MARK]: mark, ...extra } = (response.extra ?? {}) as Record<string, unknown>;
+    const clean: SettleResponse = { ...response };
+    if (Object.keys(extra).length) clean.extra = extra;
+    else delete clean.extra;
+    if (!clean.success) {
+      const reason = clean.errorReason ?? 'settlement_failed';
+      return { kind: 'failed', reason, message: clean.errorMessage ?? reason, response: clean };
+    }
+    return { kind: 'settled', transaction: clean.transaction, payer: clean.payer ?? '', response: clean, replayed: mark === true && !ownEarlierAttempt };
+  }
+
+  /**
+   * The whole x402 flow for a simple paid endpoint: challenge when unpaid, verify, settle.
+   * Throws ApiError 400 `invalid_payment_header`, 503 `facilitator_unavailable`,
+   * 503 `settlement_result_unknown`.
+   */
+  async charge(request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
+    const challenge = this.paymentRequired(resource, 'Payment required');
+    let payload: PaymentPayload | null;
+    try {
+      payload = this.readPayment(request);
+    } catch (error) {
+      throw toApiError(error);
+    }
+    if (!payload) return { paid: false, paymentRequired: challenge };
+    const requirements = this.match(challenge, payload);
+    if (!requirements) return { paid: false, paymentRequired: { ...challenge, error: NO_MATCH } };
+    const verified = await this.verify(payload, requirements);
+    if (verified.kind === 'unavailable') throw toApiError(new FacilitatorUnavailableError(verified.message));
+    if (verified.kind === 'invalid') return { paid: false, paymentRequired: { ...challenge, error: verified.reason } };
+    const settled = await this.settle(payload, requirements);
+    switch (settled.kind) {
+      case 'unavailable':
+        throw toApiError(new FacilitatorUnavailableError(settled.message));
+      case 'unknown':
+        throw toApiError(new SettlementUnknownError(settled.message, settled.transaction ?? ''));
+      case 'failed':
+        return { paid: false, paymentRequired: { ...challenge, error: settled.reason }, settlement: settled.response };
+      case 'settled':
+        // Another request already got the goods for this authorization.
+        if (settled.replayed) return { paid: false, paymentRequired: { ...challenge, error: ALREADY_USED } };
+        return { paid: true, payload, requirements, settlement: settled.response, payer: settled.payer || verified.payer };
+    }
+  }
+
+  /** 402 with the challenge as body and base64 PAYMENT-REQUIRED header; a failed settlement adds PAYMENT-RESPONSE. */
+  sendPaymentRequired(reply: FastifyReply, paymentRequired: PaymentRequired, settlement?: SettleResponse): FastifyReply {
+    reply.code(402).header('payment-required', encodeChallengeHeader(paymentRequired)).header('cache-control', 'no-store');
+    if (settlement) this.writePaymentResponse(reply, settlement);
+    return reply.send(paymentRequired);
+  }
+
+  /** PAYMENT-RESPONSE, its legacy alias X-PAYMENT-RESPONSE, and Cache-Control: no-store. */
+  writePaymentResponse(reply: FastifyReply, settlement: SettleResponse): void {
+    const encoded = encodeSettlementHeader(settlement);
+    reply.header('payment-response', encoded).header('x-payment-response', encoded).header('cache-control', 'no-store');
+  }
+}
+
+/** The standard HTTP answer for the wiring's typed errors (others pass through unchanged). */
+export function toApiError(error: unknown): unknown {
+  if (error instanceof PaymentHeaderError) return new ApiError(400, 'invalid_payment_header', error.message);
+  if (error instanceof FacilitatorUnavailableError) {
+    return new ApiError(503, 'facilitator_unavailable', 'Payment verification or settlement is temporarily unavailable', undefined, { 'retry-after': '5' });
+  }
+  if (error instanceof SettlementUnknownError) {
+    return new ApiError(503, 'settlement_result_unknown', 'The settlement outcome is being reconciled; do not pay again', error.transaction ? { transaction: error.transaction } : undefined, { 'retry-after': '10' });
+  }
+  return error;
+}
+
+function safeChecksum(address: string): string {
+  try {
+    return getAddress(address);
+  } catch {
+    return address;
+  }
+}

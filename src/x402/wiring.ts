@@ -1,0 +1,60 @@
+// Builds ctx.x402 and ctx.facilitator. Which facilitator a paid endpoint talks to:
+// FACILITATOR_URL when set; else this process's facilitator directly when the facilitator role runs
+// here; else HTTP to our own facilitator origin (PUBLIC_FACILITATOR_URL or its default port).
+import type { FacilitatorClient } from '@x402/core/server';
+import type { Logger } from 'pino';
+import type { ChainService } from '../chain/service.js';
+import type { Config, OriginName, Role } from '../config.js';
+import type { Clock } from '../platform/clock.js';
+import type { Db } from '../platform/db.js';
+import { Facilitator, type FacilitatorOptions } from './facilitator/facilitator.js';
+import { httpFacilitatorClient, localFacilitatorClient } from './server/facilitator-clients.js';
+import { X402Service } from './server/service.js';
+
+export interface X402Parts {
+  x402: X402Service;
+  facilitator: Facilitator | null;
+}
+
+export interface X402WiringDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  chain: ChainService;
+  roles: readonly Role[];
+  /** Live object: listeners fill in their addresses after the context is built. */
+  urls: Record<OriginName, string>;
+  facilitatorOptions?: FacilitatorOptions;
+}
+
+export const SERVICE_NAME = 'Tollgate';
+
+export function createX402(deps: X402WiringDeps): X402Parts {
+  const { config, chain } = deps;
+  const facilitator = chain.relayer
+    ? new Facilitator(
+        { db: deps.db, clock: deps.clock, log: deps.log.child({ component: 'facilitator' }), chain, relayer: chain.relayer },
+        deps.facilitatorOptions,
+      )
+    : null;
+  let client: FacilitatorClient | null = null;
+  const facilitatorClient = (): FacilitatorClient => {
+    if (client) return client;
+    if (!config.facilitatorUrl && facilitator && deps.roles.includes('facilitator')) {
+      client = localFacilitatorClient(facilitator);
+    } else {
+      const url = config.facilitatorUrl;
+      client = httpFacilitatorClient({ url: () => url ?? deps.urls.facilitator });
+    }
+    return client;
+  };
+  const x402 = new X402Service({
+    network: chain.network,
+    asset: chain.asset,
+    serviceName: SERVICE_NAME,
+    apiBaseUrl: () => deps.urls.api,
+    facilitator: facilitatorClient,
+  });
+  return { x402, facilitator };
+}

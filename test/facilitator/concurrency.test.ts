@@ -1,0 +1,58 @@
+// Concurrent settles over HTTP: distinct payments all land (relayer nonces stay correct); many
+// settles of one payment broadcast exactly once and all report that one transaction.
+import type { Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { balanceOf, fundedPayer, nonceOf, relayerTxCount, signAuthorization, transfersForNonce } from '../x402/support.js';
+import { requirementsFor, settle } from './support.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await buildTestApp();
+});
+afterAll(async () => app?.close());
+
+describe('concurrent settles', () => {
+  it('25 distinct payments settled at once all succeed, each in its own transaction', async () => {
+    const payers = await Promise.all(Array.from({ length: 25 }, () => fundedPayer(app, '1')));
+    const requirements = requirementsFor(app, '100');
+    const payloads = await Promise.all(payers.map((p) => signAuthorization(p, requirements)));
+    const results = await Promise.all(payloads.map((p) => settle(app, p, requirements)));
+    for (const { status, body } of results) {
+      expect(status).toBe(200);
+      expect(body).toMatchObject({ success: true });
+    }
+    expect(new Set(results.map((r) => r.body.transaction)).size).toBe(25);
+    expect(await balanceOf(app, requirements.payTo as Hex)).toBe(2500n);
+  });
+
+  it('10 concurrent settles of one payment make exactly one transfer', async () => {
+    const payer = await fundedPayer(app, '1');
+    const requirements = requirementsFor(app, '100');
+    const payload = await signAuthorization(payer, requirements);
+    const relayer = app.ctx.chain.relayer!.address;
+    const txBefore = await relayerTxCount(app, relayer);
+
+    const results = await Promise.all(Array.from({ length: 10 }, () => settle(app, payload, requirements)));
+    const hashes = new Set(results.map((r) => r.body.transaction));
+    expect(results.every((r) => r.status === 200 && r.body.success)).toBe(true);
+    expect(hashes.size).toBe(1);
+    expect(results.filter((r) => !r.body.extra?.idempotentReplay)).toHaveLength(1);
+
+    expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+    expect(await relayerTxCount(app, relayer)).toBe(txBefore + 1);
+    expect(await balanceOf(app, requirements.payTo as Hex)).toBe(100n);
+  });
+
+  it('concurrent paid requests with one signature: one is served, the others get 402', async () => {
+    const payer = await fundedPayer(app, '1');
+    const pingUrl = `${app.urls.api}/x402-test/ping`;
+    const { readPaymentRequired, signPayment } = await import('../../src/x402/client.js');
+    const res = await fetch(pingUrl);
+    const { header, payload } = await signPayment(payer, readPaymentRequired((n) => res.headers.get(n), await res.json()));
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(pingUrl, { headers: { 'PAYMENT-SIGNATURE': header } })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 402)).toHaveLength(4);
+    expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+  });
+});

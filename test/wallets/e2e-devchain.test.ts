@@ -1,0 +1,116 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Address, Hash } from 'viem';
+import type { TestApp } from '../helpers/test-app.js';
+import { buildWalletsApp, call, freePort } from './helpers.js';
+
+// The whole path on the embedded devchain: management credential → wallet → dev fund → wallet
+// credential → pay-and-call of /x402-test/ping through our own facilitator.
+
+const PRICE = 100n;
+let app: TestApp;
+let mgmt: string;
+let walletId: string;
+let address: Address;
+let secret: string;
+let ping: string;
+let max: { network: string; asset: string; amount: string };
+
+const balance = () => app.ctx.chain.devchain!.balanceOf(address);
+const pay = (body: Record<string, unknown>, credential = secret) => call(app, 'POST', '/v1/wallets/me/pay-and-call', credential, { url: ping, maxPayment: max, ...body });
+const paymentRows = async () => (await app.ctx.database.query<{ n: string }>(sql`select count(*)::text as n from wallet_payments where wallet_id = ${walletId}`))[0].n;
+
+beforeAll(async () => {
+  // The API's port is fixed up front so exactly its loopback origin can be allow-listed for http.
+  const apiPort = await freePort();
+  app = await buildWalletsApp({ env: { API_PORT: String(apiPort), PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort}` } });
+  ping = `${app.urls.api}/x402-test/ping`;
+  expect(ping).toBe(`http://127.0.0.1:${apiPort}/x402-test/ping`);
+  max = { network: app.ctx.chain.network, asset: app.ctx.chain.asset.address, amount: '100' };
+  mgmt = await app.mgmtSecret('e2e');
+
+  const created = await call(app, 'POST', '/v1/wallets', mgmt, { externalId: 'agent-1', name: 'Agent one' });
+  expect(created.status).toBe(201);
+  expect(created.body.data.wallet.status).toBe('active');
+  ({ id: walletId, address } = created.body.data.wallet);
+  await app.ctx.chain.devchain!.fund(address, '1');
+  const credential = await call(app, 'POST', `/v1/wallets/${walletId}/credentials`, mgmt, { name: 'runtime' });
+  expect(credential.status).toBe(201);
+  secret = credential.body.data.secret;
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('pay-and-call on the devchain', () => {
+  it('pays /x402-test/ping: 200 paid pong, payment settled with a transaction, balance down by exactly 100', async () => {
+    const before = await balance();
+    const answer = await pay({});
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.upstream).toMatchObject({ status: 200, body: { message: 'paid pong' }, bodyEncoding: 'json' });
+    const payment = answer.body.data.payment;
+    expect(payment).toMatchObject({ status: 'settled', x402Version: 2, network: 'eip155:4663', asset: max.asset, amount: '100' });
+    expect(payment.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(payment.settlement).toMatchObject({ success: true, transaction: payment.transaction });
+    expect(await balance()).toBe(before - PRICE);
+    const receipt = await app.ctx.chain.publicClient.getTransactionReceipt({ hash: payment.transaction as Hash });
+    expect(receipt.status).toBe('success');
+    const listed = await call(app, 'GET', '/v1/wallets/me/payments', secret);
+    expect(listed.body.data[0]).toEqual(payment);
+  });
+
+  it('refuses maxPayment.amount 99 with 400: nothing signed, nothing stored, balance unchanged', async () => {
+    const before = await balance();
+    const rows = await paymentRows();
+    const answer = await pay({ maxPayment: { ...max, amount: '99' } });
+    expect(answer.status).toBe(400);
+    expect(answer.body.code).toBe(1000);
+    expect(answer.body.data.accepts).toEqual([expect.objectContaining({ scheme: 'exact', amount: '100', network: 'eip155:4663' })]);
+    expect(await paymentRows()).toBe(rows);
+    expect(await balance()).toBe(before);
+  });
+
+  it('returns payment null for an unpaid URL', async () => {
+    const before = await balance();
+    const answer = await pay({ url: `${app.urls.api}/health` });
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.payment).toBeNull();
+    expect(answer.body.data.upstream.status).toBe(200);
+    expect(await balance()).toBe(before);
+  });
+
+  it('settles 20 parallel pay-and-calls from one wallet, each once', async () => {
+    const before = await balance();
+    const rows = Number(await paymentRows());
+    const answers = await Promise.all(Array.from({ length: 20 }, () => pay({})));
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(answers.every((a) => a.body.data.upstream.body.message === 'paid pong')).toBe(true);
+    const transactions = answers.map((a) => a.body.data.payment.transaction);
+    expect(answers.every((a) => a.body.data.payment.status === 'settled')).toBe(true);
+    expect(new Set(transactions).size).toBe(20);
+    expect(await balance()).toBe(before - 20n * PRICE);
+    expect(Number(await paymentRows())).toBe(rows + 20);
+  });
+
+  it('refuses a revoked wallet credential (401) and a wallet credential on /v1/wallets (401)', async () => {
+    const made = await call(app, 'POST', `/v1/wallets/${walletId}/credentials`, mgmt, { name: 'to-revoke' });
+    expect((await call(app, 'GET', '/v1/wallets/me', made.body.data.secret)).status).toBe(200);
+    expect((await call(app, 'DELETE', `/v1/wallets/${walletId}/credentials/${made.body.data.id}`, mgmt)).body.data.status).toBe('revoked');
+    const before = await balance();
+    const revoked = await pay({}, made.body.data.secret);
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.code).toBe(1001);
+    expect(await balance()).toBe(before);
+    const onMgmt = await call(app, 'GET', '/v1/wallets', secret);
+    expect(onMgmt.status).toBe(401);
+    expect(onMgmt.body).toEqual({ code: 1001, message: 'Missing or invalid credentials', data: null });
+  });
+
+  it('answers 502 with a failed payment when the wallet cannot cover the price', async () => {
+    const poor = await call(app, 'POST', '/v1/wallets', mgmt, { externalId: 'agent-poor', name: 'Unfunded' });
+    const answer = await pay({}, poor.body.data.credential.secret);
+    expect(answer.status).toBe(502);
+    expect(answer.body.data.payment).toMatchObject({ status: 'failed', transaction: null });
+    expect(answer.body.data.payment.error).toMatch(/insufficient_balance|simulation_failed/);
+  });
+});

@@ -1,0 +1,104 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { moduleFactories } from '../../src/modules/index.js';
+import type { ModuleFactory } from '../../src/modules/module.js';
+import { createWalletsModule, walletsModule, type WalletsModuleOptions } from '../../src/modules/wallets/routes.js';
+import { buildTestApp, type TestApp, type TestAppOptions } from '../helpers/test-app.js';
+
+/** The whole service, with the wallets module built from `wallets` options instead of its defaults. */
+export function buildWalletsApp(options: TestAppOptions & { wallets?: WalletsModuleOptions } = {}): Promise<TestApp> {
+  const factories: ModuleFactory[] = options.wallets
+    ? moduleFactories.map((factory) => (factory === walletsModule ? createWalletsModule(options.wallets) : factory))
+    : moduleFactories;
+  return buildTestApp({ ...options, factories: options.factories ?? factories });
+}
+
+export interface Call {
+  status: number;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** An API call through inject, with a bearer credential. */
+export async function call(app: TestApp, method: 'GET' | 'POST' | 'DELETE', url: string, secret?: string, payload?: unknown): Promise<Call> {
+  const response = await app.origins.api!.inject({
+    method,
+    url,
+    headers: secret ? { authorization: `Bearer ${secret}` } : {},
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
+  return { status: response.statusCode, body: response.json() };
+}
+
+/** Creates a wallet and returns it with its first credential's secret. */
+export async function createWallet(app: TestApp, mgmt: string, externalId: string, extra: Record<string, unknown> = {}) {
+  const created = await call(app, 'POST', '/v1/wallets', mgmt, { externalId, name: `wallet ${externalId}`, ...extra });
+  if (created.status !== 201) throw new Error(`wallet create answered ${created.status}: ${JSON.stringify(created.body)}`);
+  return { wallet: created.body.data.wallet, secret: created.body.data.credential.secret as string, credential: created.body.data.credential };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Recorded {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface Upstream {
+  origin: string;
+  host: string;
+  requests: Recorded[];
+  connections: number;
+  close(): Promise<void>;
+}
+
+/** A loopback HTTP server that records every request and answers with `handler`. */
+export async function startUpstream(handler: (req: Recorded, res: http.ServerResponse, index: number) => void, host = '127.0.0.1'): Promise<Upstream> {
+  const sockets = new Set<net.Socket>();
+  const upstream = { requests: [] as Recorded[], connections: 0 } as Upstream;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const recorded = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      upstream.requests.push(recorded);
+      handler(recorded, res, upstream.requests.length - 1);
+    });
+  });
+  server.on('connection', (socket) => {
+    upstream.connections += 1;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const { port } = server.address() as AddressInfo;
+  upstream.host = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  upstream.origin = `http://${upstream.host}`;
+  upstream.close = () =>
+    new Promise((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+  return upstream;
+}

@@ -1,0 +1,137 @@
+// What paid endpoints see when parts are down: "facilitator unreachable" (503, nothing happened),
+// "outcome unknown" (503, money may have moved), and a dead chain RPC (503, never a wrong reason).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PaymentRequired } from '@x402/core/types';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
+import { httpFacilitatorClient } from '../../src/x402/server/facilitator-clients.js';
+import { X402Service } from '../../src/x402/server/service.js';
+import { DEFAULT_ASSET } from '../../src/chain/registry.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { fundedPayer, randomAddress, signAuthorization } from './support.js';
+
+describe('HTTP facilitator client: unavailable vs unknown', () => {
+  let server: http.Server;
+  let url: string;
+  let behaviour: (path: string, res: http.ServerResponse) => void;
+  beforeAll(async () => {
+    server = http.createServer((req, res) => behaviour(req.url ?? '', res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const service = (target: () => string) =>
+    new X402Service({
+      network: 'eip155:4663',
+      asset: DEFAULT_ASSET,
+      serviceName: 'Tollgate',
+      apiBaseUrl: () => 'http://api',
+      facilitator: () => httpFacilitatorClient({ url: target, verifyTimeoutMs: 300, settleTimeoutMs: 300 }),
+    });
+  const requirements = () =>
+    service(() => url).requirements({ url: 'http://api/x', description: 'x', mimeType: 'application/json', amount: '100', payTo: randomAddress() });
+  const json = (status: number, body: unknown) => (_: string, res: http.ServerResponse) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const payload = async () => {
+    const { generatePrivateKey, privateKeyToAccount } = await import('viem/accounts');
+    return signAuthorization(privateKeyToAccount(generatePrivateKey()), requirements());
+  };
+
+  it('a refused connection is unavailable for verify and settle', async () => {
+    const port = await closedPort();
+    const closed = service(() => `http://127.0.0.1:${port}`);
+    const p = await payload();
+    expect(await closed.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    expect(await closed.settle(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+  });
+
+  it('503 is unavailable; a 500 or a timeout on settle is unknown', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    behaviour = json(503, { error: { code: 'chain_unavailable' } });
+    expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    behaviour = json(500, { error: { code: 'internal_error' } });
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+    behaviour = () => {}; // never answers
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+  });
+
+  it('settlement_pending is retried once, then unknown with the hash', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    let calls = 0;
+    const tx = `0x${'ab'.repeat(32)}`;
+    behaviour = (path, res) => {
+      calls += 1;
+      json(200, { success: false, errorReason: 'settlement_pending', transaction: tx, network: 'eip155:4663' })(path, res);
+    };
+    expect(await s.settle(p, p.accepted)).toEqual({ kind: 'unknown', transaction: tx, message: 'settlement pending' });
+    expect(calls).toBe(2);
+  });
+
+  it('a definitive answer passes through, replay mark removed', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    behaviour = json(200, { success: true, transaction: `0x${'cd'.repeat(32)}`, network: 'eip155:4663', payer: '0x1', extra: { idempotentReplay: true } });
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'settled', replayed: true, response: { success: true } });
+    expect(((await s.settle(p, p.accepted)) as { response: object }).response).not.toHaveProperty('extra');
+    behaviour = json(200, { isValid: false, invalidReason: 'invalid_exact_evm_signature' });
+    expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'invalid', reason: 'invalid_exact_evm_signature' });
+  });
+});
+
+describe('paid endpoint with the facilitator unreachable', () => {
+  let app: TestApp;
+  afterEach(async () => app?.close());
+
+  it('answers 503 facilitator_unavailable and moves nothing', async () => {
+    app = await buildTestApp({ env: { FACILITATOR_URL: `http://127.0.0.1:${await closedPort()}` } });
+    const payer = await fundedPayer(app, '1');
+    const pingUrl = `${app.urls.api}/x402-test/ping`;
+    const first = await fetch(pingUrl);
+    const { header } = await signPayment(payer, readPaymentRequired((n) => first.headers.get(n), await first.json()));
+    const res = await fetch(pingUrl, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({ error: { code: 'facilitator_unavailable', message: expect.any(String) } });
+    expect(await app.ctx.chain.devchain!.balanceOf(payer.address)).toBe(1_000_000n);
+  });
+
+  it('with the chain RPC down, /verify answers 503 and ping answers 503 (no misleading reason)', async () => {
+    app = await buildTestApp();
+    const payer = await fundedPayer(app, '1');
+    const pingUrl = `${app.urls.api}/x402-test/ping`;
+    const first = await fetch(pingUrl);
+    const challenge = readPaymentRequired((n) => first.headers.get(n), (await first.json()) as PaymentRequired);
+    const { header, payload } = await signPayment(payer, challenge);
+    await app.ctx.chain.devchain!.stop();
+
+    const verify = await fetch(`${app.urls.facilitator}/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: challenge.accepts[0] }),
+    });
+    expect(verify.status).toBe(503);
+    expect(((await verify.json()) as { error: { code: string } }).error.code).toBe('chain_unavailable');
+    const res = await fetch(pingUrl, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('facilitator_unavailable');
+    // Give any abandoned SDK promise time to reject: vitest fails the run on an unhandled rejection.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  });
+});
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
