@@ -68,6 +68,7 @@ export interface ContextDeps {
 export async function createContext(deps: ContextDeps): Promise<AppContext> {
   const { config, database, clock } = deps;
   const secretsDir = deps.ephemeralSecrets ? null : config.dataDir;
+  warnAboutDevSecrets(config, deps.log, deps.ephemeralSecrets === true);
   const pepper =
     config.secretPepper ?? loadOrCreateDevSecret(secretsDir, 'pepper', () => randomBytes(32).toString('hex'));
   const hasher = new SecretHasher(pepper);
@@ -98,4 +99,15 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     rateLimiter: new RateLimiter(database.db, clock),
     urls,
   };
+}
+
+/**
+ * With a shared database or a real chain the dev fallbacks are a trap: each node would hash keys
+ * under its own pepper (keys made on one node fail on another) and anyone with the CLI could mint
+ * identity tokens. They still work, so a laptop against a local PostgreSQL stays easy; we say so loudly.
+ */
+function warnAboutDevSecrets(config: Config, log: Logger, ephemeral: boolean): void {
+  if (ephemeral || (!config.databaseUrl && !config.chainRpcUrl)) return;
+  if (!config.secretPepper) log.warn('SECRET_PEPPER is unset: using a per-data-dir dev pepper; every node must share one pepper');
+  if (!config.identity.jwksUrl) log.warn('IDENTITY_JWKS_URL is unset: the dev identity issuer signs tokens for any user');
 }

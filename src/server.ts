@@ -60,22 +60,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await closeDatabase();
     throw error;
   }
-  const ctx = await createContext({
-    config,
-    database,
-    clock: options.clock ?? systemClock,
-    log,
-    build: readBuildInfo(config),
-    ephemeralSecrets: options.ephemeralSecrets,
-    chain,
-    roles,
-  });
   const closeChainAndDatabase = async () => {
     await chain.close().catch((error) => log.error({ err: error }, 'chain close failed'));
     await closeDatabase();
   };
+  let ctx: AppContext;
   let modules: Module[];
   try {
+    ctx = await createContext({
+      config,
+      database,
+      clock: options.clock ?? systemClock,
+      log,
+      build: readBuildInfo(config),
+      ephemeralSecrets: options.ephemeralSecrets,
+      chain,
+      roles,
+    });
     modules = await instantiateModules(ctx, options.factories ?? moduleFactories);
   } catch (error) {
     await closeChainAndDatabase();

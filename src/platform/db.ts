@@ -142,14 +142,17 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       client.on('error', () => markLost());
       client.on('end', () => markLost());
       await client.connect();
-      const { rows } = await client.query<{ ok: boolean }>(
-        'select pg_try_advisory_lock(hashtextextended($1, 0)) as ok',
-        [key],
-      );
-      if (!rows[0]?.ok) {
-        await client.end();
-        return null;
+      let held = false;
+      try {
+        const { rows } = await client.query<{ ok: boolean }>(
+          'select pg_try_advisory_lock(hashtextextended($1, 0)) as ok',
+          [key],
+        );
+        held = rows[0]?.ok === true;
+      } finally {
+        if (!held) await client.end().catch(() => {});
       }
+      if (!held) return null;
       return {
         lost,
         release: async () => {

@@ -6,7 +6,7 @@ import type { Module, ZodApp } from '../module.js';
 
 const healthData = z.object({ commit: z.string(), branch: z.string(), buildTime: z.string() });
 
-/** Health on every origin, and the dev identity JWKS when the embedded issuer runs. */
+/** Health on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
 export function systemModule(ctx: AppContext): Module {
   const health = (app: ZodApp) => {
     app.get(
@@ -17,6 +17,8 @@ export function systemModule(ctx: AppContext): Module {
   };
   return {
     name: 'system',
+    // Counters of ended windows are dead weight; a day covers every window the service uses.
+    loops: [{ name: 'rate-limit-prune', intervalMs: 10 * 60_000, leader: true, run: async () => void (await ctx.rateLimiter.prune(86_400)) }],
     routes: {
       api: (app) => {
         health(app);
