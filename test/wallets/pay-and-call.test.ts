@@ -285,6 +285,27 @@ describe('paying', () => {
     expect(upstream.requests.map((r) => r.url)).toEqual(['/redirects', '/redirects']);
   });
 
+  it('sends the paid retry to the URL that issued the challenge after a redirect', async () => {
+    routes.set('/moved', (_req, res) => res.writeHead(301, { location: url('/paid-here') }).end());
+    routes.set('/paid-here', async (req, res) => ((await checkPayment(req))?.valid ? settled(res, { ok: true }) : challenge(res, [requirement('10')])));
+    const answer = await pay({ url: url('/moved'), maxPayment: maxPayment('10') });
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.payment).toMatchObject({ status: 'settled', amount: '10' });
+    expect(upstream.requests.map((r) => [r.url, 'payment-signature' in r.headers])).toEqual([
+      ['/moved', false],
+      ['/paid-here', false],
+      ['/paid-here', true],
+    ]);
+  });
+
+  it('refuses to sign an authorization that stays valid for more than an hour', async () => {
+    routes.set('/long-lived', (_req, res) => challenge(res, [requirement('10', { maxTimeoutSeconds: 86_400 })]));
+    const answer = await pay({ url: url('/long-lived'), maxPayment: maxPayment('10') });
+    expect(answer.status).toBe(400);
+    expect(answer.body.data.accepts[0].maxTimeoutSeconds).toBe(86_400);
+    expect(upstream.requests).toHaveLength(1);
+  });
+
   it('lists payments newest first, pages with before, and only for its own wallet', async () => {
     const all = (await call(app, 'GET', '/v1/wallets/me/payments?limit=100', secret)).body.data as Array<{ id: string }>;
     expect(all.length).toBeGreaterThanOrEqual(5);

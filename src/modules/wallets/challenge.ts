@@ -54,9 +54,15 @@ export function parseChallenge(response: SafeResponse): PaymentRequired {
 
 /**
  * The requirement to pay: scheme `exact` by EIP-3009 on the same network and asset, amount at most
- * maxPayment.amount; the cheapest such one (the first on a tie). None → 400 with the offers, and
- * nothing is signed.
+ * maxPayment.amount, validity at most MAX_AUTHORIZATION_SECONDS; the cheapest such one (the first on
+ * a tie). None → 400 with the offers, and nothing is signed.
  */
+/**
+ * The longest authorization we sign. An upstream asking for more could hold a signature that
+ * stays spendable long after it told us the payment was refused.
+ */
+export const MAX_AUTHORIZATION_SECONDS = 3600;
+
 export function chooseRequirement(challenge: PaymentRequired, max: PayAndCallInput['maxPayment']): PaymentRequirements {
   const limit = BigInt(max.amount);
   const matching = challenge.accepts.filter(
@@ -65,10 +71,11 @@ export function chooseRequirement(challenge: PaymentRequired, max: PayAndCallInp
       r.network === max.network &&
       r.asset.toLowerCase() === max.asset.toLowerCase() &&
       BigInt(r.amount) <= limit &&
+      r.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS &&
       (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'eip3009'),
   );
   if (matching.length === 0) {
-    throw new ApiError(400, 'payment_requirements_rejected', 'No x402 payment requirement of the upstream matches maxPayment (scheme exact, same network and asset, amount at most maxPayment.amount); nothing was signed', {
+    throw new ApiError(400, 'payment_requirements_rejected', 'No x402 payment requirement of the upstream matches maxPayment (scheme exact, same network and asset, amount at most maxPayment.amount, maxTimeoutSeconds at most 3600); nothing was signed', {
       x402Version: challenge.x402Version,
       accepts: challenge.accepts,
       maxPayment: max,

@@ -40,10 +40,10 @@ export class PayAndCall {
     }
     const { maxBodyBytes, timeoutMs } = this.ctx.config.payAndCall;
     const request = forwardedRequest(input.headers, input.body, maxBodyBytes);
-    const send = (headers: Record<string, string>, options: SafeFetchOptions = {}) =>
-      this.fetch(input.url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
+    const send = (url: string, headers: Record<string, string>, options: SafeFetchOptions = {}) =>
+      this.fetch(url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
 
-    const first = await send(request.headers).catch((error: unknown) => {
+    const first = await send(input.url, request.headers).catch((error: unknown) => {
       throw upstreamError(error);
     });
     if (first.status !== 402) return { upstream: upstreamView(first), payment: null };
@@ -71,7 +71,7 @@ export class PayAndCall {
       payTo: requirement.payTo,
       nonce: signed.nonce,
       method: input.method,
-      resource: resourceOf(input.url),
+      resource: resourceOf(first.url),
       upstreamStatus: null,
       transaction: null,
       settlement: null,
@@ -83,8 +83,9 @@ export class PayAndCall {
 
     let paid: SafeResponse;
     try {
-      // Never redirected: the signature must reach the origin that asked for it, nowhere else.
-      paid = await send({ ...request.headers, 'payment-signature': signed.header }, { maxRedirects: 0 });
+      // To the URL that issued the challenge (after any redirects), and never redirected again: the
+      // signature must reach the resource that asked for it, nowhere else.
+      paid = await send(first.url, { ...request.headers, 'payment-signature': signed.header }, { maxRedirects: 0 });
     } catch (error) {
       const payment = await this.finish(row.id, { status: 'unknown', error: `paid retry failed: ${error instanceof Error ? error.message : String(error)}` });
       throw upstreamError(error, { payment });
