@@ -108,6 +108,8 @@ describe('bad parameters', () => {
     ['page=0', 'page'],
     ['page=1.5', 'page'],
     ['page=abc', 'page'],
+    ['page=101&pageSize=100', 'page'],
+    ['page=10001', 'page'],
     ['pageSize=0', 'pageSize'],
     ['pageSize=101', 'pageSize'],
     ['afterSequence=-1&chain=4663', 'afterSequence'],

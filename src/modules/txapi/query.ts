@@ -16,6 +16,9 @@ interface Issue {
   message: string;
 }
 
+/** How deep newest-first paging reaches. */
+export const MAX_PAGE_OFFSET = 10_000;
+
 /**
  * Validates the list query (field rules from the schema, then the rules between fields) and
  * resolves `chain`. Throws 400 invalid_request naming every bad parameter.
@@ -31,6 +34,10 @@ export function parseListQuery(raw: unknown, chains: { primary: number; indexed:
     // Sequences are per (chain, recipient): the cursor names its chain so a change of default cannot move it.
     if (q.chain === undefined || chain === 'all') issues.push(issue('afterSequence', "afterSequence requires a specific chain (e.g. chain=eip155:4663), not 'all' or the default"));
     if (q.page !== 1) issues.push(issue('page', 'page cannot be combined with afterSequence (the cursor is the position)'));
+  }
+  // Deep offsets make one public request scan the index; the cursor reads any depth cheaply.
+  if ((q.page - 1) * q.pageSize >= MAX_PAGE_OFFSET) {
+    issues.push(issue('page', `page × pageSize must stay within the newest ${MAX_PAGE_OFFSET} records; use afterSequence to read further`));
   }
   if (issues.length) throw invalid(issues);
   const recipient = q.recipient === undefined ? null : getAddress(q.recipient.toLowerCase());
