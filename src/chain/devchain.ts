@@ -316,8 +316,12 @@ export class Devchain {
     if (!cmdline.split('\0').includes(statePath)) return;
     this.#log.warn(`devchain: stopping orphaned anvil pid ${pid} from a previous run`);
     process.kill(pid, 'SIGTERM');
-    const gone = async (): Promise<boolean> =>
-      !(await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').includes(statePath);
+    // Dead means reaped or a zombie: cmdline empties before the kernel closes the process's sockets,
+    // so an empty cmdline alone would let us race the port.
+    const gone = async (): Promise<boolean> => {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      return stat === '' || /^\d+ \(.*\) [ZX]/s.test(stat);
+    };
     for (let waited = 0; waited < 10_000 && !(await gone()); waited += 50) await sleep(50);
     if (!(await gone())) process.kill(pid, 'SIGKILL');
   }
