@@ -32,6 +32,9 @@ const envSchema = z.object({
   CHAIN_RPC_URL: optionalUrl,
   FACILITATOR_URL: optionalUrl,
   FACILITATOR_PRIVATE_KEY: hexKey,
+  FACILITATOR_SETTLE_LIMIT_PER_CLIENT: positiveInt(600),
+  FACILITATOR_VERIFY_LIMIT_PER_CLIENT: positiveInt(6000),
+  FACILITATOR_LIMIT_WINDOW_SECONDS: positiveInt(60),
   X402_TEST_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -78,6 +81,8 @@ export interface Config {
   chainRpcUrl: string | null;
   facilitatorUrl: string | null;
   facilitatorPrivateKey: string | null;
+  /** Per-client-address limits on the public facilitator origin's /settle and /verify (fixed window). */
+  facilitatorLimits: { settlePerClient: number; verifyPerClient: number; windowSeconds: number };
   /** Receiver of the /x402-test endpoints; null = a dev receiver generated into the data dir. */
   x402TestPayTo: string | null;
   logLevel: Env['LOG_LEVEL'];
@@ -147,6 +152,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chainRpcUrl: e.CHAIN_RPC_URL ?? null,
     facilitatorUrl: trimSlash(e.FACILITATOR_URL) ?? null,
     facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY ?? null,
+    facilitatorLimits: {
+      settlePerClient: e.FACILITATOR_SETTLE_LIMIT_PER_CLIENT,
+      verifyPerClient: e.FACILITATOR_VERIFY_LIMIT_PER_CLIENT,
+      windowSeconds: e.FACILITATOR_LIMIT_WINDOW_SECONDS,
+    },
     x402TestPayTo: e.X402_TEST_PAY_TO ?? null,
     logLevel: e.LOG_LEVEL,
     secretPepper: e.SECRET_PEPPER ?? null,

@@ -25,7 +25,16 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-facilitato
 // A fresh database: in-memory PGlite, or a new database on the PostgreSQL server DATABASE_URL names.
 const testDatabase = await openTestDatabase();
 const database = testDatabase.database;
-const config = loadConfig({ TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', FACILITATOR_PORT: '0', DEVCHAIN_PORT: '0', LOG_LEVEL: 'warn' });
+// One load-generating client: lift the per-client limits of /verify and /settle (they still count every request).
+const config = loadConfig({
+  TOLLGATE_DATA_DIR: dataDir,
+  API_PORT: '0',
+  FACILITATOR_PORT: '0',
+  DEVCHAIN_PORT: '0',
+  LOG_LEVEL: 'warn',
+  FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000000',
+  FACILITATOR_VERIFY_LIMIT_PER_CLIENT: '1000000000',
+});
 const server = await startServer({ config, roles: ['facilitator'], database, ephemeralSecrets: true, adminSocket: false, log: pino({ level: 'warn' }) });
 
 try {

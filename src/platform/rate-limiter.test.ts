@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, type TestDatabase } from '../../test/helpers/database.js';
 import { ManualClock } from './clock.js';
-import { RateLimiter } from './rate-limiter.js';
+import { MemoryRateLimiter, RateLimiter } from './rate-limiter.js';
 
 let testDb: TestDatabase;
 const clock = new ManualClock('2026-01-01T00:00:10Z');
@@ -38,5 +38,26 @@ describe('RateLimiter', () => {
     clock.advance(2 * 3600 * 1000);
     expect(await limiter.prune()).toBeGreaterThanOrEqual(3);
     expect(await limiter.hit('roll', { limit: 1, windowSeconds: 10 })).toMatchObject({ count: 1 });
+  });
+});
+
+describe('MemoryRateLimiter', () => {
+  it('counts fixed windows per key in this process', () => {
+    const local = new MemoryRateLimiter(new ManualClock('2026-01-01T00:00:05Z'));
+    const rule = { limit: 2, windowSeconds: 10 };
+    expect(local.hit('a', rule)).toMatchObject({ allowed: true, count: 1 });
+    expect(local.hit('a', rule)).toMatchObject({ allowed: true, count: 2 });
+    expect(local.hit('a', rule)).toMatchObject({ allowed: false, count: 3, retryAfterSeconds: 5 });
+    expect(local.hit('b', rule).allowed).toBe(true);
+  });
+
+  it('starts over when the window ends', () => {
+    const clock = new ManualClock('2026-01-01T00:00:00Z');
+    const local = new MemoryRateLimiter(clock);
+    const rule = { limit: 1, windowSeconds: 10 };
+    expect(local.hit('a', rule).allowed).toBe(true);
+    expect(local.hit('a', rule).allowed).toBe(false);
+    clock.advance(10_000);
+    expect(local.hit('a', rule)).toMatchObject({ allowed: true, count: 1 });
   });
 });

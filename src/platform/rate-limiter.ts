@@ -51,3 +51,32 @@ export class RateLimiter {
     return rows.length;
   }
 }
+
+/**
+ * The same fixed windows, counted in this process only: for limits that only guard against abuse
+ * of cheap work, where a database write per request would cost more than the work itself. Across
+ * N nodes the effective limit is up to N × limit.
+ */
+export class MemoryRateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+
+  constructor(private readonly clock: Clock) {}
+
+  hit(key: string, rule: RateLimitRule): RateLimitResult {
+    const nowMs = this.clock.now().getTime();
+    const windowMs = rule.windowSeconds * 1000;
+    const start = Math.floor(nowMs / windowMs) * windowMs;
+    let entry = this.windows.get(key);
+    if (!entry || entry.start !== start) {
+      if (this.windows.size >= 100_000) this.dropEnded(start);
+      entry = { start, count: 0 };
+      this.windows.set(key, entry);
+    }
+    entry.count += 1;
+    return { allowed: entry.count <= rule.limit, count: entry.count, retryAfterSeconds: Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000)) };
+  }
+
+  private dropEnded(currentStart: number): void {
+    for (const [key, entry] of this.windows) if (entry.start < currentStart) this.windows.delete(key);
+  }
+}

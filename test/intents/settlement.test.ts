@@ -177,6 +177,36 @@ describe('settlement outcomes', () => {
     expect(await transfersTo(app, shop.payTo)).toHaveLength(1);
   });
 
+  it('refuses a replayed settlement: an authorization first settled elsewhere does not pay the intent', async () => {
+    const shop = await freshShop();
+    const payer = await fundedPayer(app, '20');
+    const intent = (await createIntent(app, shop, { amountUsdCents: 100 })).json();
+    const challenge = await challengeOf(app, intent.id);
+    const { header, payload } = await signPayment(payer, challenge);
+    // Between the intent's verify and its settle, the same authorization is settled through our
+    // facilitator directly (e.g. for the merchant's other x402 endpoint with the same terms).
+    let direct: { success: boolean; transaction: string } | undefined;
+    faults.onNextSettle(async (real) => {
+      direct = await app.ctx.facilitator!.settle(payload, challenge.accepts[0]);
+      return real();
+    });
+    const replayed = await pay(app, intent.id, { 'payment-signature': header });
+    expect(direct).toMatchObject({ success: true });
+    expect(replayed.statusCode).toBe(409);
+    expect(replayed.json()).toMatchObject({ code: 'payment_authorization_already_used' });
+    expect(await getIntent(app, shop.apiKey, intent.id)).toMatchObject({ status: 'pending', transactionHash: null, failureCode: null });
+    expect(await transfersTo(app, shop.payTo)).toHaveLength(1);
+
+    // The authorization stays reserved; a new one pays the intent with its own transfer.
+    expect((await pay(app, intent.id, { 'payment-signature': header })).json()).toMatchObject({ code: 'payment_authorization_already_used' });
+    const paid = await pay(app, intent.id, { 'payment-signature': (await signPayment(payer, challenge)).header });
+    expect(paid.statusCode).toBe(200);
+    const transfers = await transfersTo(app, shop.payTo);
+    expect(transfers).toHaveLength(2);
+    expect(paid.json().settlement.transaction).not.toBe(direct!.transaction);
+    expect(await getIntent(app, shop.apiKey, intent.id)).toMatchObject({ status: 'settled', transactionHash: paid.json().settlement.transaction });
+  });
+
   it('answers 409 payment_already_used when the settlement transaction belongs to another intent', async () => {
     const shop = await freshShop();
     const payer = await fundedPayer(app, '20');

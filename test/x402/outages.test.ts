@@ -50,7 +50,7 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
     expect(await closed.settle(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
   });
 
-  it('503 is unavailable; a 500 or a timeout on settle is unknown', async () => {
+  it("our facilitator's 503 chain_unavailable is unavailable; a 500 or a timeout on settle is unknown", async () => {
     const s = service(() => url);
     const p = await payload();
     behaviour = json(503, { error: { code: 'chain_unavailable' } });
@@ -60,6 +60,41 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
     expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
     behaviour = () => {}; // never answers
     expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+  });
+
+  it('a settle 5xx is unknown unless our facilitator says nothing was sent; 429 is unavailable; verify keeps 5xx unavailable', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    // A proxy's 502/503 may come after the facilitator broadcast.
+    for (const status of [502, 503, 504]) {
+      behaviour = (_, res) => res.writeHead(status, { 'content-type': 'text/html' }).end('<html>Bad Gateway</html>');
+      expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+      expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    }
+    behaviour = json(503, { error: { code: 'service_unavailable' } });
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+    behaviour = (_, res) => res.socket!.destroy(); // dropped after the request was written
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+    behaviour = json(429, { error: { code: 'rate_limited' } });
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+  });
+
+  it('a refusal answering the retry after an unknown first attempt is unknown, not failed', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    // A facilitator without a settlement record: the first call went through, the retry sees the nonce used.
+    const answers = [
+      json(500, { error: { code: 'internal_error' } }),
+      json(200, { success: false, errorReason: 'invalid_exact_evm_nonce_already_used', transaction: '', network: 'eip155:4663' }),
+    ];
+    let calls = 0;
+    behaviour = (path, res) => answers[Math.min(calls++, answers.length - 1)](path, res);
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown', transaction: null });
+    expect(calls).toBe(2);
+    // Without an earlier attempt of ours, the same refusal is definitive.
+    behaviour = answers[1];
+    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'failed', reason: 'invalid_exact_evm_nonce_already_used' });
   });
 
   it('settlement_pending is retried once, then unknown with the hash', async () => {

@@ -1,7 +1,9 @@
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { ChainUnavailableError } from '../../chain/errors.js';
-import { ApiError } from '../../platform/http/errors.js';
+import { ApiError, tooManyRequests } from '../../platform/http/errors.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
+import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
 import { facilitatorRequestSchema, parseFacilitatorRequest } from '../../x402/payload.js';
 import type { Module, ZodApp } from '../module.js';
@@ -21,7 +23,7 @@ export function facilitatorModule(ctx: AppContext): Module {
   }
   return {
     name: 'facilitator',
-    routes: { facilitator: (app) => routes(app, facilitator) },
+    routes: { facilitator: (app) => routes(app, ctx, facilitator) },
     loops: [
       {
         name: 'x402-settlement-reconcile',
@@ -36,7 +38,22 @@ export function facilitatorModule(ctx: AppContext): Module {
 const unavailable = (error: unknown) =>
   error instanceof ChainUnavailableError ? new ApiError(503, 'chain_unavailable', 'The chain RPC did not answer; nothing was sent', undefined, { 'retry-after': '5' }) : error;
 
-function routes(app: ZodApp, facilitator: Facilitator) {
+function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
+  // Anyone can call the public origin: limit per client address, before the body is even parsed.
+  // Every settle spends our relayer's gas, so settles are counted in PostgreSQL across nodes; a
+  // verify spends nothing and a database write would cost more than the verify, so each node counts
+  // verifies in memory. Our own paid endpoints call the engine in-process, not through these routes.
+  const verifyCounter = new MemoryRateLimiter(ctx.clock);
+  const limited = (path: 'settle' | 'verify') => async (request: FastifyRequest) => {
+    const { settlePerClient, verifyPerClient, windowSeconds } = ctx.config.facilitatorLimits;
+    const key = `facilitator-${path}:client:${request.ip}`;
+    const result =
+      path === 'settle'
+        ? await ctx.rateLimiter.hit(key, { limit: settlePerClient, windowSeconds })
+        : verifyCounter.hit(key, { limit: verifyPerClient, windowSeconds });
+    if (!result.allowed) throw tooManyRequests(result.retryAfterSeconds);
+  };
+
   app.get(
     '/supported',
     { schema: { tags: ['facilitator'], summary: 'Payment kinds, extensions and signer addresses', response: { 200: supportedResponseSchema } } },
@@ -46,11 +63,12 @@ function routes(app: ZodApp, facilitator: Facilitator) {
   app.post(
     '/verify',
     {
+      onRequest: limited('verify'),
       schema: {
         tags: ['facilitator'],
         summary: 'Verify a payment without settling it',
         body: facilitatorRequestSchema,
-        response: { 200: verifyResponseSchema, 400: verifyResponseSchema, 503: directErrorSchema },
+        response: { 200: verifyResponseSchema, 400: verifyResponseSchema, 429: directErrorSchema, 503: directErrorSchema },
       },
     },
     async (request, reply) => {
@@ -67,6 +85,7 @@ function routes(app: ZodApp, facilitator: Facilitator) {
   app.post(
     '/settle',
     {
+      onRequest: limited('settle'),
       schema: {
         tags: ['facilitator'],
         summary: 'Settle a payment on chain (idempotent per authorization)',
@@ -74,7 +93,7 @@ function routes(app: ZodApp, facilitator: Facilitator) {
           'Settles an EIP-3009 authorization at most once. Retrying the same payment returns the first result; ' +
           '`errorReason: settlement_pending` means the transaction may be in flight: retry the same settle later.',
         body: facilitatorRequestSchema,
-        response: { 200: settleResponseSchema, 400: settleResponseSchema, 503: directErrorSchema },
+        response: { 200: settleResponseSchema, 400: settleResponseSchema, 429: directErrorSchema, 503: directErrorSchema },
       },
     },
     async (request, reply) => {

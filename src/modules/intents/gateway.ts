@@ -27,9 +27,7 @@ export function paymentRailOf(ctx: AppContext): PaymentRail {
     },
     select: (paymentRequired, payload) => x402.match(paymentRequired, payload),
     verify: (payload, requirements) => x402.verify(payload, requirements),
-    // A replayed settlement (the facilitator had settled this very authorization before) still
-    // moved exactly this amount to this payTo once; intents accept it, and the authorization and
-    // transaction-hash constraints keep it from paying a second intent.
+    // Passes `replayed` through: the pay path refuses a settlement made before its own claim.
     settle: (payload, requirements) => x402.settle(payload, requirements),
     encodeResponse: (response) => x402.encodePaymentResponse(response),
   };

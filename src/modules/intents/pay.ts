@@ -81,6 +81,12 @@ export class PayService {
     const now = this.ctx.clock.now();
     switch (outcome.kind) {
       case 'settled':
+        if (outcome.replayed) {
+          // That transfer happened before our claim (e.g. it paid another x402 purchase): it cannot
+          // also pay this intent. The authorization stays reserved; nothing was sent again.
+          await this.store.reopen(intent.id, authorization.id, null, now, 'used_elsewhere');
+          throw intentErrors.authorizationAlreadyUsed('This authorization was already settled for another payment; sign a new one');
+        }
         return this.recordSettled(intent, authorization, outcome.transaction);
       case 'failed': {
         const failure = { code: outcome.reason, message: outcome.message };

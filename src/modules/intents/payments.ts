@@ -23,7 +23,8 @@ export type VerifyOutcome =
   | { kind: 'unavailable'; message: string };
 
 export type SettleOutcome =
-  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
+  /** `replayed`: the facilitator had settled this authorization before this request (for another payment). */
+  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse; replayed?: boolean }
   /** Definitive: the facilitator refused or the transfer reverted; no money moved. */
   | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
   /** The facilitator could not be reached before anything was broadcast. */

@@ -170,16 +170,23 @@ export class IntentsStore {
   }
 
   /**
-   * settling → pending (or expired, past expiresAt) when the authorization expired unused: it can
-   * never move money now, and it stays reserved so it is never accepted again.
+   * settling → pending (or expired, past expiresAt) when the authorization cannot pay this intent:
+   * it expired unused (`unused`), or it had already been settled for another payment (`used_elsewhere`).
+   * It stays reserved so it is never accepted again.
    */
-  async reopen(intentId: string, authorizationId: string, failure: { code: string; message: string }, now: Date): Promise<boolean> {
+  async reopen(
+    intentId: string,
+    authorizationId: string,
+    failure: { code: string; message: string } | null,
+    now: Date,
+    outcome: 'unused' | 'used_elsewhere' = 'unused',
+  ): Promise<boolean> {
     const status = sql`case when ${intents.expiresAt} > ${now.toISOString()}::timestamptz then 'pending' else 'expired' end`;
     return this.moveFromSettling(
       intentId,
       authorizationId,
-      { status, authorizationId: null, settlingSince: null, failureCode: failure.code, failureMessage: failure.message, updatedAt: now },
-      (db) => setOutcome(db, authorizationId, 'unused', now),
+      { status, authorizationId: null, settlingSince: null, failureCode: failure?.code ?? null, failureMessage: failure?.message ?? null, updatedAt: now },
+      (db) => setOutcome(db, authorizationId, outcome, now),
     );
   }
 

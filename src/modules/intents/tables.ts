@@ -66,7 +66,7 @@ export const paymentIntentAuthorizations = pgTable(
     payer: text('payer').notNull(),
     nonce: text('nonce').notNull(),
     validBefore: bigint('valid_before', { mode: 'number' }).notNull(),
-    /** `settling`, `settled`, `failed` (definitive), `unused` (expired without a transfer). */
+    /** `settling`, `settled`, `failed` (definitive), `unused` (expired without a transfer), `used_elsewhere` (settled before, for another payment). */
     outcome: text('outcome').notNull(),
     /** Hash the facilitator reported while the outcome was unknown, if any. */
     transactionHash: text('transaction_hash'),

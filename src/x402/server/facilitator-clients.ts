@@ -53,14 +53,16 @@ export function httpFacilitatorClient(options: HttpFacilitatorOptions): Facilita
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      // A refused connection never reached the facilitator; a timeout or a reset may have.
-      if (path === 'settle' && mayHaveArrived(error)) throw new SettlementUnknownError(`facilitator settle did not answer: ${describe(error)}`, '', { cause: error });
+      // Only a connection that was never opened proves the settle was not sent; a timeout or a reset may come after.
+      if (path === 'settle' && !neverSent(error)) throw new SettlementUnknownError(`facilitator settle did not answer: ${describe(error)}`, '', { cause: error });
       throw new FacilitatorUnavailableError(`facilitator ${path} unreachable: ${describe(error)}`, { cause: error });
     }
     const text = await response.text().catch(() => '');
     const json = safeJson(text);
     if (response.ok || (response.status < 500 && json && typeof json === 'object' && ('isValid' in json || 'success' in json))) return json;
-    if (response.status === 503 || response.status === 429 || response.status === 502 || (path === 'verify' && response.status >= 500)) {
+    // Verify never moves money: any 5xx is an outage. A settle 5xx may come from a proxy after the
+    // facilitator broadcast, so only a 429 or our facilitator's own "nothing was sent" proves nothing happened.
+    if (response.status === 429 || (response.status >= 500 && (path === 'verify' || nothingSent(json)))) {
       throw new FacilitatorUnavailableError(`facilitator ${path} answered ${response.status}`);
     }
     if (response.status >= 500) throw new SettlementUnknownError(`facilitator settle answered ${response.status}`);
@@ -95,11 +97,20 @@ export function httpFacilitatorClient(options: HttpFacilitatorOptions): Facilita
   };
 }
 
-function mayHaveArrived(error: unknown): boolean {
-  const name = (error as { name?: string })?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') return true;
-  const code = ((error as { cause?: { code?: string } })?.cause?.code ?? '') as string;
-  return ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED'].includes(code);
+// Failures before a connection exists (refused, DNS, bad URL): the request cannot have been written.
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
+
+/** Anything else (timeout, reset, closed socket, unknown) may have reached the facilitator. */
+function neverSent(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: string; errors?: { code?: string }[] } })?.cause;
+  // Happy eyeballs: an AggregateError of one failed connect per address.
+  const codes = cause?.errors?.length ? cause.errors.map((e) => e?.code) : [cause?.code];
+  return codes.every((code) => code !== undefined && NEVER_SENT.has(code));
+}
+
+/** Our facilitator's 503 `chain_unavailable` is only answered when nothing was broadcast. */
+function nothingSent(json: unknown): boolean {
+  return (json as { error?: { code?: unknown } } | null)?.error?.code === 'chain_unavailable';
 }
 
 function describe(error: unknown): string {

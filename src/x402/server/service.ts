@@ -160,7 +160,8 @@ export class X402Service {
   /**
    * Facilitator settle, as an outcome. `settlement_pending` is retried once (the facilitator then
    * reconciles instead of re-sending); still pending, a lost answer or a 5xx after sending is
-   * `unknown`: money may have moved, so record it and never charge again for this request.
+   * `unknown`: money may have moved, so record it and never charge again for this request. A retry
+   * is only trusted when it succeeds: any other answer to it is `unknown` too.
    */
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
     const client = this.deps.facilitator();
@@ -189,6 +190,12 @@ export class X402Service {
     }
     if (!response.success && response.errorReason === PENDING) {
       return { kind: 'unknown', transaction: response.transaction || null, message: response.errorMessage ?? 'settlement pending' };
+    }
+    if (!response.success && ownEarlierAttempt) {
+      // A refusal after our own unanswered attempt (e.g. "nonce already used" from a facilitator
+      // without a settlement record) may be that attempt having gone through: not a definitive failure.
+      const reason = response.errorReason ?? 'settlement_failed';
+      return { kind: 'unknown', transaction: response.transaction || null, message: `retried settle answered ${reason}: ${response.errorMessage ?? reason}` };
     }
     const { [REPLAY_MARK]: mark, ...extra } = (response.extra ?? {}) as Record<string, unknown>;
     const clean: SettleResponse = { ...response };
