@@ -79,20 +79,3 @@ export const settlementBodySchema = z.object({
 });
 export type SettlementBody = z.infer<typeof settlementBodySchema>;
 
-/** The x402 payment-required object (body of the 402), for the OpenAPI description. */
-export const paymentRequiredSchema = z.object({
-  x402Version: z.literal(2),
-  resource: z.object({ url: z.string(), description: z.string(), mimeType: z.string(), serviceName: z.string() }),
-  accepts: z.array(
-    z.object({
-      scheme: z.literal('exact'),
-      network: z.string(),
-      asset: z.string(),
-      amount: z.string(),
-      payTo: z.string(),
-      maxTimeoutSeconds: z.number().int(),
-      extra: z.looseObject({ name: z.string(), version: z.string() }),
-    }),
-  ),
-  error: z.string().optional(),
-});

@@ -6,7 +6,7 @@ import { loadOrCreateDevSecret } from '../../platform/data-dir.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { PricedResource } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
-import { paymentRequiredSchema, requirementSchema } from './schemas.js';
+import { paymentRequiredSchema, requirementSchema } from '../../x402/schemas.js';
 
 /** 0.0001 USDG: the spec's price of the test endpoints. */
 export const TEST_PRICE = '100';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// The spec's x402 payment-required object, for the OpenAPI description of 402 answers.
+// The spec's x402 payment-required object, for the OpenAPI description of every 402 answer.
 export const requirementSchema = z.object({
   scheme: z.literal('exact'),
   network: z.string(),
@@ -8,12 +8,12 @@ export const requirementSchema = z.object({
   amount: z.string(),
   payTo: z.string(),
   maxTimeoutSeconds: z.number().int(),
-  extra: z.object({ name: z.string(), version: z.string() }),
+  extra: z.looseObject({ name: z.string(), version: z.string() }),
 });
 
 export const paymentRequiredSchema = z.object({
   x402Version: z.literal(2),
-  error: z.string().optional(),
   resource: z.object({ url: z.string(), description: z.string(), mimeType: z.string(), serviceName: z.string() }),
   accepts: z.array(requirementSchema),
+  error: z.string().optional(),
 });
