@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { OriginName } from './config.js';
 import type { AppContext } from './context.js';
+import { installCorsAndRequestId } from './platform/http/cors-and-request-id.js';
 import { installErrorHandling } from './platform/http/error-handler.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
@@ -17,9 +17,6 @@ const ORIGIN_TITLES: Record<OriginName, string> = {
   assets: 'Tollgate assets gateway',
 };
 
-// Headers browsers may send to, and read from, x402 endpoints.
-const X402_REQUEST_HEADERS = ['authorization', 'content-type', 'payment-signature', 'x-payment', 'idempotency-key'];
-const X402_EXPOSED_HEADERS = ['payment-required', 'payment-response', 'x-payment-response', 'x-request-id', 'retry-after'];
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export async function instantiateModules(ctx: AppContext, factories: ModuleFactory[]): Promise<Module[]> {
@@ -48,17 +45,9 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   // so re-validating every response with zod would only cost time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
+  installCorsAndRequestId(app);
   installErrorHandling(app, origin);
 
-  await app.register(cors, {
-    origin: '*',
-    allowedHeaders: X402_REQUEST_HEADERS,
-    exposedHeaders: X402_EXPOSED_HEADERS,
-    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -148,7 +148,13 @@ describe('HTTP conventions', () => {
       headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'payment-signature' },
     });
     expect(response.headers['access-control-allow-headers']).toContain('payment-signature');
+    expect(response.statusCode).toBe(204);
     const get = await app.origins.api!.inject({ method: 'GET', url: '/health', headers: { origin: 'https://shop.example' } });
+    expect(get.headers['access-control-allow-origin']).toBe('*');
     expect(get.headers['access-control-expose-headers']).toContain('payment-response');
+    // Server-to-server calls carry no Origin and get no CORS headers.
+    const server = await app.origins.api!.inject({ method: 'GET', url: '/health' });
+    expect(server.headers['access-control-allow-origin']).toBeUndefined();
+    expect(server.headers['x-request-id']).toBeDefined();
   });
 });
