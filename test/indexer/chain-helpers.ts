@@ -18,22 +18,14 @@ import { devchainChain, startEphemeralDevchain, USDG_ADDRESS, type Devchain } fr
 import { ChainIndexer, type ChainIndexerOptions } from '../../src/chain/indexer/indexer.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import { systemClock } from '../../src/platform/clock.js';
+import { transferWithAuthorizationTypes } from '../helpers/eip3009.js';
 import type { Db } from '../../src/platform/db.js';
 
 export const CHAIN_ID = 4663;
 export const silentLog = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 const domain = { name: 'Global Dollar', version: '1', chainId: CHAIN_ID, verifyingContract: USDG_ADDRESS } as const;
-const types = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+const types = transferWithAuthorizationTypes;
 
 export interface Authorization {
   from: Address;

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
 import { verifyTypedData } from 'viem';
+import { transferWithAuthorizationTypes } from '../helpers/eip3009.js';
 import type { Recorded } from './helpers.js';
 
 // A stand-in x402 resource server for tests without a chain: it challenges, checks the EIP-3009
@@ -47,16 +48,7 @@ export async function checkPayment(req: Recorded): Promise<CheckedPayment | null
   const valid = await verifyTypedData({
     address: authorization.from as `0x${string}`,
     domain: { name: 'Global Dollar', version: '1', chainId: 4663, verifyingContract: payload.accepted.asset as `0x${string}` },
-    types: {
-      TransferWithAuthorization: [
-        { name: 'from', type: 'address' },
-        { name: 'to', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'validAfter', type: 'uint256' },
-        { name: 'validBefore', type: 'uint256' },
-        { name: 'nonce', type: 'bytes32' },
-      ],
-    },
+    types: transferWithAuthorizationTypes,
     primaryType: 'TransferWithAuthorization',
     message: {
       from: authorization.from as `0x${string}`,
