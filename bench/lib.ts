@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 export interface LoadResult {
   requestsPerSecond: number;
@@ -59,3 +60,17 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 }
 
 export const machine = () => `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+
+/** Runs statements on the PostgreSQL server itself (create, drop, show), one connection each. */
+export const pgAdmin = (serverUrl: string) => async (statement: string) => {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    return await client.query(statement);
+  } finally {
+    await client.end();
+  }
+};
+
+/** The URL of another database on the same server. */
+export const databaseUrl = (serverUrl: string, name: string) => Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();

@@ -10,10 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { privateKeyToAccount } from 'viem/accounts';
 import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
-import { machine, startProcess, stopProcess } from '../lib.js';
+import { machine, startProcess, stopProcess, databaseUrl, pgAdmin } from '../lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -32,18 +31,10 @@ interface Ready {
 }
 
 const database = `tollgate_bench_intents_${randomBytes(4).toString('hex')}`;
-const admin = async (statement: string) => {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    return await client.query(statement);
-  } finally {
-    await client.end();
-  }
-};
+const admin = pgAdmin(serverUrl);
 const pgVersion = (await admin('show server_version')).rows[0].server_version as string;
 await admin(`create database ${database}`);
-const dbUrl = Object.assign(new URL(serverUrl), { pathname: `/${database}` }).toString();
+const dbUrl = databaseUrl(serverUrl, database);
 
 /** CPU time (ms) used so far by the server process and by the PostgreSQL backends of the bench database (Linux /proc). */
 async function cpuMs(pid: number): Promise<{ node: number; pg: number }> {

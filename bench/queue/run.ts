@@ -11,9 +11,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { machine, startProcess, stopProcess } from '../lib.js';
+import { machine, startProcess, stopProcess, databaseUrl, pgAdmin } from '../lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,19 +37,11 @@ interface Contender {
 }
 
 const database = `tollgate_bench_queue_${randomBytes(4).toString('hex')}`;
-const admin = async (statement: string) => {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    return await client.query(statement);
-  } finally {
-    await client.end();
-  }
-};
+const admin = pgAdmin(serverUrl);
 const pgVersion = (await admin('show server_version')).rows[0].server_version as string;
 const syncCommit = (await admin('show synchronous_commit')).rows[0].synchronous_commit as string;
 await admin(`create database ${database}`);
-const dbUrl = Object.assign(new URL(serverUrl), { pathname: `/${database}` }).toString();
+const dbUrl = databaseUrl(serverUrl, database);
 
 async function runPhase(label: string, work: () => Promise<void>): Promise<number> {
   const started = performance.now();

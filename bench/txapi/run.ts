@@ -11,7 +11,7 @@ import pg from 'pg';
 import { getAddress, toHex } from 'viem';
 import { openDatabase } from '../../src/platform/db.js';
 import { runMigrations } from '../../src/platform/migrate.js';
-import { machine, startProcess, stopProcess } from '../lib.js';
+import { machine, startProcess, stopProcess, databaseUrl, pgAdmin } from '../lib.js';
 import { seedIndexedPayments } from './seed.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -24,16 +24,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const perRecipient = Math.floor(total / recipientCount);
 
 const dbName = `tollgate_bench_txapi_${randomBytes(4).toString('hex')}`;
-const dbUrl = Object.assign(new URL(serverUrl), { pathname: `/${dbName}` }).toString();
-const admin = async (statement: string) => {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-};
+const dbUrl = databaseUrl(serverUrl, dbName);
+const admin = pgAdmin(serverUrl);
 
 const recipients = Array.from({ length: recipientCount }, () => getAddress(toHex(randomBytes(20))));
 const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)];
