@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { bigint, index, jsonb, numeric, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, index, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { guardedJsonb } from '../platform/db-types.js';
 
 /**
  * The facilitator's settlement ledger: one row per EIP-3009 authorization, keyed by
@@ -8,7 +9,11 @@ import { bigint, index, jsonb, numeric, pgTable, primaryKey, text, timestamp } f
  * so a retry or a restarted node resumes the same settlement instead of broadcasting again.
  *
  * status: claimed (a settle owns it, nothing known on chain yet) -> broadcast (tx hash known)
- *         -> settled | failed (final; `response` holds the SettleResponse returned to every retry).
+ *         -> settled | failed (final; `response` holds the first SettleResponse).
+ *
+ * `success: true` is answered at most once per row: `success_answered_at` is set by the one call that
+ * hands it out. Every later settle of the authorization is told `nonce_already_used`, except a retry
+ * carrying the row's x402 `payment-identifier` id with the same payload, which gets `response` back.
  */
 export const x402Settlements = pgTable(
   'x402_settlements',
@@ -34,9 +39,13 @@ export const x402Settlements = pgTable(
     /** Chain height when claimed: where the reconciler starts looking for the authorization's logs. */
     fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
     txHash: text('tx_hash'),
+    /** The x402 payment-identifier id of the settle that claimed the row, if it sent one. */
+    paymentId: text('payment_id'),
+    /** When `success: true` was handed out (once, ever). */
+    successAnsweredAt: timestamp('success_answered_at', { withTimezone: true }),
     errorReason: text('error_reason'),
     errorMessage: text('error_message'),
-    response: jsonb('response'),
+    response: guardedJsonb('response'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
@@ -44,9 +53,34 @@ export const x402Settlements = pgTable(
   (t) => [
     primaryKey({ columns: [t.network, t.asset, t.payer, t.nonce] }),
     index('x402_settlements_signature_idx').on(t.signature),
+    // One payload per payment-identifier id (scoped by payer): another payload under it is a conflict.
+    uniqueIndex('x402_settlements_payment_id_idx').on(t.payer, t.paymentId).where(sql`${t.paymentId} is not null`),
     // The reconciler scans only the open rows.
     index('x402_settlements_open_idx').on(t.updatedAt).where(sql`${t.status} in ('claimed', 'broadcast')`),
   ],
 );
 
 export type SettlementRow = typeof x402Settlements.$inferSelect;
+
+/**
+ * Every address that sends settlement transactions for this deployment, per network: each facilitator
+ * instance's relayer keys (registered when its context starts, before it can send anything) and
+ * FACILITATOR_SIGNERS (an external facilitator's senders). The chain indexer reads this each tick, so a
+ * worker indexes every node's settlements. Rows are never deleted: a rotated-out key's transactions
+ * stay attributable, and one still in flight is indexed when it lands.
+ */
+export const x402FacilitatorSigners = pgTable(
+  'x402_facilitator_signers',
+  {
+    /** CAIP-2 network, e.g. eip155:4663. */
+    network: text('network').notNull(),
+    /** Checksummed address. */
+    address: text('address').notNull(),
+    /** How it was first registered: `relayer` (a facilitator instance's key) or `config` (FACILITATOR_SIGNERS). */
+    source: text('source').notNull(),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull(),
+    /** Last time a node started with this signer. */
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.address] })],
+);

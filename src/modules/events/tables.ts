@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { index, integer, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { guardedJsonb } from '../../platform/db-types.js';
 
 // Tables of the Events area. Project ids are the projects module's ids, kept as text without a
 // foreign key: a module owns its tables, and events must not depend on another module's schema.
@@ -37,7 +38,7 @@ export const eventSchedules = pgTable(
     name: text('name').notNull(),
     cronExpression: text('cron_expression').notNull(),
     timezone: text('timezone').notNull(),
-    payload: jsonb('payload').notNull(),
+    payload: guardedJsonb('payload').notNull(),
     overlapPolicy: text('overlap_policy').notNull(),
     maxConcurrency: integer('max_concurrency'),
     maxEventAgeSeconds: integer('max_event_age_seconds'),
@@ -74,7 +75,7 @@ export const events = pgTable(
     scheduleId: uuid('schedule_id'),
     scheduledFor: timestamp('scheduled_for', { withTimezone: true }),
     deduplicationKey: text('deduplication_key'),
-    payload: jsonb('payload').notNull(),
+    payload: guardedJsonb('payload').notNull(),
     status: text('status').notNull(),
     attempts: integer('attempts').notNull().default(0),
     maxAttempts: integer('max_attempts').notNull(),

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, index, integer, jsonb, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { bigint, check, index, integer, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { merchants, projects } from '../projects/tables.js';
+import { guardedJsonb } from '../../platform/db-types.js';
 
 export const INTENT_STATUSES = ['pending', 'settling', 'settled', 'failed', 'expired'] as const;
 export type IntentStatus = (typeof INTENT_STATUSES)[number];
@@ -19,7 +20,7 @@ export const paymentIntents = pgTable(
     externalId: text('external_id').notNull(),
     customerRef: text('customer_ref'),
     description: text('description'),
-    metadata: jsonb('metadata'),
+    metadata: guardedJsonb('metadata'),
     status: text('status').$type<IntentStatus>().notNull(),
     amountUsdCents: integer('amount_usd_cents').notNull(),
     /** Atomic token units the challenge asks for: amountUsdCents × 10,000 for a 6-decimal dollar token. */

@@ -43,5 +43,6 @@ export const merchants = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
-  (t) => [index('merchants_project_idx').on(t.projectId)],
+  // pay_to: the public facilitator's payTo policy looks merchants up by it.
+  (t) => [index('merchants_project_idx').on(t.projectId), index('merchants_pay_to_idx').on(t.payTo)],
 );

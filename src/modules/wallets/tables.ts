@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { index, integer, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { guardedJsonb } from '../../platform/db-types.js';
 
 // Tables of the Wallet API. The owning management credential is kept without a foreign key: the
 // platform owns that table, and a module must not depend on another owner's schema.
@@ -22,7 +23,7 @@ export const wallets = pgTable(
     status: text('status').notNull(),
     address: text('address'),
     keyRef: text('key_ref'),
-    metadata: jsonb('metadata').$type<Record<string, string | number | boolean>>(),
+    metadata: guardedJsonb('metadata').$type<Record<string, string | number | boolean>>(),
     lastError: text('last_error'),
     provisionAttempts: integer('provision_attempts').notNull().default(0),
     /** When the provisioning worker may (re)try; also a claim lease while an attempt runs. */
@@ -81,12 +82,14 @@ export const walletPayments = pgTable(
     amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
     payTo: text('pay_to').notNull(),
     nonce: text('nonce').notNull(),
+    /** The authorization's validBefore (unix seconds); null on rows signed before it was recorded. */
+    validBefore: numeric('valid_before', { precision: 78, scale: 0 }),
     /** Upstream resource: method plus origin and path (the query string may carry secrets). */
     method: text('method').notNull(),
     resource: text('resource').notNull(),
     upstreamStatus: integer('upstream_status'),
     transaction: text('transaction'),
-    settlement: jsonb('settlement').$type<Record<string, unknown>>(),
+    settlement: guardedJsonb('settlement').$type<Record<string, unknown>>(),
     error: text('error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
@@ -94,5 +97,7 @@ export const walletPayments = pgTable(
   (t) => [
     unique('wallet_payments_wallet_nonce_unique').on(t.walletId, t.nonce),
     index('wallet_payments_wallet_idx').on(t.walletId, t.id),
+    // The reconciler's work list: open payments only, oldest first.
+    index('wallet_payments_open_idx').on(t.network, t.createdAt, t.id).where(sql`${t.status} in ('pending', 'unknown')`),
   ],
 );

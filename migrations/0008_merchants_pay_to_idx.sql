@@ -1,0 +1,1 @@
+CREATE INDEX "merchants_pay_to_idx" ON "merchants" USING btree ("pay_to");

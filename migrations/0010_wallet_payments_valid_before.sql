@@ -1,0 +1,2 @@
+ALTER TABLE "wallet_payments" ADD COLUMN "valid_before" numeric(78, 0);--> statement-breakpoint
+CREATE INDEX "wallet_payments_open_idx" ON "wallet_payments" USING btree ("network","created_at","id") WHERE "wallet_payments"."status" in ('pending', 'unknown');
