@@ -6,7 +6,8 @@ import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fa
 import type { OriginName } from './config.js';
 import type { AppContext } from './context.js';
 import { installCorsAndRequestId } from './platform/http/cors-and-request-id.js';
-import { installErrorHandling } from './platform/http/error-handler.js';
+import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
+import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 
@@ -34,6 +35,7 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
     childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
     // Only behind a known proxy may X-Forwarded-For name the client (rate limits key on it).
     trustProxy: ctx.config.trustProxy,
+    frameworkErrors: frameworkErrors(origin),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -47,6 +49,7 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   app.decorateRequest('principal', null);
   installCorsAndRequestId(app);
   installErrorHandling(app, origin);
+  installJsonGuard(app);
 
   await app.register(swagger, {
     openapi: {

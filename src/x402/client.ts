@@ -1,11 +1,12 @@
 // Paying side of x402, for tests and for wallet pay-and-call: read a 402 challenge and sign an
 // EIP-3009 payment for it with a viem local account through the @x402 client.
-import { x402Client, x402HTTPClient } from '@x402/core/client';
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import { x402Client } from '@x402/core/client';
+import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import type { LocalAccount } from 'viem/accounts';
 import { DEFAULT_ASSET } from '../chain/registry.js';
+import { parsePaymentRequired, parseSettlement } from './seller-answers.js';
 
 export interface PaymentLimit {
   network: string;
@@ -48,15 +49,14 @@ export async function signPayment(account: LocalAccount, paymentRequired: Paymen
   return { payload, header: encodePaymentSignatureHeader(payload) };
 }
 
-/** The challenge of a 402 response: the PAYMENT-REQUIRED header, else the JSON body. */
+/** The challenge of a 402 response: the PAYMENT-REQUIRED header, else the JSON body (seller-answers.ts). */
 export function readPaymentRequired(getHeader: (name: string) => string | null | undefined, body?: unknown): PaymentRequired {
-  const header = getHeader('payment-required') ?? getHeader('PAYMENT-REQUIRED');
-  if (header) return decodePaymentRequiredHeader(header);
-  if (body && typeof body === 'object' && (body as { x402Version?: unknown }).x402Version === 2) return body as PaymentRequired;
-  throw new Error('response carries no x402 v2 payment challenge');
+  return parsePaymentRequired(getHeader, body);
 }
 
-/** The settlement of a paid response (PAYMENT-RESPONSE, else X-PAYMENT-RESPONSE). */
+/** The settlement of a paid response (PAYMENT-RESPONSE, else X-PAYMENT-RESPONSE); throws when there is none. */
 export function readSettlement(getHeader: (name: string) => string | null | undefined) {
-  return new x402HTTPClient(new x402Client()).getPaymentSettleResponse((name) => getHeader(name) ?? null);
+  const settlement = parseSettlement(getHeader);
+  if (!settlement) throw new Error('the response carries no PAYMENT-RESPONSE header');
+  return settlement;
 }

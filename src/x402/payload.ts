@@ -47,11 +47,15 @@ export const eip3009PayloadSchema = z.object({
 
 export type Eip3009Payload = z.infer<typeof eip3009PayloadSchema>;
 
-/** Body of the facilitator's POST /verify and POST /settle. */
+/**
+ * Body of the facilitator's POST /verify and POST /settle. The two halves are optional here so that a
+ * missing one is answered in the x402 shape (`invalid_payload` / `invalid_payment_requirements`, by
+ * parseFacilitatorRequest), not as a generic request error.
+ */
 export const facilitatorRequestSchema = z.object({
   x402Version: z.number().int(),
-  paymentPayload: z.unknown(),
-  paymentRequirements: z.unknown(),
+  paymentPayload: z.unknown().optional(),
+  paymentRequirements: z.unknown().optional(),
 });
 
 export type ParsedRequest =

@@ -71,7 +71,7 @@ export class Authenticator {
     throw fail();
   }
 
-  /** A preHandler that admits only the given kinds and sets `request.principal`. */
+  /** An onRequest hook (the credential is checked before the body is even read) that admits only the given kinds and sets `request.principal`. */
   guard<K extends CredentialKind>(accepted: readonly K[], options: GuardOptions = {}) {
     return async (request: FastifyRequest) => {
       request.principal = await this.authenticate(request.headers.authorization, accepted, options);

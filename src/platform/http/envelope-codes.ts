@@ -12,6 +12,7 @@ export const ENVELOPE_CODES: Record<number, number> = {
   409: 1005, // conflict
   410: 1006, // gone
   413: 1007, // payload_too_large
+  414: 1014, // uri_too_long (a path parameter longer than any id)
   415: 1008, // unsupported_media_type
   429: 1009, // rate_limited
   500: 1010, // internal_error

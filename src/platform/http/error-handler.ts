@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OriginName } from '../../config.js';
 import { ApiError } from './errors.js';
-import { familyOf } from './families.js';
+import { familyOf, type Family } from './families.js';
 import { errorBody } from './render.js';
 
 interface Problem {
@@ -12,15 +12,34 @@ interface Problem {
   headers?: Record<string, string>;
 }
 
+// Families whose spec closes the set of codes: a shared condition speaks their word.
+const FAMILY_CODES: Partial<Record<Family, Record<string, string>>> = { intent: { invalid_json: 'invalid_request' } };
+
+const sender = (origin: OriginName) => (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
+  const family = familyOf(origin, request.url);
+  const code = FAMILY_CODES[family]?.[problem.code] ?? problem.code;
+  if (problem.headers) reply.headers(problem.headers);
+  return reply.code(problem.status).send(errorBody(family, problem.status, code, problem.message, problem.details));
+};
+
+/**
+ * Fastify's `frameworkErrors` option: the router's own refusals (a path parameter over the length
+ * limit, a malformed percent-encoding) come before any hook, so they get the request id here.
+ */
+export function frameworkErrors(origin: OriginName) {
+  const send = sender(origin);
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('x-request-id', request.id);
+    if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      return send(request, reply, { status: 414, code: 'uri_too_long', message: 'A path parameter is longer than any id this API issues' });
+    }
+    return send(request, reply, { status: 400, code: 'invalid_request', message: 'The request URL is malformed' });
+  };
+}
+
 /** Installs the error and not-found handlers that render every failure in its family's shape. */
 export function installErrorHandling(app: FastifyInstance, origin: OriginName): void {
-  const send = (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
-    const family = familyOf(origin, request.url);
-    if (problem.headers) reply.headers(problem.headers);
-    return reply
-      .code(problem.status)
-      .send(errorBody(family, problem.status, problem.code, problem.message, problem.details));
-  };
+  const send = sender(origin);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);

@@ -1,12 +1,10 @@
 // x402 HTTP headers: reading the client's payment and writing the challenge and settlement answers.
-// Encoding is the SDK's (standard base64 of JSON); validation is ours (the SDK decoders do none).
-import {
-  decodePaymentSignatureHeader,
-  encodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from '@x402/core/http';
+// Encoding is the SDK's (standard base64 of JSON); decoding passes the JSON guard, validation is ours.
+import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, SettleResponse } from '@x402/core/types';
 import { z } from 'zod';
+import { JsonGuardError } from '../../platform/json-guard.js';
+import { decodeHeaderJson } from '../header-json.js';
 import { paymentPayloadSchema } from '../payload.js';
 import { PaymentHeaderError } from './errors.js';
 
@@ -27,9 +25,9 @@ export function readPaymentHeader(headers: HeaderBag): PaymentPayload | null {
   if (raw.length > MAX_HEADER_CHARS) throw new PaymentHeaderError('payment header is too large');
   let decoded: unknown;
   try {
-    decoded = decodePaymentSignatureHeader(raw.trim());
-  } catch {
-    throw new PaymentHeaderError('payment header is not base64-encoded JSON');
+    decoded = decodeHeaderJson(raw);
+  } catch (error) {
+    throw new PaymentHeaderError(error instanceof JsonGuardError ? `payment header: ${error.message}` : 'payment header is not base64-encoded JSON');
   }
   if (decoded && typeof decoded === 'object' && (decoded as { x402Version?: unknown }).x402Version !== 2) {
     throw new PaymentHeaderError(`x402Version ${String((decoded as { x402Version?: unknown }).x402Version)} is not supported; use 2`);

@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from './errors.js';
+import { assertJsonDepth, assertSafeJson, isSafeString } from '../json-guard.js';
+
+/**
+ * Every JSON body passes the JSON guard (depth, U+0000, lone surrogates) before any route sees it;
+ * an empty JSON body is no body (routes whose body is optional accept it). Query strings and path
+ * parameters get the same string rule: PostgreSQL text cannot hold U+0000.
+ */
+export function installJsonGuard(app: FastifyInstance): void {
+  // Fastify's own parser (prototype-poisoning guards included) parses, between the guard's two checks.
+  const parse = app.getDefaultJsonParser('error', 'error');
+  const refuse = (message: string) => new ApiError(400, 'invalid_json', message);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      assertJsonDepth(text);
+    } catch (error) {
+      return done(refuse((error as Error).message), undefined);
+    }
+    parse(request, text, (error, value) => {
+      if (error) return done(refuse('Request body is not valid JSON'), undefined);
+      try {
+        assertSafeJson(value);
+      } catch (problem) {
+        return done(refuse((problem as Error).message), undefined);
+      }
+      done(null, value);
+    });
+  });
+
+  app.addHook('preValidation', async (request) => {
+    for (const [part, values] of [['query', request.query], ['params', request.params]] as const) {
+      for (const [name, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
+        const strings = Array.isArray(value) ? value : [value];
+        if (strings.some((s) => typeof s === 'string' && !isSafeString(s))) {
+          throw new ApiError(400, 'invalid_request', `${part} parameter ${name} must not contain U+0000 or unpaired surrogates`);
+        }
+      }
+    }
+  });
+}

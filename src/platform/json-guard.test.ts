@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { jsonText } from './db-types.js';
+import { assertSafeJson, isSafeString, JsonGuardError, MAX_JSON_DEPTH, parseGuardedJson } from './json-guard.js';
+
+const nestedText = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+
+describe('the JSON guard', () => {
+  it(`accepts ${MAX_JSON_DEPTH} levels and refuses ${MAX_JSON_DEPTH + 1}, on the text and on values`, () => {
+    expect(parseGuardedJson(nestedText(MAX_JSON_DEPTH))).toBeDefined();
+    expect(() => parseGuardedJson(nestedText(MAX_JSON_DEPTH + 1))).toThrow(JsonGuardError);
+    expect(() => assertSafeJson(JSON.parse(nestedText(MAX_JSON_DEPTH + 1)))).toThrow(/deeper than 32/);
+  });
+
+  it('refuses 100,000 levels before building them', () => {
+    expect(() => parseGuardedJson(nestedText(100_000))).toThrow(JsonGuardError);
+  });
+
+  it('does not count brackets inside strings, escaped quotes included', () => {
+    expect(parseGuardedJson(JSON.stringify({ s: '[[[[{{{{\\"[[[[' + '['.repeat(100) }))).toMatchObject({ s: expect.any(String) });
+  });
+
+  it('refuses U+0000 and unpaired surrogates in strings and keys, keeps real pairs', () => {
+    for (const bad of ['{"a":"x\\u0000"}', '{"x\\u0000":1}', '["\\ud800"]', '["\\udc00x"]', '{"\\udfff":1}']) {
+      expect(() => parseGuardedJson(bad), bad).toThrow(JsonGuardError);
+    }
+    expect(parseGuardedJson('["\\ud83d\\ude00"]')).toEqual(['😀']);
+    expect(isSafeString('plain ascii and ünïcödé')).toBe(true);
+  });
+
+  it('refuses decoded text over its limit and text that is not JSON', () => {
+    expect(() => parseGuardedJson('"abc"', 4)).toThrow(JsonGuardError);
+    expect(() => parseGuardedJson('{not json')).toThrow(SyntaxError);
+  });
+
+  it('the store layer applies the same check before a value is written', () => {
+    expect(jsonText({ a: [1, 'two'] })).toBe('{"a":[1,"two"]}');
+    expect(() => jsonText({ a: 'x\u0000' })).toThrow(JsonGuardError);
+    expect(() => jsonText(JSON.parse(nestedText(40)))).toThrow(JsonGuardError);
+  });
+});

@@ -1,0 +1,78 @@
+// The one guard every JSON the service accepts passes: request bodies, and JSON decoded from payment
+// headers or upstream answers. PostgreSQL's jsonb is where hostile JSON does harm: deep nesting
+// exhausts PGlite's WASM stack (one request killed every later query), and U+0000 or a lone
+// surrogate cannot be stored as text at all (a 500 after the work was done). So: a depth limit
+// checked on the raw text before parsing, a size limit, and well-formed strings without U+0000.
+
+/** Objects and arrays nest at most this deep (the top-level value is depth 1). */
+export const MAX_JSON_DEPTH = 32;
+/** Characters of JSON text decoded from a header or an upstream answer (bodies have their own limits). */
+export const MAX_JSON_TEXT = 1024 * 1024;
+
+export class JsonGuardError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JsonGuardError';
+  }
+}
+
+/** Parses JSON text that passes the guard; throws JsonGuardError (limits) or SyntaxError (not JSON). */
+export function parseGuardedJson(text: string, maxText = MAX_JSON_TEXT): unknown {
+  if (text.length > maxText) throw new JsonGuardError(`JSON text is longer than ${maxText} characters`);
+  assertJsonDepth(text);
+  const value: unknown = JSON.parse(text);
+  assertSafeJson(value);
+  return value;
+}
+
+/** Checks an already-parsed value (the store layer's last check, and values built from parsed input). */
+export function assertSafeJson(value: unknown): void {
+  const problem = findProblem(value, 1, '$');
+  if (problem) throw new JsonGuardError(problem);
+}
+
+export function isSafeJson(value: unknown): boolean {
+  return findProblem(value, 1, '$') === null;
+}
+
+/** A string a PostgreSQL text column can hold and a JSON encoder can round-trip. */
+export function isSafeString(value: string): boolean {
+  return !value.includes('\u0000') && !LONE_SURROGATE.test(value);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Depth is counted on the text, outside strings, so a 100,000-level value is refused before it is built. */
+export function assertJsonDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw new JsonGuardError(`JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+}
+
+function findProblem(value: unknown, depth: number, path: string): string | null {
+  if (typeof value === 'string') return isSafeString(value) ? null : `${path}: strings must not contain U+0000 or unpaired surrogates`;
+  if (value === null || typeof value !== 'object') return null;
+  if (depth > MAX_JSON_DEPTH) return `${path}: JSON is nested deeper than ${MAX_JSON_DEPTH} levels`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const problem = findProblem(value[i], depth + 1, `${path}[${i}]`);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (!isSafeString(key)) return `${path}: keys must not contain U+0000 or unpaired surrogates`;
+    const problem = findProblem(item, depth + 1, `${path}.${key}`);
+    if (problem) return problem;
+  }
+  return null;
+}
