@@ -32,10 +32,32 @@ const envSchema = z.object({
   CHAIN_RPC_URL: optionalUrl,
   FACILITATOR_URL: optionalUrl,
   FACILITATOR_PRIVATE_KEY: hexKey,
+  FACILITATOR_PRIVATE_KEYS: z
+    .string()
+    .regex(/^\s*(0x)?[0-9a-fA-F]{64}\s*(,\s*(0x)?[0-9a-fA-F]{64}\s*)*$/, 'must be a comma-separated list of 32-byte hex keys')
+    .optional(),
+  FACILITATOR_RELAYER_COUNT: z.coerce.number().int().min(1).max(64).optional(),
+  FACILITATOR_REPLACE_AFTER_MS: positiveInt(20_000),
+  FACILITATOR_MAX_REPLACEMENTS: z.coerce.number().int().min(0).max(50).default(5),
+  FACILITATOR_LOW_GAS_WEI: z.string().regex(/^\d+$/, 'must be a whole number of wei').default('10000000000000000'),
   FACILITATOR_SETTLE_LIMIT_PER_CLIENT: positiveInt(600),
   FACILITATOR_VERIFY_LIMIT_PER_CLIENT: positiveInt(6000),
   FACILITATOR_LIMIT_WINDOW_SECONDS: positiveInt(60),
+  FACILITATOR_SETTLE_LIMIT_PER_PAYER: positiveInt(120),
+  FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: positiveInt(3000),
+  FACILITATOR_PAY_TO_POLICY: z.enum(['any', 'registered']).optional(),
+  FACILITATOR_SELLERS: z
+    .string()
+    .regex(/^\s*(0x[0-9a-fA-F]{40}\s*(,\s*0x[0-9a-fA-F]{40}\s*)*)?$/, 'must be a comma-separated list of 0x-prefixed 20-byte addresses')
+    .optional(),
+  FACILITATOR_RECONCILE_AFTER_MS: positiveInt(15_000),
+  FACILITATOR_SIGNERS: z
+    .string()
+    .regex(/^\s*(0x[0-9a-fA-F]{40}\s*(,\s*0x[0-9a-fA-F]{40}\s*)*)?$/, 'must be a comma-separated list of 0x-prefixed 20-byte addresses')
+    .optional(),
   X402_TEST_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
+  DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
+  DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
   WALLET_MASTER_KEY: hexKey,
@@ -81,10 +103,38 @@ export interface Config {
   chainRpcUrl: string | null;
   facilitatorUrl: string | null;
   facilitatorPrivateKey: string | null;
-  /** Per-client-address limits on the public facilitator origin's /settle and /verify (fixed window). */
-  facilitatorLimits: { settlePerClient: number; verifyPerClient: number; windowSeconds: number };
+  /**
+   * The relayer pool's keys: FACILITATOR_PRIVATE_KEYS, or FACILITATOR_PRIVATE_KEY as a pool of one;
+   * empty = dev keys generated into the data dir (embedded devchain only, FACILITATOR_RELAYER_COUNT of them).
+   */
+  facilitatorPrivateKeys: string[];
+  /** Dev keys the embedded devchain generates when no key is given (default 1). */
+  facilitatorRelayerCount: number;
+  /** Stuck settlement transactions: replaced after `replaceAfterMs` unmined, up to `maxReplacements` times. */
+  facilitatorReplacement: { replaceAfterMs: number; maxReplacements: number };
+  /** A relayer key below this balance is reported low on gas (relayerStatus). */
+  facilitatorLowGasWei: bigint;
+  /**
+   * Limits on the public facilitator origin (fixed windows of windowSeconds): /settle and /verify per
+   * client address, and settles of verified payments per payer and per payTo (in PostgreSQL).
+   */
+  facilitatorLimits: { settlePerClient: number; verifyPerClient: number; settlePerPayer: number; settlePerPayTo: number; windowSeconds: number };
+  /**
+   * Which payTo the public facilitator origin serves: `any`, or `registered` (enabled merchants, the
+   * sellers listed here, X402_TEST_PAY_TO). Default: `any` on the embedded devchain, `registered` with CHAIN_RPC_URL.
+   */
+  facilitatorPayTo: { policy: 'any' | 'registered'; sellers: string[] };
+  /** Open settlements untouched this long are the reconciler's (their settle died or gave up). */
+  facilitatorReconcileAfterMs: number;
+  /**
+   * Senders of an external facilitator's settlements (FACILITATOR_SIGNERS), registered with this
+   * deployment's own relayers so the indexer attributes their payments too.
+   */
+  facilitatorSigners: string[];
   /** Receiver of the /x402-test endpoints; null = a dev receiver generated into the data dir. */
   x402TestPayTo: string | null;
+  /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
+  databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   logLevel: Env['LOG_LEVEL'];
   secretPepper: string | null;
   walletMasterKey: string | null;
@@ -95,7 +145,7 @@ export interface Config {
   build: { commit: string | null; branch: string | null; time: string | null };
 }
 
-/** Chain indexer and transaction API (see the txapi README section). */
+/** Chain indexer and transaction API (see docs/txapi.md). */
 export interface TxapiSettings {
   /** EIP-712 attestation key; null = a dev key generated into the data dir. */
   attestationPrivateKey: string | null;
@@ -130,6 +180,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
+  const relayerProblems = relayerKeyProblems(e);
+  if (relayerProblems.length > 0) throw new ConfigError(relayerProblems);
+  const facilitatorPrivateKeys = e.FACILITATOR_PRIVATE_KEYS
+    ? e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim())
+    : e.FACILITATOR_PRIVATE_KEY
+      ? [e.FACILITATOR_PRIVATE_KEY]
+      : [];
   return {
     dataDir: path.resolve(e.TOLLGATE_DATA_DIR),
     host: e.HOST,
@@ -152,12 +209,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chainRpcUrl: e.CHAIN_RPC_URL ?? null,
     facilitatorUrl: trimSlash(e.FACILITATOR_URL) ?? null,
     facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY ?? null,
+    facilitatorPrivateKeys,
+    facilitatorRelayerCount: e.FACILITATOR_RELAYER_COUNT ?? 1,
+    facilitatorReplacement: { replaceAfterMs: e.FACILITATOR_REPLACE_AFTER_MS, maxReplacements: e.FACILITATOR_MAX_REPLACEMENTS },
+    facilitatorLowGasWei: BigInt(e.FACILITATOR_LOW_GAS_WEI),
+    facilitatorReconcileAfterMs: e.FACILITATOR_RECONCILE_AFTER_MS,
+    facilitatorSigners: (e.FACILITATOR_SIGNERS ?? '').split(',').map((a) => a.trim()).filter(Boolean),
     facilitatorLimits: {
       settlePerClient: e.FACILITATOR_SETTLE_LIMIT_PER_CLIENT,
       verifyPerClient: e.FACILITATOR_VERIFY_LIMIT_PER_CLIENT,
+      settlePerPayer: e.FACILITATOR_SETTLE_LIMIT_PER_PAYER,
+      settlePerPayTo: e.FACILITATOR_SETTLE_LIMIT_PER_PAY_TO,
       windowSeconds: e.FACILITATOR_LIMIT_WINDOW_SECONDS,
     },
+    facilitatorPayTo: {
+      // A public facilitator on a real chain pays gas for whoever calls it: only known sellers by default.
+      policy: e.FACILITATOR_PAY_TO_POLICY ?? (e.CHAIN_RPC_URL ? 'registered' : 'any'),
+      sellers: (e.FACILITATOR_SELLERS ?? '').split(',').map((a) => a.trim()).filter(Boolean),
+    },
     x402TestPayTo: e.X402_TEST_PAY_TO ?? null,
+    databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     logLevel: e.LOG_LEVEL,
     secretPepper: e.SECRET_PEPPER ?? null,
     walletMasterKey: e.WALLET_MASTER_KEY ?? null,
@@ -191,6 +262,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     build: { commit: e.BUILD_COMMIT ?? null, branch: e.BUILD_BRANCH ?? null, time: e.BUILD_TIME ?? null },
   };
+}
+
+/** The relayer-key variables that cannot go together. */
+function relayerKeyProblems(e: Env): string[] {
+  const problems: string[] = [];
+  if (e.FACILITATOR_PRIVATE_KEY && e.FACILITATOR_PRIVATE_KEYS) {
+    problems.push('FACILITATOR_PRIVATE_KEY and FACILITATOR_PRIVATE_KEYS are both set: use one (FACILITATOR_PRIVATE_KEYS for a pool of keys)');
+  }
+  if (e.FACILITATOR_PRIVATE_KEYS) {
+    const keys = e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim().toLowerCase().replace(/^0x/, ''));
+    if (new Set(keys).size !== keys.length) problems.push('FACILITATOR_PRIVATE_KEYS: lists a key twice (two lanes would share one nonce sequence)');
+  }
+  if (e.FACILITATOR_RELAYER_COUNT !== undefined && (e.FACILITATOR_PRIVATE_KEY || e.FACILITATOR_PRIVATE_KEYS)) {
+    problems.push('FACILITATOR_RELAYER_COUNT: only for generated dev keys; with FACILITATOR_PRIVATE_KEY(S) the pool is the keys given');
+  }
+  if (e.FACILITATOR_RELAYER_COUNT !== undefined && e.CHAIN_RPC_URL) {
+    problems.push('FACILITATOR_RELAYER_COUNT: dev keys exist on the embedded devchain only; with CHAIN_RPC_URL set FACILITATOR_PRIVATE_KEYS');
+  }
+  return problems;
 }
 
 /** Embedded mode: no external chain, so the service runs its own devchain and dev helpers. */

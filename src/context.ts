@@ -7,10 +7,13 @@ import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
 import type { Clock } from './platform/clock.js';
 import { loadOrCreateDevSecret } from './platform/data-dir.js';
 import type { Database, Db } from './platform/db.js';
+import { pingDatabase } from './platform/db-watchdog.js';
 import { RateLimiter } from './platform/rate-limiter.js';
+import { Readiness } from './platform/readiness.js';
 import { SecretHasher } from './platform/secrets.js';
 import { randomBytes } from 'node:crypto';
 import { createX402, type X402Parts } from './x402/wiring.js';
+import { FacilitatorSignerRegistry, registerFacilitatorSigners } from './x402/signers.js';
 
 export interface BuildInfo {
   commit: string;
@@ -50,6 +53,8 @@ export interface AppContext {
   x402: X402Parts['x402'];
   /** This process's facilitator engine (null when no relayer key is configured). */
   facilitator: X402Parts['facilitator'];
+  /** The checks behind `GET /ready`; parts of the process add theirs. */
+  readiness: Readiness;
 }
 
 export interface ContextDeps {
@@ -86,10 +91,18 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     assets: config.publicUrls.assets ?? fallbackUrl('assets'),
   };
   const roles = deps.roles ?? [];
+  // Before anything can broadcast: the indexer on any worker must know this node's signers first.
+  await registerFacilitatorSigners(new FacilitatorSignerRegistry(database.db, clock), {
+    network: deps.chain.network,
+    relayerSigners: deps.chain.facilitatorSigners(), // every key of this node's relayer pool; none on a keyless node
+    configured: config.facilitatorSigners,
+  });
+  const x402 = createX402({ config, db: database.db, clock, log: deps.log, chain: deps.chain, roles, urls });
   return {
     ...deps,
     roles,
-    ...createX402({ config, db: database.db, clock, log: deps.log, chain: deps.chain, roles, urls }),
+    ...x402,
+    readiness: baseReadiness(database, deps.chain, x402.facilitator),
     services: {} as Services,
     db: database.db,
     hasher,
@@ -99,6 +112,21 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     rateLimiter: new RateLimiter(database.db, clock),
     urls,
   };
+}
+
+/** What every process depends on: a real query, the chain RPC answering, and the relayer's gas. */
+function baseReadiness(database: Database, chain: ChainService, facilitator: X402Parts['facilitator']): Readiness {
+  const readiness = new Readiness();
+  readiness.add('database', () => pingDatabase(database, 2_000));
+  readiness.add('chain', async () => ({ ok: true, detail: { block: Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 })) } }));
+  if (facilitator) {
+    readiness.add('relayer', async () => {
+      const keys = await facilitator.relayerStatus();
+      const low = keys.filter((key) => key.lowGas).map((key) => key.address);
+      return { ok: low.length === 0, reason: low.length ? `low gas on ${low.join(', ')}` : undefined, detail: { keys } };
+    });
+  }
+  return readiness;
 }
 
 /**

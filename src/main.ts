@@ -88,7 +88,19 @@ async function serve(config: Config, args: string[]): Promise<number> {
   const unknown = roles.filter((role) => !ROLES.includes(role as Role));
   if (unknown.length) throw new UsageError(`unknown roles: ${unknown.join(', ')} (known: ${ROLES.join(', ')})`);
 
-  const server = await startServer({ config, roles: roles as Role[] });
+  // A database that fails every query (PGlite after a WASM fault) ends the process with
+  // EXIT_DATABASE_LOST, so its supervisor restarts it; SIGINT/SIGTERM end it with 0.
+  let databaseLost: (code: number) => void = () => {};
+  const exitCode = new Promise<number>((resolve) => {
+    databaseLost = resolve;
+    const shutdown = (signal: string) => {
+      console.log(`${signal}: draining requests and stopping`);
+      resolve(0);
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  });
+  const server = await startServer({ config, roles: roles as Role[], onDatabaseLost: (code) => databaseLost(code) });
   for (const [origin, url] of Object.entries(server.urls)) {
     if (server.origins[origin as keyof typeof server.origins]) console.log(`${origin.padEnd(12)} ${url}`);
   }
@@ -97,16 +109,16 @@ async function serve(config: Config, args: string[]): Promise<number> {
   console.log(`${'chain'.padEnd(12)} ${chain.network} ${chain.devchain ? `devchain ${chain.rpcUrl}` : '(CHAIN_RPC_URL)'}`);
   console.log(`roles        ${roles.join(', ')}`);
 
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
-      console.log(`${signal}: draining requests and stopping`);
-      resolve();
-    };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
-  });
-  await server.stop();
-  return 0;
+  const code = await exitCode;
+  if (code === 0) {
+    await server.stop();
+    return 0;
+  }
+  // The database is gone: stopping may hang on it, so give the drain a bounded time.
+  // Not unref()ed: a stop stuck on a dead connection may leave nothing else holding the process, which
+  // would then end on its own with exit code 0.
+  await Promise.race([server.stop(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  return code;
 }
 
 /**

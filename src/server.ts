@@ -10,6 +10,7 @@ import { moduleFactories } from './modules/index.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import { openDatabase, type Database } from './platform/db.js';
+import { DatabaseWatchdog } from './platform/db-watchdog.js';
 import { LoopRunner } from './platform/jobs.js';
 import { runMigrations } from './platform/migrate.js';
 import { readBuildInfo } from './modules/system/build-info.js';
@@ -34,6 +35,11 @@ export interface StartOptions {
   database?: Database;
   ephemeralSecrets?: boolean;
   adminSocket?: boolean;
+  /**
+   * Called with EXIT_DATABASE_LOST once the database has failed DB_WATCHDOG_FAILURES checks in a
+   * row (`serve` stops and exits with it). Without it no watchdog runs.
+   */
+  onDatabaseLost?: (code: number) => void;
 }
 
 export const pgliteDir = (config: Config) => path.join(config.dataDir, 'pg');
@@ -97,6 +103,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const runner = new LoopRunner(database, log);
     if (roles.includes('worker')) runner.start(modules.flatMap((module) => module.loops ?? []));
     stops.push(() => runner.stop());
+    ctx.readiness.add('loops', async () => runner.check());
+    if (options.onDatabaseLost) {
+      const { intervalMs, failuresBeforeExit } = config.databaseWatchdog;
+      const watchdog = new DatabaseWatchdog({ database, log, intervalMs, failuresBeforeExit, onFatal: options.onDatabaseLost });
+      watchdog.start();
+      stops.unshift(async () => watchdog.stop());
+    }
     let admin: AdminSocket | null = null;
     if (options.adminSocket !== false) {
       admin = await startAdminSocket(ctx, adminCommands(ctx, modules));

@@ -96,8 +96,11 @@ async function openPglite(dir: string | null): Promise<Database> {
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
+  // A client that errors (server restart, database dropped) must not crash the process: idle ones
+  // the pool replaces; a checked-out one between queries (a transaction, an advisory lock) would
+  // otherwise emit an unhandled 'error'. Its caller's next query fails, and the watchdog sees it.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzlePg({ client: pool }) as unknown as Db;
   const listeners = new Map<string, Set<Notification>>();
   let listenClient: pg.Client | null = null;

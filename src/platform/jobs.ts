@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
+import type { CheckResult } from './readiness.js';
 
 /**
  * A background loop of the worker role. `run` returns true when it did work and wants to run
@@ -13,10 +14,27 @@ export interface BackgroundLoop {
   run(signal: AbortSignal): Promise<boolean | void>;
 }
 
+/** What readiness sees of a loop on this node. */
+export interface LoopState {
+  name: string;
+  intervalMs: number;
+  /** A leader loop runs only on the node holding its lock; elsewhere it is idle by design. */
+  active: boolean;
+  /** When a run last ended without throwing (or when the loop became active). */
+  lastOkAt: number | null;
+  consecutiveFailures: number;
+}
+
+/** A loop is lagging when its last good run is this many intervals old (and at least LAG_FLOOR_MS). */
+const LAG_INTERVALS = 3;
+const LAG_FLOOR_MS = 30_000;
+const FAILURES_UNREADY = 3;
+
 export class LoopRunner {
   private readonly controller = new AbortController();
   private readonly running: Promise<void>[] = [];
   private readonly wakers = new Map<string, () => void>();
+  private readonly states = new Map<string, LoopState>();
 
   constructor(
     private readonly database: Database,
@@ -24,7 +42,23 @@ export class LoopRunner {
   ) {}
 
   start(loops: BackgroundLoop[]): void {
-    for (const loop of loops) this.running.push(this.spin(loop));
+    for (const loop of loops) {
+      this.states.set(loop.name, { name: loop.name, intervalMs: loop.intervalMs, active: false, lastOkAt: null, consecutiveFailures: 0 });
+      this.running.push(this.spin(loop));
+    }
+  }
+
+  /** Readiness of this node's loops: failing `FAILURES_UNREADY` times in a row, or lagging, is unready. */
+  check(now = Date.now()): CheckResult {
+    const lagging: string[] = [];
+    const detail: Record<string, unknown> = {};
+    for (const state of this.states.values()) {
+      const lagMs = state.active && state.lastOkAt !== null ? now - state.lastOkAt : 0;
+      detail[state.name] = { active: state.active, lagMs, failures: state.consecutiveFailures };
+      if (!state.active) continue;
+      if (state.consecutiveFailures >= FAILURES_UNREADY || lagMs > Math.max(LAG_INTERVALS * state.intervalMs, LAG_FLOOR_MS)) lagging.push(state.name);
+    }
+    return lagging.length ? { ok: false, reason: `failing or lagging: ${lagging.join(', ')}`, detail } : { ok: true, detail };
   }
 
   /** Runs a loop now instead of at its next tick (used after an event that makes work). */
@@ -62,17 +96,28 @@ export class LoopRunner {
 
   private async iterate(loop: BackgroundLoop, lost: () => boolean): Promise<void> {
     const signal = this.controller.signal;
-    let failures = 0;
-    while (!signal.aborted && !lost()) {
-      let more = false;
-      try {
-        more = (await loop.run(signal)) === true;
-        failures = 0;
-      } catch (error) {
-        failures += 1;
-        this.log.error({ err: error, loop: loop.name }, 'background loop failed');
+    const state = this.states.get(loop.name)!;
+    Object.assign(state, { active: true, lastOkAt: Date.now(), consecutiveFailures: 0 });
+    try {
+      while (!signal.aborted && !lost()) {
+        let more = false;
+        try {
+          more = (await loop.run(signal)) === true;
+          state.consecutiveFailures = 0;
+          state.lastOkAt = Date.now();
+        } catch (error) {
+          state.consecutiveFailures += 1;
+          this.log.error({ err: error, loop: loop.name }, 'background loop failed');
+        }
+        const failures = state.consecutiveFailures;
+        // The sleep is not lag: the good run is dated when the sleep ends.
+        if (!more) {
+          await this.sleep(loop, failures ? Math.min(loop.intervalMs * 2 ** failures, 60_000) : loop.intervalMs);
+          if (!failures) state.lastOkAt = Date.now();
+        }
       }
-      if (!more) await this.sleep(loop, failures ? Math.min(loop.intervalMs * 2 ** failures, 60_000) : loop.intervalMs);
+    } finally {
+      state.active = false;
     }
   }
 

@@ -14,6 +14,8 @@ export interface TestAppOptions {
   clock?: Clock;
   factories?: ModuleFactory[];
   log?: Logger;
+  /** Runs the database watchdog, reporting to this instead of exiting. */
+  onDatabaseLost?: (code: number) => void;
 }
 
 export interface TestApp extends RunningServer {
@@ -54,6 +56,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       database: testDatabase.database,
       ephemeralSecrets: true,
       adminSocket: false,
+      onDatabaseLost: options.onDatabaseLost,
       log: options.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     });
   } catch (error) {

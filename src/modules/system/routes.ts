@@ -1,18 +1,40 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
 import { envelope } from '../../platform/http/render.js';
 import type { Module, ZodApp } from '../module.js';
 
 const healthData = z.object({ commit: z.string(), branch: z.string(), buildTime: z.string() });
+const checkSchema = z.object({ ok: z.boolean(), ms: z.number(), reason: z.string().optional(), detail: z.record(z.string(), z.unknown()).optional() });
+const readyData = z.object({ ready: z.boolean(), checks: z.record(z.string(), checkSchema) });
 
-/** Health on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
+/** Health and readiness on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
 export function systemModule(ctx: AppContext): Module {
   const health = (app: ZodApp) => {
     app.get(
       '/health',
-      { schema: { tags: ['system'], summary: 'Service health and build', response: { 200: envelopeSchema(healthData) } } },
+      { schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData) } } },
       async () => envelope(ctx.build),
+    );
+    app.get(
+      '/ready',
+      {
+        schema: {
+          tags: ['system'],
+          summary: 'Readiness: database, chain RPC, relayer gas, background loops',
+          description: '200 when every check passes, 503 with the same body naming the failing checks otherwise. Not cached.',
+          response: { 200: envelopeSchema(readyData), 503: envelopeSchema(readyData) },
+        },
+      },
+      async (_request, reply) => {
+        const report = await ctx.readiness.report();
+        reply.header('cache-control', 'no-store');
+        if (report.ready) return reply.send(envelope(report));
+        const failing = Object.keys(report.checks).filter((name) => !report.checks[name]!.ok);
+        // The envelope family's error shape, with the report as its data.
+        return reply.code(503).send({ code: envelopeCodeFor(503), message: `not ready: ${failing.join(', ')}`, data: report });
+      },
     );
   };
   return {
