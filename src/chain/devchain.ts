@@ -33,6 +33,8 @@ export const DEVCHAIN_MNEMONIC = 'test test test test test test test test test t
 /** Account 0 of DEVCHAIN_MNEMONIC; unlocked in anvil, it holds the USDG minter role. */
 export const DEVCHAIN_MINTER: Address = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 const GAS_TOP_UP = parseEther('10');
+/** catchUp() mines an empty block when the latest one is at least this far behind the wall clock. */
+const CATCH_UP_LAG_S = 2n;
 
 export interface DevchainLogger {
   info(msg: string): void;
@@ -50,6 +52,12 @@ export interface DevchainOptions {
   anvilPath?: string;
   /** How often anvil dumps state to disk, so a crash loses at most this much. Default 1. */
   stateIntervalSeconds?: number;
+  /**
+   * How often an idle devchain is brought to the wall clock (an empty block when its latest block is
+   * this far behind). anvil mines only when a transaction arrives, so its latest block's time falls
+   * behind; clients sign `validAfter = now - 600`. Default 30 000 ms; 0 turns it off.
+   */
+  clockIntervalMs?: number;
 }
 
 const silentLogger: DevchainLogger = { info() {}, warn() {}, error() {} };
@@ -84,6 +92,9 @@ export class Devchain {
   readonly #log: DevchainLogger;
   readonly #anvilPath: string;
   readonly #stateInterval: number;
+  readonly #clockIntervalMs: number;
+  #clockTimer: NodeJS.Timeout | null = null;
+  #catchingUp: Promise<bigint> | null = null;
   #port: number;
   #running: Running | null = null;
   #stopping = true;
@@ -103,6 +114,7 @@ export class Devchain {
     this.#log = options.logger ?? silentLogger;
     this.#anvilPath = options.anvilPath ?? resolveAnvilBinary();
     this.#stateInterval = options.stateIntervalSeconds ?? 1;
+    this.#clockIntervalMs = options.clockIntervalMs ?? 30_000;
   }
 
   get port(): number {
@@ -138,11 +150,43 @@ export class Devchain {
       throw err;
     }
     this.#log.info(`devchain: anvil pid ${this.pid} at ${this.rpcUrl} (chain ${this.chainId})`);
+    if (this.#clockIntervalMs > 0) {
+      const lag = BigInt(Math.max(1, Math.floor(this.#clockIntervalMs / 1000)));
+      this.#clockTimer = setInterval(() => void this.catchUp(lag).catch(() => undefined), this.#clockIntervalMs);
+      this.#clockTimer.unref();
+    }
+  }
+
+  /**
+   * Keeps the chain's clock current: when the latest block is `minLagSeconds` or more behind the
+   * wall clock, mines one empty block stamped with the wall clock (anvil then keeps its clock from
+   * there; it never moves backwards). Returns the latest block's timestamp. Concurrent calls share
+   * one round trip. Automine is untouched: transactions still mine at once.
+   */
+  catchUp(minLagSeconds = CATCH_UP_LAG_S): Promise<bigint> {
+    this.#catchingUp ??= this.#catchUp(minLagSeconds).finally(() => (this.#catchingUp = null));
+    return this.#catchingUp;
+  }
+
+  async #catchUp(minLagSeconds: bigint): Promise<bigint> {
+    const latest = await this.#viem().public.getBlock({ blockTag: 'latest' });
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    if (now - latest.timestamp < minLagSeconds) return latest.timestamp;
+    try {
+      // Through the minter's queue: a mint waiting for its receipt is not raced by this block.
+      await this.#serial(() => this.#rpc('evm_mine', [{ timestamp: Number(now) }]));
+      return now;
+    } catch {
+      // A block mined meanwhile, a restart: the chain's word stands.
+      return (await this.#viem().public.getBlock({ blockTag: 'latest' })).timestamp;
+    }
   }
 
   /** Stops for good (no restart): SIGTERM so anvil dumps state, SIGKILL if it hangs. */
   async stop(timeoutMs = 10_000): Promise<void> {
     this.#stopping = true;
+    if (this.#clockTimer) clearInterval(this.#clockTimer);
+    this.#clockTimer = null;
     if (this.#restartTimer) clearTimeout(this.#restartTimer);
     this.#restartTimer = null;
     process.off('exit', this.#killOnExit);

@@ -18,3 +18,15 @@ export const eip3009Abi = parseAbi([
   'error InvalidSignature()',
   'error ZeroAddress()',
 ]);
+
+/** EIP-712 types of an EIP-3009 transfer authorization (the domain is the token's: name, version, chainId, address). */
+export const transferWithAuthorizationTypes = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;

@@ -6,6 +6,7 @@ import { createPublicClient, defineChain, http, type Address, type Chain, type P
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { isEmbeddedChain, type Config } from '../config.js';
 import { loadOrCreateDevSecret } from '../platform/data-dir.js';
+import { createBlockClock, type BlockClock } from './block-clock.js';
 import { Devchain, devchainChain } from './devchain.js';
 import { ensureMulticall3 } from './multicall3.js';
 import { ASSETS, caip2, findNetwork, type AssetInfo } from './registry.js';
@@ -21,10 +22,20 @@ export interface ChainService {
   readonly asset: AssetInfo;
   /** The embedded anvil devchain; null when CHAIN_RPC_URL points at a real chain. */
   readonly devchain: Devchain | null;
-  /** The facilitator's relayer key: FACILITATOR_PRIVATE_KEY, or a dev key in the data dir (embedded only). */
+  /** The first relayer key (the only one unless a pool is configured); null when there is none. */
   readonly relayer: PrivateKeyAccount | null;
-  /** Addresses that send our facilitator's settlement transactions (the indexer follows these). */
+  /**
+   * The facilitator's relayer pool: FACILITATOR_PRIVATE_KEYS (or FACILITATOR_PRIVATE_KEY), or on the
+   * embedded devchain FACILITATOR_RELAYER_COUNT dev keys in the data dir (default one). Empty when none.
+   */
+  readonly relayers: readonly PrivateKeyAccount[];
+  /** Addresses that send our facilitator's settlement transactions: every pool key (the indexer follows these). */
   facilitatorSigners(): Address[];
+  /**
+   * The chain's time (latest block timestamp, seconds; cached up to 1 s) for on-chain verdicts. On
+   * the devchain it first mines an empty block if the chain has fallen behind the wall clock.
+   */
+  readonly blockTime: BlockClock;
   close(): Promise<void>;
 }
 
@@ -39,8 +50,8 @@ export class ChainConfigError extends Error {}
 
 export async function startChainService(options: ChainServiceOptions): Promise<ChainService> {
   const { config, log } = options;
-  const relayer = relayerAccount(config, options.ephemeral === true);
-  if (!isEmbeddedChain(config)) return connectRemote(config.chainRpcUrl!, relayer);
+  const relayers = relayerAccounts(config, options.ephemeral === true);
+  if (!isEmbeddedChain(config)) return connectRemote(config.chainRpcUrl!, relayers);
 
   const devchain = new Devchain({
     dataDir: options.ephemeral ? null : config.dataDir,
@@ -57,16 +68,17 @@ export async function startChainService(options: ChainServiceOptions): Promise<C
     // Automine: receipts exist as soon as a send returns, so poll fast.
     const publicClient = createPublicClient({ chain: viemChain, transport: http(devchain.rpcUrl, { retryCount: 1 }), pollingInterval: 100 });
     await ensureMulticall3(publicClient, devchain.rpcUrl);
-    if (relayer) await devchain.fundGas(relayer.address);
+    // Every lane pays its own gas.
+    for (const relayer of relayers) await devchain.fundGas(relayer.address);
     const network = findNetwork(caip2(devchain.chainId))!;
-    return build({ network: network.network, chainId: devchain.chainId, rpcUrl: devchain.rpcUrl, viemChain, publicClient, devchain, relayer });
+    return build({ network: network.network, chainId: devchain.chainId, rpcUrl: devchain.rpcUrl, viemChain, publicClient, devchain, relayers });
   } catch (error) {
     await devchain.stop();
     throw error;
   }
 }
 
-async function connectRemote(rpcUrl: string, relayer: PrivateKeyAccount | null): Promise<ChainService> {
+async function connectRemote(rpcUrl: string, relayers: PrivateKeyAccount[]): Promise<ChainService> {
   const probe = createPublicClient({ transport: http(rpcUrl) });
   const chainId = await probe.getChainId();
   const network = findNetwork(caip2(chainId));
@@ -78,29 +90,35 @@ async function connectRemote(rpcUrl: string, relayer: PrivateKeyAccount | null):
     rpcUrls: { default: { http: [rpcUrl] } },
   });
   const publicClient = createPublicClient({ chain: viemChain, transport: http(rpcUrl, { retryCount: 2 }), pollingInterval: 500 });
-  return build({ network: network.network, chainId, rpcUrl, viemChain, publicClient, devchain: null, relayer });
+  return build({ network: network.network, chainId, rpcUrl, viemChain, publicClient, devchain: null, relayers });
 }
 
-function build(parts: Omit<ChainService, 'asset' | 'facilitatorSigners' | 'close'>): ChainService {
+function build(parts: Omit<ChainService, 'asset' | 'relayer' | 'facilitatorSigners' | 'blockTime' | 'close'>): ChainService {
   const asset = ASSETS.find((a) => a.network === parts.network);
   if (!asset) throw new ChainConfigError(`no asset registered for ${parts.network}`);
   return {
     ...parts,
     asset,
-    facilitatorSigners: () => (parts.relayer ? [parts.relayer.address] : []),
+    relayer: parts.relayers[0] ?? null,
+    facilitatorSigners: () => parts.relayers.map((r) => r.address),
+    blockTime: createBlockClock(parts.publicClient, parts.devchain),
     close: async () => {
       await parts.devchain?.stop();
     },
   };
 }
 
-/** The relayer pays gas only; in embedded mode a dev key is generated into the data dir. */
-function relayerAccount(config: Config, ephemeral: boolean): PrivateKeyAccount | null {
-  let key = config.facilitatorPrivateKey;
-  if (!key && isEmbeddedChain(config)) {
+/**
+ * The relayer keys pay gas only. Given keys win; in embedded mode FACILITATOR_RELAYER_COUNT dev keys
+ * are generated into the data dir (the first keeps its old file name, so an existing dev relayer stays).
+ */
+function relayerAccounts(config: Config, ephemeral: boolean): PrivateKeyAccount[] {
+  let keys = config.facilitatorPrivateKeys;
+  if (keys.length === 0 && isEmbeddedChain(config)) {
     const generate = () => `0x${randomBytes(32).toString('hex')}`;
-    key = loadOrCreateDevSecret(ephemeral ? null : config.dataDir, 'facilitator-key', generate);
+    keys = Array.from({ length: config.facilitatorRelayerCount }, (_, i) =>
+      loadOrCreateDevSecret(ephemeral ? null : config.dataDir, i === 0 ? 'facilitator-key' : `facilitator-key-${i + 1}`, generate),
+    );
   }
-  if (!key) return null;
-  return privateKeyToAccount((key.startsWith('0x') ? key : `0x${key}`) as `0x${string}`);
+  return keys.map((key) => privateKeyToAccount((key.startsWith('0x') ? key : `0x${key}`) as `0x${string}`));
 }

@@ -27,17 +27,12 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileSolidity } from '../../scripts/compile-contracts.mjs';
 import { devchainChain, startEphemeralDevchain, USDG_ADDRESS, type Devchain } from '../../src/chain/devchain.js';
+import { transferWithAuthorizationTypes } from '../../src/chain/eip3009.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 
 const domain = { name: 'Global Dollar', version: '1', chainId: 4663, verifyingContract: USDG_ADDRESS } as const;
-const authFields = [
-  { name: 'from', type: 'address' },
-  { name: 'to', type: 'address' },
-  { name: 'value', type: 'uint256' },
-  { name: 'validAfter', type: 'uint256' },
-  { name: 'validBefore', type: 'uint256' },
-  { name: 'nonce', type: 'bytes32' },
-] as const;
+// receiveWithAuthorization signs the same fields under another type name.
+const authFields = transferWithAuthorizationTypes.TransferWithAuthorization;
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const usdg = (amount: string): bigint => parseUnits(amount, 6);
 

@@ -18,8 +18,9 @@ import { devchainChain, startEphemeralDevchain, USDG_ADDRESS, type Devchain } fr
 import { ChainIndexer, type ChainIndexerOptions } from '../../src/chain/indexer/indexer.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import { systemClock } from '../../src/platform/clock.js';
-import { transferWithAuthorizationTypes } from '../helpers/eip3009.js';
+import { transferWithAuthorizationTypes } from '../../src/chain/eip3009.js';
 import type { Db } from '../../src/platform/db.js';
+import { PaymentIndexStore } from '../../src/modules/txapi/index-store.js';
 
 export const CHAIN_ID = 4663;
 export const silentLog = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -121,7 +122,7 @@ export class TestChain {
 
   indexer(db: Db, overrides: Partial<ChainIndexerOptions> = {}): ChainIndexer {
     return new ChainIndexer({
-      db,
+      sink: new PaymentIndexStore(db),
       client: this.pub,
       chainId: CHAIN_ID,
       tokens: [USDG_ADDRESS],

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { USDG_ADDRESS } from '../../src/chain/devchain.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import { paymentIdOf } from '../../src/chain/indexer/payment-id.js';
-import { IndexedPayments } from '../../src/chain/indexer/payments.js';
+import { IndexedPayments } from '../../src/modules/txapi/payments.js';
 import { indexedPayments, indexerCheckpoints } from '../../src/modules/txapi/tables.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { CHAIN_ID, catchUp, TestChain } from './chain-helpers.js';

@@ -1,10 +1,9 @@
 import { getAddress, type Address, type Client, type Hash } from 'viem';
 import type { Clock } from '../../platform/clock.js';
-import type { Db } from '../../platform/db.js';
 import { ChainReader, type Header } from './chain-reader.js';
 import { pairPaymentLogs } from './pair-logs.js';
 import { paymentIdOf } from './payment-id.js';
-import { IndexerStore, type BlockRef, type Checkpoint, type NewPayment } from './store.js';
+import type { BlockRef, Checkpoint, IndexedPaymentFact, IndexerSink } from './sink.js';
 
 export interface IndexerLogger {
   info(obj: object, msg?: string): void;
@@ -13,12 +12,17 @@ export interface IndexerLogger {
 }
 
 export interface ChainIndexerOptions {
-  db: Db;
+  /** Where the index lives (the txapi module's store): checkpoint, block hashes, payments. */
+  sink: IndexerSink;
   /** Any viem client on the chain (a PublicClient works). */
   client: Client;
   chainId: number;
   tokens: readonly Address[];
-  /** Our facilitator relayers: only transactions they sent are payments we index. */
+  /**
+   * Every facilitator signer of the deployment: only transactions they sent are payments we index.
+   * Called once per tick, after the head is read (see tick), so a signer registered while a tick runs
+   * cannot have sent anything into the blocks that tick covers.
+   */
   signers: () => readonly Address[] | Promise<readonly Address[]>;
   /** Finality depth: a block is final once `head - number >= confirmations`. */
   confirmations: number;
@@ -51,19 +55,20 @@ class ChainMoved extends Error {}
  * Follows the `Transfer` + `AuthorizationUsed` pairs of transactions our facilitator signers sent,
  * from a durable checkpoint. Blocks inside the reorg window are read header-first and their logs by
  * block hash, and each tick checks that the checkpoint is still an ancestor of the head; when it is
- * not, it rolls back to the fork point (see IndexerStore.rollback) and re-indexes from there.
+ * not, it rolls back to the fork point (see IndexerSink.rollback) and re-indexes from there.
  */
 export class ChainIndexer {
   readonly chainId: number;
-  private readonly store: IndexerStore;
+  private readonly store: IndexerSink;
   private readonly tokenSet: ReadonlySet<string>;
   private readonly maxBlocks: number;
   private readonly window: number;
   private warnedNoSigners = false;
+  private signerSet = '';
 
   constructor(private readonly options: ChainIndexerOptions) {
     this.chainId = options.chainId;
-    this.store = new IndexerStore(options.db);
+    this.store = options.sink;
     this.tokenSet = new Set(options.tokens.map((t) => t.toLowerCase()));
     this.maxBlocks = options.maxBlocksPerTick ?? 2000;
     this.window = Math.max(options.reorgWindow ?? options.confirmations + 64, options.confirmations + 1);
@@ -89,12 +94,21 @@ export class ChainIndexer {
     }
     const from = cursor.blockNumber + 1;
     if (from > head) return result(cursor.blockNumber, false);
+    // Signers are read after the head on purpose: a signer registers before it sends anything, so one
+    // missing from this list can only have transactions in blocks above `head`, which this tick leaves
+    // for the next one (that reads the registry again).
     const signers = await this.options.signers();
     if (signers.length === 0) {
-      // Nothing can be attributed to us yet: hold the checkpoint so blocks are read once a relayer is configured.
-      if (!this.warnedNoSigners) this.options.log.warn({ chainId: this.chainId }, 'no facilitator signers configured; indexer waits');
+      // Nothing can be attributed to us yet: hold the checkpoint so blocks are read once a signer is registered.
+      if (!this.warnedNoSigners) this.options.log.warn({ chainId: this.chainId }, 'no facilitator signers registered; indexer waits');
       this.warnedNoSigners = true;
       return result(cursor.blockNumber, false);
+    }
+    const signerSet = signers.map((s) => s.toLowerCase()).sort().join(',');
+    if (signerSet !== this.signerSet) {
+      // A node started with a new key (or FACILITATOR_SIGNERS grew): say from which block it is followed.
+      this.options.log.info({ chainId: this.chainId, signers, fromBlock: from }, 'indexing facilitator signers');
+      this.signerSet = signerSet;
     }
     const to = Math.min(head, from + this.maxBlocks - 1);
     try {
@@ -139,7 +153,7 @@ export class ChainIndexer {
       fork = { blockNumber: below, blockHash: below >= 0 ? (await reader.header(below)).hash : null };
       this.options.log.error({ chainId: this.chainId, fork: below }, 'reorg deeper than the reorg window');
     }
-    const { deleted, publishedAbove } = await this.store.rollback(this.chainId, stored, fork, this.options.clock.now());
+    const { deleted, publishedAbove } = await this.store.rollback({ chainId: this.chainId, previous: stored, fork, at: this.options.clock.now() });
     this.options.log.warn({ chainId: this.chainId, from: stored.blockNumber, fork: fork.blockNumber, deleted }, 'chain reorg: rolled back');
     if (publishedAbove > 0) {
       this.options.log.error(
@@ -175,7 +189,7 @@ export class ChainIndexer {
     for (const h of recent) headers.set(h.number, h);
 
     const now = this.options.clock.now();
-    const payments: NewPayment[] = [];
+    const payments: IndexedPaymentFact[] = [];
     for (const receipt of ours) {
       const header = headers.get(receipt.blockNumber)!;
       if (header.hash !== receipt.blockHash) throw new ChainMoved(`receipt ${receipt.transactionHash} is not in block ${header.hash}`);
@@ -199,7 +213,7 @@ export class ChainIndexer {
       }
     }
     const last = headers.get(to)!;
-    return this.store.commitRange({
+    return this.store.apply({
       chainId: this.chainId,
       previous: stored,
       next: { blockNumber: to, blockHash: last.hash },

@@ -1,5 +1,6 @@
-import { IndexedPayments } from '../../chain/indexer/payments.js';
+import { FacilitatorSignerRegistry } from '../../x402/signers.js';
 import type { ModuleFactory } from '../module.js';
+import { IndexedPayments } from './payments.js';
 import { createTxapiModule } from './routes.js';
 
 declare module '../../context.js' {
@@ -9,13 +10,18 @@ declare module '../../context.js' {
   }
 }
 
-/** The txapi module as the service registers it: indexes ctx.chain's asset for our facilitator's relayers. */
+/**
+ * The txapi module as the service registers it: indexes ctx.chain's asset for every facilitator signer
+ * registered by any node of the deployment (re-read each tick, so a node started later is followed
+ * too). A worker needs no relayer key of its own.
+ */
 export const txapiModule: ModuleFactory = (ctx) => {
   ctx.services.indexedPayments = new IndexedPayments(ctx.db);
+  const registry = new FacilitatorSignerRegistry(ctx.db, ctx.clock);
   return createTxapiModule(({ chain }) => ({
     client: chain.publicClient,
     chainId: chain.chainId,
     tokens: [chain.asset.address],
-    signers: () => chain.facilitatorSigners(),
+    signers: () => registry.list(chain.network),
   }))(ctx);
 };

@@ -2,7 +2,7 @@ import { getAddress, type Address } from 'viem';
 import type { z } from 'zod';
 import { badRequest } from '../../platform/http/errors.js';
 import { caip2 } from '../../chain/registry.js';
-import { listQuerySchema } from './schemas.js';
+import { attestationQuerySchema, listQuerySchema } from './schemas.js';
 
 export type ChainFilter = number | 'all';
 
@@ -45,6 +45,13 @@ export function parseListQuery(raw: unknown, chains: { primary: number; indexed:
     return { mode: 'cursor', chain: chain as number, recipient: recipient!, afterSequence: q.afterSequence, pageSize: q.pageSize };
   }
   return { mode: 'page', chain, recipient, page: q.page, pageSize: q.pageSize };
+}
+
+/** The attestation query's `chain` (validated like the list's: a repeated parameter is an array, refused). */
+export function parseAttestationChain(raw: unknown): string | undefined {
+  const parsed = attestationQuerySchema.safeParse(raw ?? {});
+  if (!parsed.success) throw invalid(parsed.error.issues.map(toIssue));
+  return parsed.data.chain;
 }
 
 /** `chain` of any endpoint here: CAIP-2 or bare id of an indexed chain, or 'all' where allowed. */

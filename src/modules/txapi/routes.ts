@@ -7,6 +7,7 @@ import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { AttestationSigner } from './attestation.js';
 import { loadAttestationKey } from './keys.js';
+import { PaymentIndexStore } from './index-store.js';
 import { Publisher } from './publisher.js';
 import {
   attestationInfoSchema,
@@ -38,7 +39,7 @@ export function createTxapiModule(resolveChain: (ctx: AppContext) => TxapiChain 
     const module: Module = { name: 'txapi', routes: { api: (app) => routes(app, service) } };
     if (chain) {
       const indexer = new ChainIndexer({
-        db: ctx.db,
+        sink: new PaymentIndexStore(ctx.db),
         client: chain.client,
         chainId: chain.chainId,
         tokens: chain.tokens,
@@ -91,6 +92,6 @@ function routes(app: ZodApp, service: TransactionService) {
         response: { 200: attestationInfoSchema, 400: directErrorSchema },
       },
     },
-    async (request) => service.attestationInfo((request.query as { chain?: string }).chain),
+    async (request) => service.attestationInfo(request.query),
   );
 }

@@ -7,7 +7,7 @@ import {
   attestationDomain,
   attestationTypes,
 } from './attestation.js';
-import { invalid, parseListQuery, resolveChain } from './query.js';
+import { invalid, parseAttestationChain, parseListQuery, resolveChain } from './query.js';
 import type { TransactionRecord } from './schemas.js';
 import { TransactionStore, type PublishedRow } from './store.js';
 
@@ -58,9 +58,9 @@ export class TransactionService {
   }
 
   /** What a consumer needs to verify signatures on one chain, without reading prose. */
-  attestationInfo(chain: string | undefined) {
+  attestationInfo(rawQuery: unknown) {
     const issues: Parameters<typeof resolveChain>[2] = [];
-    const resolved = resolveChain(chain, this.chains, issues);
+    const resolved = resolveChain(parseAttestationChain(rawQuery), this.chains, issues);
     if (resolved === 'all') issues.push({ in: 'querystring', path: '/chain', message: "chain must name one network, not 'all'" });
     if (issues.length) throw invalid(issues);
     return {

@@ -1,7 +1,7 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { getAddress, type Address, type Hex } from 'viem';
 import type { Db } from '../../platform/db.js';
-import { indexedPayments } from '../../modules/txapi/tables.js';
+import { indexedPayments } from './tables.js';
 
 /** A payment as other modules see it (intent reconciliation, the transaction API). */
 export interface IndexedPayment {

@@ -1,30 +1,20 @@
 import { and, desc, eq, gt, isNotNull, isNull, lt, sql } from 'drizzle-orm';
+import {
+  CheckpointMoved,
+  type BlockRef,
+  type Checkpoint,
+  type IndexBatch,
+  type IndexerSink,
+  type IndexRollback,
+} from '../../chain/indexer/sink.js';
 import type { Db, Executor } from '../../platform/db.js';
-import { indexedPayments, indexerBlocks, indexerCheckpoints } from '../../modules/txapi/tables.js';
+import { indexedPayments, indexerBlocks, indexerCheckpoints } from './tables.js';
 
-export interface Checkpoint {
-  blockNumber: number;
-  /** Null only for the virtual block before the start block, which nothing can reorg. */
-  blockHash: string | null;
-}
-
-export interface BlockRef {
-  blockNumber: number;
-  blockHash: string;
-  parentHash: string;
-}
-
-export type NewPayment = Omit<typeof indexedPayments.$inferInsert, 'id' | 'recipientSequence' | 'signature' | 'signer' | 'publishedAt'>;
-
-/** Another indexer moved the checkpoint under us (a lost leader lease): nothing was written. */
-export class CheckpointMoved extends Error {
-  constructor(chainId: number) {
-    super(`indexer checkpoint of chain ${chainId} moved concurrently`);
-  }
-}
-
-/** The indexer's writes. Every method that moves the checkpoint does so atomically with its rows. */
-export class IndexerStore {
+/**
+ * The chain indexer's sink over this module's tables: every method that moves the checkpoint does so
+ * atomically with its rows (see IndexerSink). The indexer itself never touches these tables.
+ */
+export class PaymentIndexStore implements IndexerSink {
   constructor(private readonly db: Db) {}
 
   async checkpoint(chainId: number): Promise<Checkpoint | null> {
@@ -32,7 +22,6 @@ export class IndexerStore {
     return row ? { blockNumber: row.blockNumber, blockHash: row.blockHash } : null;
   }
 
-  /** Stored block hashes, newest first. */
   recentBlocks(chainId: number): Promise<BlockRef[]> {
     return this.db
       .select({ blockNumber: indexerBlocks.blockNumber, blockHash: indexerBlocks.blockHash, parentHash: indexerBlocks.parentHash })
@@ -41,45 +30,31 @@ export class IndexerStore {
       .orderBy(desc(indexerBlocks.blockNumber));
   }
 
-  /** Stores a range's payments and block hashes and moves the checkpoint from `previous` to `next`. */
-  async commitRange(input: {
-    chainId: number;
-    previous: Checkpoint | null;
-    next: Checkpoint;
-    payments: NewPayment[];
-    blocks: BlockRef[];
-    keepBlocksFrom: number;
-    at: Date;
-  }): Promise<number> {
-    const { chainId } = input;
+  async apply(batch: IndexBatch): Promise<number> {
+    const { chainId } = batch;
     return this.db.transaction(async (tx) => {
-      await moveCheckpoint(tx, chainId, input.previous, input.next, input.at);
+      await moveCheckpoint(tx, chainId, batch.previous, batch.next, batch.at);
       let inserted = 0;
-      if (input.payments.length) {
+      if (batch.payments.length) {
         // The unique keys make re-indexing a range (after a crash or rollback) a no-op for known rows.
-        const rows = await tx.insert(indexedPayments).values(input.payments).onConflictDoNothing().returning({ id: indexedPayments.id });
+        const rows = await tx.insert(indexedPayments).values(batch.payments).onConflictDoNothing().returning({ id: indexedPayments.id });
         inserted = rows.length;
       }
-      if (input.blocks.length) {
+      if (batch.blocks.length) {
         await tx
           .insert(indexerBlocks)
-          .values(input.blocks.map((b) => ({ chainId, ...b })))
+          .values(batch.blocks.map((b) => ({ chainId, ...b })))
           .onConflictDoUpdate({
             target: [indexerBlocks.chainId, indexerBlocks.blockNumber],
             set: { blockHash: sql`excluded.block_hash`, parentHash: sql`excluded.parent_hash` },
           });
       }
-      await tx.delete(indexerBlocks).where(and(eq(indexerBlocks.chainId, chainId), lt(indexerBlocks.blockNumber, input.keepBlocksFrom)));
+      await tx.delete(indexerBlocks).where(and(eq(indexerBlocks.chainId, chainId), lt(indexerBlocks.blockNumber, batch.keepBlocksFrom)));
       return inserted;
     });
   }
 
-  /**
-   * Rolls the chain back to `fork`: drops unpublished rows and block hashes above it. Published rows
-   * keep their sequence numbers (a reorg deeper than the finality depth); the count is returned so
-   * the caller can raise the alarm.
-   */
-  async rollback(chainId: number, previous: Checkpoint, fork: Checkpoint, at: Date): Promise<{ deleted: number; publishedAbove: number }> {
+  async rollback({ chainId, previous, fork, at }: IndexRollback): Promise<{ deleted: number; publishedAbove: number }> {
     return this.db.transaction(async (tx) => {
       await moveCheckpoint(tx, chainId, previous, fork, at);
       const above = and(eq(indexedPayments.chainId, chainId), gt(indexedPayments.blockNumber, fork.blockNumber));
