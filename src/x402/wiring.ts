@@ -32,12 +32,19 @@ export const SERVICE_NAME = 'Tollgate';
 
 export function createX402(deps: X402WiringDeps): X402Parts {
   const { config, chain } = deps;
-  const facilitator = chain.relayer
-    ? new Facilitator(
-        { db: deps.db, clock: deps.clock, log: deps.log.child({ component: 'facilitator' }), chain, relayer: chain.relayer },
-        deps.facilitatorOptions,
-      )
-    : null;
+  const facilitator =
+    chain.relayers.length > 0
+      ? new Facilitator(
+          { db: deps.db, clock: deps.clock, log: deps.log.child({ component: 'facilitator' }), chain, relayer: chain.relayers },
+          {
+            reconcileAfterMs: config.facilitatorReconcileAfterMs,
+            replaceAfterMs: config.facilitatorReplacement.replaceAfterMs,
+            maxReplacements: config.facilitatorReplacement.maxReplacements,
+            lowGasWei: config.facilitatorLowGasWei,
+            ...deps.facilitatorOptions,
+          },
+        )
+      : null;
   let client: FacilitatorClient | null = null;
   const facilitatorClient = (): FacilitatorClient => {
     if (client) return client;

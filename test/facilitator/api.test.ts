@@ -1,11 +1,10 @@
 // The facilitator origin's x402 v2 API: /supported, /verify, /settle, what it refuses, and the USDG
 // quirk (a used nonce "succeeds" on chain while moving nothing).
-import { createWalletClient, http, parseSignature, type Hex } from 'viem';
+import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eip3009Abi } from '../../src/chain/eip3009.js';
 import { judgeReceipt } from '../../src/x402/facilitator/receipt.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { balanceOf, fundedPayer, nonceOf, randomAddress, relayerTxCount, signAuthorization, transfersForNonce } from '../x402/support.js';
+import { balanceOf, executeElsewhere, fundedPayer, nonceOf, randomAddress, relayerTxCount, signAuthorization, transfersForNonce } from '../x402/support.js';
 import { post, requirementsFor, settle, verify } from './support.js';
 
 let app: TestApp;
@@ -20,7 +19,7 @@ describe('GET /supported', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       kinds: [{ x402Version: 2, scheme: 'exact', network: 'eip155:4663' }],
-      extensions: [],
+      extensions: ['payment-identifier'],
       signers: { 'eip155:*': app.ctx.chain.facilitatorSigners() },
     });
     expect(app.ctx.chain.facilitatorSigners()).toEqual([app.ctx.chain.relayer!.address]);
@@ -47,14 +46,17 @@ describe('POST /verify and /settle', () => {
     expect((await verify(app, payload, requirements)).body).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used' });
   });
 
-  it('a retried settle returns the first result and broadcasts nothing', async () => {
+  it('says success once: a settle again is refused with the transaction, and broadcasts nothing', async () => {
     const payer = await fundedPayer(app, '1');
     const requirements = requirementsFor(app);
     const payload = await signAuthorization(payer, requirements);
     const first = (await settle(app, payload, requirements)).body;
+    expect(first).toMatchObject({ success: true });
     const txCount = await relayerTxCount(app, app.ctx.chain.relayer!.address);
-    const again = (await settle(app, payload, requirements)).body;
-    expect(again).toEqual({ ...first, extra: { idempotentReplay: true } });
+    const again = await settle(app, payload, requirements);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_nonce_already_used', transaction: first.transaction });
+    expect(again.body).not.toHaveProperty('extra');
     expect(await relayerTxCount(app, app.ctx.chain.relayer!.address)).toBe(txCount);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
   });
@@ -111,41 +113,14 @@ describe('POST /verify and /settle', () => {
 });
 
 describe('USDG quirk', () => {
-  it('settling an authorization already used on chain fails with nonce_already_used and sends nothing', async () => {
-    const payer = await fundedPayer(app, '1');
-    const requirements = requirementsFor(app);
-    const payload = await signAuthorization(payer, requirements);
-    await submitDirectly(payload); // the payer (or anyone) used it before our facilitator saw it
-    const txCount = await relayerTxCount(app, app.ctx.chain.relayer!.address);
-    expect((await settle(app, payload, requirements)).body).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_nonce_already_used', transaction: '' });
-    expect(await relayerTxCount(app, app.ctx.chain.relayer!.address)).toBe(txCount);
-  });
-
   it('a mined reuse of a nonce (status success, AuthorizationAlreadyUsed, no Transfer) is judged a failure', async () => {
     const payer = await fundedPayer(app, '1');
     const requirements = requirementsFor(app);
     const payload = await signAuthorization(payer, requirements);
-    await submitDirectly(payload);
-    const receipt = await submitDirectly(payload);
+    await executeElsewhere(app, payload);
+    const receipt = await executeElsewhere(app, payload);
     expect(receipt.status).toBe('success');
     const expected = { asset: requirements.asset, payer: payer.address, payTo: requirements.payTo, amount: requirements.amount, nonce: nonceOf(payload) };
     expect(judgeReceipt(receipt, expected)).toMatchObject({ ok: false, reason: 'invalid_exact_evm_nonce_already_used' });
   });
 });
-
-/** Sends transferWithAuthorization from a funded outsider (explicit gas: no estimation). */
-async function submitDirectly(payload: Awaited<ReturnType<typeof signAuthorization>>) {
-  const outsider = await fundedPayer(app, '0');
-  const { authorization: a, signature } = payload.payload as { authorization: Record<string, string>; signature: Hex };
-  const { v, r, s } = parseSignature(signature);
-  const wallet = createWalletClient({ account: outsider, chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
-  const hash = await wallet.writeContract({
-    address: app.ctx.chain.asset.address,
-    abi: eip3009Abi,
-    functionName: 'transferWithAuthorization',
-    args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(v), r, s],
-    gas: 200_000n,
-  });
-  return app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
-}
-

@@ -62,12 +62,14 @@ describe('crash between broadcast and the ledger write', () => {
     const { payer, payload, requirements, broadcast } = await crashAfterBroadcast(relayer);
     const sent = await relayerTxCount(app, relayer.address);
 
-    const restarted = await facilitatorWith(relayer, { reconcileAfterMs: 0 });
+    // ownerLeaseMs 0: the crashed node's claim is past its lease, so its unanswered success is the retry's.
+    const restarted = await facilitatorWith(relayer, { reconcileAfterMs: 0, ownerLeaseMs: 0 });
     expect(await restarted.reconcileOpen()).toEqual({ checked: 1, resolved: 1 });
     expect(await restarted.ledger.find(keyOf(app, payer, payload))).toMatchObject({ status: 'settled', txHash: broadcast });
 
     const retried = await restarted.settle(payload, requirements);
-    expect(retried).toMatchObject({ success: true, transaction: broadcast, payer: payer.address, extra: { idempotentReplay: true } });
+    expect(retried).toMatchObject({ success: true, transaction: broadcast, payer: payer.address });
+    expect(await restarted.settle(payload, requirements)).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_nonce_already_used', transaction: broadcast });
     expect(await relayerTxCount(app, relayer.address)).toBe(sent);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
   });
@@ -77,7 +79,9 @@ describe('crash between broadcast and the ledger write', () => {
     const { payer, payload, requirements, broadcast } = await crashAfterBroadcast(relayer);
     const sent = await relayerTxCount(app, relayer.address);
 
-    const restarted = await facilitatorWith(relayer);
+    // Within the crashed claim's lease nobody else may say success (its node may still answer).
+    expect(await (await facilitatorWith(relayer)).settle(payload, requirements)).toMatchObject({ success: false, transaction: broadcast });
+    const restarted = await facilitatorWith(relayer, { ownerLeaseMs: 0 });
     expect(await restarted.settle(payload, requirements)).toMatchObject({ success: true, transaction: broadcast });
     expect(await relayerTxCount(app, relayer.address)).toBe(sent);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);

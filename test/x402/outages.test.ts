@@ -15,8 +15,14 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
   let server: http.Server;
   let url: string;
   let behaviour: (path: string, res: http.ServerResponse) => void;
+  let bodies: string[] = [];
   beforeAll(async () => {
-    server = http.createServer((req, res) => behaviour(req.url ?? '', res));
+    server = http.createServer(async (req, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      bodies.push(body);
+      behaviour(req.url ?? '', res);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -80,6 +86,20 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
     expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
   });
 
+  it('an answer the JSON guard refuses (U+0000, nesting past 32) reads as no answer: settle unknown, verify unavailable', async () => {
+    const s = service(() => url);
+    const p = await payload();
+    const hostile = [
+      '{"success":false,"errorReason":"invalid\\u0000reason","transaction":"","network":"eip155:4663"}',
+      `${'{"a":'.repeat(40)}1${'}'.repeat(40)}`,
+    ];
+    for (const body of hostile) {
+      behaviour = (_, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'unknown' });
+      expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'unavailable' });
+    }
+  });
+
   it('a refusal answering the retry after an unknown first attempt is unknown, not failed', async () => {
     const s = service(() => url);
     const p = await payload();
@@ -110,12 +130,26 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
     expect(calls).toBe(2);
   });
 
-  it('a definitive answer passes through, replay mark removed', async () => {
+  it('a settle carries our own payment-identifier, the same on our retry, never the client\'s', async () => {
+    const s = service(() => url);
+    const p = { ...(await payload()), extensions: { 'payment-identifier': { info: { required: false, id: 'pay_chosen_by_client_01' } } } };
+    behaviour = json(200, { success: false, errorReason: 'settlement_pending', transaction: `0x${'ab'.repeat(32)}`, network: 'eip155:4663' });
+    bodies = [];
+    await s.settle(p, p.accepted);
+    const ids = bodies.map((b) => JSON.parse(b).paymentPayload.extensions['payment-identifier'].info.id);
+    expect(ids).toHaveLength(2);
+    expect(ids[0]).toMatch(/^tg_[0-9a-f]{32}$/);
+    expect(ids[1]).toBe(ids[0]);
+    await s.settle(p, p.accepted);
+    expect(JSON.parse(bodies[2]!).paymentPayload.extensions['payment-identifier'].info.id).not.toBe(ids[0]);
+  });
+
+  it('a definitive answer passes through as the facilitator sent it', async () => {
     const s = service(() => url);
     const p = await payload();
-    behaviour = json(200, { success: true, transaction: `0x${'cd'.repeat(32)}`, network: 'eip155:4663', payer: '0x1', extra: { idempotentReplay: true } });
-    expect(await s.settle(p, p.accepted)).toMatchObject({ kind: 'settled', replayed: true, response: { success: true } });
-    expect(((await s.settle(p, p.accepted)) as { response: object }).response).not.toHaveProperty('extra');
+    const answer = { success: true, transaction: `0x${'cd'.repeat(32)}`, network: 'eip155:4663', payer: '0x1' };
+    behaviour = json(200, answer);
+    expect(await s.settle(p, p.accepted)).toEqual({ kind: 'settled', transaction: answer.transaction, payer: '0x1', response: answer });
     behaviour = json(200, { isValid: false, invalidReason: 'invalid_exact_evm_signature' });
     expect(await s.verify(p, p.accepted)).toMatchObject({ kind: 'invalid', reason: 'invalid_exact_evm_signature' });
   });

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { authorizationTypes } from '@x402/evm';
-import { getAddress, toHex, type Address, type Hex } from 'viem';
+import { createWalletClient, getAddress, http, parseSignature, toHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { adminCommands } from '../../src/admin/commands.js';
 import { eip3009Abi } from '../../src/chain/eip3009.js';
@@ -95,3 +95,19 @@ export const balanceOf = (app: TestApp, address: Address) => app.ctx.chain.devch
 
 /** The relayer's transaction count: unchanged means nothing was broadcast. */
 export const relayerTxCount = (app: TestApp, address: Address) => app.ctx.chain.publicClient.getTransactionCount({ address });
+
+/** Someone else executes the authorization: an outsider sends transferWithAuthorization itself (explicit gas: no estimation). */
+export async function executeElsewhere(app: TestApp, payload: PaymentPayload) {
+  const outsider = await fundedPayer(app, '0');
+  const { authorization: a, signature } = payload.payload as { authorization: Record<string, string>; signature: Hex };
+  const { v, r, s } = parseSignature(signature);
+  const wallet = createWalletClient({ account: outsider, chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
+  const hash = await wallet.writeContract({
+    address: app.ctx.chain.asset.address,
+    abi: eip3009Abi,
+    functionName: 'transferWithAuthorization',
+    args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(v), r, s],
+    gas: 200_000n,
+  });
+  return app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
+}

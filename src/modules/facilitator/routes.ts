@@ -5,8 +5,10 @@ import { ApiError, tooManyRequests } from '../../platform/http/errors.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
+import { Reason } from '../../x402/facilitator/reasons.js';
 import { facilitatorRequestSchema, parseFacilitatorRequest } from '../../x402/payload.js';
 import type { Module, ZodApp } from '../module.js';
+import { PublicFacilitatorPolicy } from './policy.js';
 import { settleResponseSchema, supportedResponseSchema, verifyResponseSchema } from './schemas.js';
 
 /**
@@ -17,7 +19,7 @@ export function facilitatorModule(ctx: AppContext): Module {
   const facilitator = ctx.facilitator;
   if (!facilitator) {
     if (ctx.roles.includes('facilitator')) {
-      throw new Error('the facilitator role needs a relayer key: set FACILITATOR_PRIVATE_KEY (CHAIN_RPC_URL is set, so no dev key is generated)');
+      throw new Error('the facilitator role needs a relayer key: set FACILITATOR_PRIVATE_KEYS (a pool) or FACILITATOR_PRIVATE_KEY (CHAIN_RPC_URL is set, so no dev key is generated)');
     }
     return { name: 'facilitator' };
   }
@@ -44,6 +46,8 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
   // verify spends nothing and a database write would cost more than the verify, so each node counts
   // verifies in memory. Our own paid endpoints call the engine in-process, not through these routes.
   const verifyCounter = new MemoryRateLimiter(ctx.clock);
+  // Beyond per client: which payTo we serve, and settles per payer and per payTo (policy.ts).
+  const policy = new PublicFacilitatorPolicy(ctx, facilitator);
   const limited = (path: 'settle' | 'verify') => async (request: FastifyRequest) => {
     const { settlePerClient, verifyPerClient, windowSeconds } = ctx.config.facilitatorLimits;
     const key = `facilitator-${path}:client:${request.ip}`;
@@ -74,6 +78,8 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
     async (request, reply) => {
       const parsed = parseFacilitatorRequest(request.body.paymentPayload, request.body.paymentRequirements);
       if (!parsed.ok) return reply.code(400).send({ isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message });
+      const refused = await policy.payTo(parsed.requirements);
+      if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message };
       try {
         return await facilitator.verify(parsed.payload, parsed.requirements);
       } catch (error) {
@@ -90,10 +96,13 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
         tags: ['facilitator'],
         summary: 'Settle a payment on chain (idempotent per authorization)',
         description:
-          'Settles an EIP-3009 authorization at most once. Retrying the same payment returns the first result; ' +
-          '`errorReason: settlement_pending` means the transaction may be in flight: retry the same settle later.',
+          'Settles an EIP-3009 authorization at most once and answers `success: true` for it at most once, ever; every ' +
+          'other settle of it gets `invalid_exact_evm_nonce_already_used` with the transaction. A retry after a lost answer ' +
+          'gets the first answer back when it carries the same x402 `payment-identifier` id and payload (another payload ' +
+          'under that id: 409 `payment_identifier_conflict`). `errorReason: settlement_pending` means the transaction may ' +
+          'be in flight: retry the same settle later.',
         body: facilitatorRequestSchema,
-        response: { 200: settleResponseSchema, 400: settleResponseSchema, 429: directErrorSchema, 503: directErrorSchema },
+        response: { 200: settleResponseSchema, 400: settleResponseSchema, 409: settleResponseSchema, 429: directErrorSchema, 503: directErrorSchema },
       },
     },
     async (request, reply) => {
@@ -108,8 +117,15 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
           network: typeof network === 'string' ? network : '',
         });
       }
+      const refused = await policy.payTo(parsed.requirements);
+      if (refused) {
+        return { success: false, errorReason: refused.reason, errorMessage: refused.message, transaction: '', network: parsed.requirements.network };
+      }
       try {
-        return await facilitator.settle(parsed.payload, parsed.requirements);
+        await policy.chargeSettle(parsed.payload, parsed.requirements);
+        const result = await facilitator.settle(parsed.payload, parsed.requirements);
+        // x402 payment-identifier: the same id with another payload is a 409 Conflict.
+        return reply.code(result.errorReason === Reason.paymentIdentifierConflict ? 409 : 200).send(result);
       } catch (error) {
         throw unavailable(error);
       }

@@ -2,36 +2,45 @@
 // settlement ledger. A payment is settled at most once, whatever retries, concurrent calls or crashes
 // happen: the first settle claims the (network, asset, payer, nonce) row, every other call resolves
 // that row (in-process by joining the running promise, across nodes from the ledger and the chain).
-import { x402Facilitator } from '@x402/core/facilitator';
+// And `success: true` is said once per authorization, ever: resource servers (the official
+// middleware among them) serve on that word alone, so every other settle of the same authorization
+// is told `nonce_already_used` with the transaction, a retry carrying the first settle's
+// payment-identifier included (the id is not signed: anyone can copy it onto copies of a payment).
+import { x402Facilitator, type PendingSettlementStore } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
 import type { FacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator';
 import { createPublicClient, getAddress, http, type Address, type Chain, type Hash, type PublicClient } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
-import { eip3009Abi } from '../../chain/eip3009.js';
+import { eip3009Abi, transferWithAuthorizationTypes } from '../../chain/eip3009.js';
+import { createBlockClock, type BlockClock } from '../../chain/block-clock.js';
 import { ChainUnavailableError, isTransportError } from '../../chain/errors.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import type { SettlementRow } from '../tables.js';
 import { newCallContext, runInCall, type SettleAttempt } from './call-context.js';
 import { chainVerdict } from './chain-verdict.js';
-import { keyOf, keyString, SettlementLedger, type SettlementKey } from './ledger.js';
+import { keyOf, keyString, SettlementLedger, type Answerer, type SettlementKey } from './ledger.js';
+import { PAYMENT_IDENTIFIER, paymentIdOf } from './payment-id.js';
 import { PgPendingSettlementStore } from './pending-store.js';
 import type { Eip3009Payload } from '../payload.js';
+import { timeBounds, type Refusal } from './bounds.js';
 import { payloadHashOf, precheck } from './precheck.js';
 import { QuickChecker, type QuickCheck } from './quick-check.js';
 import { judgeReceipt } from './receipt.js';
 import { Reason } from './reasons.js';
-import { RelayerSender } from './sender.js';
+import { RelayerPool, type RelayerStatus } from './relayer-pool.js';
 import { createFacilitatorSigner, type SignerHooks } from './signer.js';
 
 export interface FacilitatorDeps {
   db: Db;
   clock: Clock;
   log: Logger;
-  chain: { network: string; chainId: number; rpcUrl: string; viemChain: Chain; publicClient: PublicClient };
-  relayer: PrivateKeyAccount;
+  chain: { network: string; chainId: number; rpcUrl: string; viemChain: Chain; publicClient: PublicClient; blockTime?: BlockClock };
+  /** The relayer key, or a pool of keys (one nonce lane each; settles spread over them). */
+  relayer: PrivateKeyAccount | readonly PrivateKeyAccount[];
 }
 
 export interface FacilitatorOptions {
@@ -41,14 +50,33 @@ export interface FacilitatorOptions {
   joinWaitMs?: number;
   /** Open rows younger than this belong to a live settle; the reconciler leaves them alone. */
   reconcileAfterMs?: number;
+  /**
+   * How long a claiming settle may still be answering: until then only it may say `success: true`;
+   * after it (its node died mid-settle), the next settle of the same payload may, once.
+   */
+  ownerLeaseMs?: number;
+  /** A settlement transaction not mined this long after its last send is replaced with higher fees (default 20 s). */
+  replaceAfterMs?: number;
+  /** Replacements per stuck transaction at most (default 5). */
+  maxReplacements?: number;
+  /** relayerStatus() flags a key whose balance is below this (default 0.01 ETH). */
+  lowGasWei?: bigint;
   hooks?: SignerHooks;
 }
 
 // transferWithAuthorization costs ~60-85k gas (more when the payee's balance slot is new); only used gas is paid.
 const SIMULATED_TRANSFER_GAS = 150_000n;
 
-/** Tollgate marks a SettleResponse that repeats an earlier settle of the same payment. */
-export const REPLAY_MARK = 'idempotentReplay';
+// A front-run is found by its AuthorizationUsed log this far back (Robinhood Chain: ~40 min of blocks).
+const FRONT_RUN_LOOKBACK_BLOCKS = 10_000n;
+
+/** One settle call: the authorization, which payload it is, and the payment-identifier it carries. */
+interface SettleCall {
+  key: SettlementKey;
+  payloadHash: string;
+  paymentId: string | null;
+  eip3009: Eip3009Payload;
+}
 
 export class Facilitator {
   readonly ledger: SettlementLedger;
@@ -61,8 +89,12 @@ export class Facilitator {
   readonly #inflight = new Map<string, Promise<SettleResponse>>();
   readonly #joinWaitMs: number;
   readonly #reconcileAfterMs: number;
+  readonly #ownerLeaseMs: number;
+  readonly #chainId: number;
   readonly #assetsWithCode = new Set<string>();
   readonly #quickChecker: QuickChecker;
+  readonly #blockTime: BlockClock;
+  readonly #relayers: RelayerPool;
 
   constructor(deps: FacilitatorDeps, options: FacilitatorOptions = {}) {
     // Its own client with JSON-RPC batching: concurrent verifies and settles share HTTP requests.
@@ -76,22 +108,40 @@ export class Facilitator {
     this.#clock = deps.clock;
     this.#joinWaitMs = options.joinWaitMs ?? 20_000;
     this.#reconcileAfterMs = options.reconcileAfterMs ?? 15_000;
+    this.#ownerLeaseMs = options.ownerLeaseMs ?? (options.confirmationTimeoutMs ?? 30_000) + 60_000;
+    this.#chainId = deps.chain.chainId;
     this.ledger = new SettlementLedger(deps.db, deps.clock);
     this.#quickChecker = new QuickChecker(this.#client, (asset) => this.#assetHasCode(asset));
+    this.#blockTime = deps.chain.blockTime ?? createBlockClock(this.#client, null);
     // Sends: unbatched (the serial send queue should not wait for a batch) and never retried by the transport.
     const sendClient = createPublicClient({ chain: deps.chain.viemChain, transport: http(deps.chain.rpcUrl, { retryCount: 0 }) });
-    const sender = new RelayerSender(deps.relayer, sendClient, deps.chain.chainId);
+    this.#relayers = new RelayerPool({
+      accounts: Array.isArray(deps.relayer) ? deps.relayer : [deps.relayer as PrivateKeyAccount],
+      client: sendClient,
+      readClient: this.#client,
+      chainId: deps.chain.chainId,
+      replacement: { replaceAfterMs: options.replaceAfterMs, maxReplacements: options.maxReplacements, pollMs: Math.min(deps.chain.publicClient.pollingInterval, 500) },
+      lowGasWei: options.lowGasWei,
+      log: deps.log,
+    });
     this.signer = createFacilitatorSigner({
       client: this.#client,
-      sender,
+      relayers: this.#relayers,
       confirmationTimeoutMs: options.confirmationTimeoutMs ?? 30_000,
       hooks: options.hooks,
     });
     // register(), not registerExactEvmScheme(): that also adds v1 kinds for two dozen other networks.
     this.#sdk = new x402Facilitator().register(
       this.#network as `${string}:${string}`,
-      new ExactEvmFacilitatorScheme(this.signer, { pendingSettlementStore: new PgPendingSettlementStore(this.ledger) }),
+      new ExactEvmFacilitatorScheme(this.signer, { pendingSettlementStore: followReplacements(new PgPendingSettlementStore(this.ledger), this.#relayers) }),
     );
+    // Advertised in /supported: settle honours the payment-identifier (see #resume).
+    this.#sdk.registerExtension({ key: PAYMENT_IDENTIFIER });
+  }
+
+  /** Per relayer key: gas balance, the node's nonces, the gap between them, and whether gas runs low. */
+  relayerStatus(): Promise<RelayerStatus[]> {
+    return this.#relayers.status(this.#client);
   }
 
   supported(): SupportedResponse {
@@ -102,6 +152,8 @@ export class Facilitator {
   async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return { isValid: false, invalidReason: pre.reason, invalidMessage: pre.message, payer: pre.payer };
+    const outOfBounds = await this.#timeBounds(pre.eip3009, requirements);
+    if (outOfBounds) return { isValid: false, invalidReason: outOfBounds.reason, invalidMessage: outOfBounds.message, payer: pre.key.payer };
     const payer = pre.eip3009.authorization.from;
     const quick = await this.#quick(payload, requirements, pre.eip3009);
     if (quick === 'used' || (quick === 'valid' && this.#inflight.has(keyString(pre.key)))) return alreadyUsed(payer);
@@ -117,13 +169,19 @@ export class Facilitator {
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return failure(requirements.network, pre.reason, pre.message, pre.payer);
+    const paymentId = paymentIdOf(payload);
+    if (!paymentId.ok) return failure(requirements.network, Reason.invalidPayload, paymentId.message, pre.key.payer);
+    // Out of its time window by the chain's clock: refused, unless we hold its row (retries and copies are answered from it).
+    const outOfBounds = await this.#timeBounds(pre.eip3009, requirements);
+    if (outOfBounds && !(await this.ledger.find(pre.key))) return failure(requirements.network, outOfBounds.reason, outOfBounds.message, pre.key.payer);
     const id = keyString(pre.key);
     const running = this.#inflight.get(id);
     if (running) {
       await running.catch(() => undefined);
       return this.settle(payload, requirements);
     }
-    const settling = this.#settleKey(pre.key, payloadHashOf(pre.key, requirements, pre.eip3009), pre.eip3009, payload, requirements);
+    const call: SettleCall = { key: pre.key, payloadHash: payloadHashOf(pre.key, requirements, pre.eip3009), paymentId: paymentId.id, eip3009: pre.eip3009 };
+    const settling = this.#settleKey(call, payload, requirements);
     this.#inflight.set(id, settling);
     try {
       return await settling;
@@ -152,46 +210,108 @@ export class Facilitator {
   async reconcile(row: SettlementRow): Promise<SettlementRow | null> {
     const verdict = await chainVerdict(this.#client, row);
     if (verdict.kind === 'pending') return null;
-    const response =
-      verdict.kind === 'settled'
-        ? { success: true, transaction: verdict.txHash, network: row.network as `${string}:${string}`, payer: row.payer }
-        : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
+    const response = verdict.kind === 'settled' ? success(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
     const final = await this.ledger.finish(keyOf(row), { status: verdict.kind, response });
     this.#log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
     return final;
   }
 
-  async #settleKey(
-    key: SettlementKey,
-    payloadHash: string,
-    eip3009: Eip3009Payload,
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ): Promise<SettleResponse> {
+  async #settleKey(call: SettleCall, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const { key } = call;
+    // A payment-identifier names one payload: its retry resumes that payload's row, another payload is a conflict.
+    if (call.paymentId) {
+      const named = await this.ledger.findByPaymentId(key.payer, call.paymentId);
+      if (named && (keyString(named) !== keyString(key) || named.payloadHash !== call.payloadHash)) return idConflict(requirements.network, key.payer);
+      if (named) return this.#resume(named, call);
+    }
     // Only a payment the payer really signed gets a row: a forged payload must not block the real one.
-    const quick = await this.#quick(payload, requirements, eip3009);
+    const quick = await this.#quick(payload, requirements, call.eip3009);
     if (quick !== 'valid') {
       const existing = await this.ledger.find(key);
-      if (existing) return this.#resume(existing, payloadHash);
-      if (quick === 'used') return failure(requirements.network, Reason.nonceAlreadyUsed, 'the authorization is already used or canceled', key.payer);
+      if (existing) return this.#resume(existing, call);
+      if (quick === 'used') return this.#settleUsed(call, requirements);
       const verdict = await this.#schemeVerify(key, payload, requirements);
       if (!verdict.isValid) {
         return failure(requirements.network, verdict.invalidReason ?? Reason.invalidPayload, verdict.invalidMessage ?? 'invalid payment', verdict.payer ?? key.payer);
       }
     }
-    const fromBlock = Number(await this.#client.getBlockNumber({ cacheTime: 2_000 }).catch(() => 0n));
-    const claim = await this.ledger.claim({
-      ...key,
+    const fromBlock = await this.#client.getBlockNumber({ cacheTime: 2_000 }).catch(() => 0n);
+    const claim = await this.#claim(call, requirements, fromBlock - 5n);
+    if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
+    if (claim.kind === 'exists') return this.#resume(claim.row, call);
+    crashPoint('settle.after-claim');
+    return this.#execute(claim.row, payload, requirements, quick === 'valid' ? SIMULATED_TRANSFER_GAS : undefined);
+  }
+
+  #claim(call: SettleCall, requirements: PaymentRequirements, fromBlock: bigint) {
+    return this.ledger.claim({
+      ...call.key,
       payTo: getAddress(requirements.payTo),
       amount: requirements.amount,
-      validBefore: eip3009.authorization.validBefore,
-      signature: eip3009.signature,
-      payloadHash,
+      validBefore: call.eip3009.authorization.validBefore,
+      signature: call.eip3009.signature,
+      payloadHash: call.payloadHash,
+      paymentId: call.paymentId,
       claimToken: crypto.randomUUID(),
-      fromBlock: Math.max(0, fromBlock - 5),
+      fromBlock: Number(fromBlock > 0n ? fromBlock : 0n),
     });
-    if (!claim.claimed) return this.#resume(claim.row, payloadHash);
-    return this.#execute(claim.row, payload, requirements, quick === 'valid' ? SIMULATED_TRANSFER_GAS : undefined);
+  }
+
+  /**
+   * The token says the authorization is used and we never settled it: someone else's transaction
+   * executed it (a front-run between verify and settle). If that transaction moved exactly this
+   * payment to payTo, the payment is made: we record it and answer its one success. Nothing is sent.
+   */
+  async #settleUsed(call: SettleCall, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const { key, eip3009 } = call;
+    const used = () => failure(requirements.network, Reason.nonceAlreadyUsed, 'the authorization is already used or canceled', key.payer);
+    const auth = eip3009.authorization;
+    if (getAddress(auth.to) !== getAddress(requirements.payTo) || BigInt(auth.value) !== BigInt(requirements.amount)) return used();
+    // Only the payer's own signature over these terms may claim the execution (not a forged copy of its nonce).
+    if (!(await this.#signedByPayer(eip3009, requirements))) return used();
+    const latest = await this.#client.getBlockNumber({ cacheTime: 2_000 });
+    const claim = await this.#claim(call, requirements, latest - FRONT_RUN_LOOKBACK_BLOCKS);
+    if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
+    if (claim.kind === 'exists') return this.#resume(claim.row, call);
+    let verdict: Awaited<ReturnType<typeof chainVerdict>>;
+    try {
+      verdict = await chainVerdict(this.#client, claim.row);
+    } catch (error) {
+      await this.ledger.release(key, claim.row.claimToken);
+      throw isTransportError(error) ? new ChainUnavailableError(error) : error;
+    }
+    if (verdict.kind !== 'settled') {
+      await this.ledger.release(key, claim.row.claimToken);
+      return used();
+    }
+    this.#log.info({ nonce: key.nonce, payer: key.payer, tx: verdict.txHash }, 'authorization executed by another transaction; recorded as settled');
+    return this.#finishOwned(claim.row, success(claim.row, verdict.txHash));
+  }
+
+  async #signedByPayer(eip3009: Eip3009Payload, requirements: PaymentRequirements): Promise<boolean> {
+    const extra = requirements.extra as { name?: unknown; version?: unknown };
+    if (typeof extra.name !== 'string' || typeof extra.version !== 'string') return false;
+    const auth = eip3009.authorization;
+    try {
+      return await this.#client.verifyTypedData({
+        address: getAddress(auth.from),
+        domain: { name: extra.name, version: extra.version, chainId: this.#chainId, verifyingContract: getAddress(requirements.asset) },
+        types: transferWithAuthorizationTypes,
+        primaryType: 'TransferWithAuthorization',
+        message: {
+          from: getAddress(auth.from),
+          to: getAddress(auth.to),
+          value: BigInt(auth.value),
+          validAfter: BigInt(auth.validAfter),
+          validBefore: BigInt(auth.validBefore),
+          nonce: auth.nonce as Hash,
+        },
+        signature: eip3009.signature as Hash,
+      });
+    } catch (error) {
+      if (isTransportError(error)) throw new ChainUnavailableError(error);
+      return false;
+    }
   }
 
   async #execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, gasLimit?: bigint): Promise<SettleResponse> {
@@ -202,8 +322,10 @@ export class Facilitator {
     let result: SettleResponse;
     try {
       result = await runInCall(call, () => this.#sdk.settle(payload, requirements));
+      crashPoint('settle.after-receipt');
     } catch (error) {
       if (!attempt.txHash) await release();
+      else await this.ledger.disown(key, row.claimToken);
       throw error;
     }
     if (attempt.txHash && !attempt.recorded) {
@@ -212,6 +334,8 @@ export class Facilitator {
       throw attempt.crash ?? new Error('settlement broadcast but not recorded');
     }
     if (attempt.uncertain || result.errorReason === Reason.settlementPending) {
+      // This call ends without a final answer: the success, when the chain gives it, is the retry's.
+      await this.ledger.disown(key, row.claimToken);
       return failure(row.network, Reason.settlementPending, 'transaction sent; outcome not known yet, retry the same settle', row.payer, attempt.txHash ?? result.transaction);
     }
     if (!attempt.txHash && (call.rpcFailure || call.sendFailure)) {
@@ -221,17 +345,24 @@ export class Facilitator {
     }
     if (attempt.txHash && attempt.receipt) {
       const verdict = judgeReceipt(attempt.receipt, { ...key, payTo: row.payTo, amount: row.amount });
-      result = verdict.ok
-        ? { success: true, transaction: attempt.txHash, network: row.network as `${string}:${string}`, payer: row.payer }
-        : failure(row.network, verdict.reason, verdict.message, row.payer, attempt.txHash);
+      result = verdict.ok ? success(row, attempt.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, attempt.txHash);
     }
-    return this.#finish(key, result);
+    if (!result.success) {
+      // Another transaction may have executed the authorization first (a front-run): that pays too.
+      const verdict = await chainVerdict(this.#client, { ...row, txHash: attempt.txHash ?? null }).catch(() => null);
+      if (verdict?.kind === 'settled') result = success(row, verdict.txHash);
+    }
+    return this.#finishOwned(row, result);
   }
 
-  /** Another call owns (or owned) this payment: return its outcome, resolving it from the chain if need be. */
-  async #resume(row: SettlementRow, payloadHash: string): Promise<SettleResponse> {
-    if (row.payloadHash !== payloadHash) {
-      return failure(row.network, Reason.nonceAlreadyUsed, 'this authorization nonce belongs to another payment', row.payer);
+  /**
+   * Another call owns (or owned) this payment: wait for its outcome, resolving it from the chain if
+   * need be. A copy gets `success: true` only if nobody ever got it and the owner is gone (it
+   * answered pending, or its node died).
+   */
+  async #resume(row: SettlementRow, call: SettleCall): Promise<SettleResponse> {
+    if (row.payloadHash !== call.payloadHash) {
+      return failure(row.network, Reason.nonceAlreadyUsed, 'this authorization nonce belongs to another payment', row.payer, row.txHash ?? '');
     }
     const deadline = Date.now() + this.#joinWaitMs;
     let current: SettlementRow | null = row;
@@ -249,12 +380,24 @@ export class Facilitator {
       }
     }
     if (!current?.response) throw new Error('settlement row vanished');
-    return { ...(current.response as SettleResponse), extra: { ...(current.response as SettleResponse).extra, [REPLAY_MARK]: true } };
+    // A retry with the owner's payment-identifier is answered like any other copy: the stored success
+    // only while nobody has had it (the owner said pending, or died), else nonce_already_used naming
+    // the transaction. Handing it out again would let one payment buy a response per copy.
+    return this.#answer(current, { claimedBefore: new Date(this.#clock.now().getTime() - this.#ownerLeaseMs) });
   }
 
-  async #finish(key: SettlementKey, response: SettleResponse): Promise<SettleResponse> {
-    const row = await this.ledger.finish(key, { status: response.success ? 'settled' : 'failed', response });
-    return row.response as SettleResponse;
+  /** The claiming settle's answer: its outcome, unless a front-run or a stranger's retry was answered first. */
+  async #finishOwned(row: SettlementRow, response: SettleResponse): Promise<SettleResponse> {
+    const final = await this.ledger.finish(keyOf(row), { status: response.success ? 'settled' : 'failed', response });
+    crashPoint('settle.after-commit');
+    return this.#answer(final, { claimToken: row.claimToken });
+  }
+
+  /** A final row's answer to one caller: failures as stored; the one success to whoever wins it. */
+  async #answer(row: SettlementRow, by: Answerer): Promise<SettleResponse> {
+    const response = row.response as SettleResponse;
+    if (row.status !== 'settled' || (await this.ledger.answerSuccess(keyOf(row), by))) return response;
+    return failure(row.network, Reason.nonceAlreadyUsed, `the authorization was already settled in ${response.transaction} and that settlement was answered`, row.payer, response.transaction);
   }
 
   #authorizationUsed(key: SettlementKey): Promise<boolean> {
@@ -277,6 +420,15 @@ export class Facilitator {
     // USDG quirk: the simulation of a reused nonce succeeds, so ask the token directly.
     if (result.isValid && used === true) return alreadyUsed(result.payer);
     return result;
+  }
+
+  /** bounds.ts's window check at the chain's time (on the devchain, brought up to the wall clock first). */
+  async #timeBounds(eip3009: Eip3009Payload, requirements: PaymentRequirements): Promise<Refusal | null> {
+    try {
+      return timeBounds(requirements, eip3009, await this.#blockTime());
+    } catch (error) {
+      throw isTransportError(error) ? new ChainUnavailableError(error) : error;
+    }
   }
 
   async #quick(payload: PaymentPayload, requirements: PaymentRequirements, eip3009: Eip3009Payload): Promise<QuickCheck> {
@@ -304,8 +456,30 @@ const alreadyUsed = (payer?: string): VerifyResponse => ({
   payer,
 });
 
+const success = (row: SettlementRow, transaction: Hash): SettleResponse => ({
+  success: true,
+  transaction,
+  network: row.network as `${string}:${string}`,
+  payer: row.payer,
+});
+
+const idConflict = (network: string, payer: string) =>
+  failure(network, Reason.paymentIdentifierConflict, 'this payment-identifier id was used with another payment payload', payer);
+
 function failure(network: string, reason: string, message: string, payer?: string, transaction: string = ''): SettleResponse {
   return { success: false, errorReason: reason, errorMessage: message, transaction: transaction as Hash | '', network: network as `${string}:${string}`, payer };
+}
+
+/**
+ * The SDK records a receipt wait that timed out under the hash it sent; a lane may have replaced that
+ * transaction since, so the ledger gets the newest version's hash instead.
+ */
+function followReplacements(store: PgPendingSettlementStore, relayers: RelayerPool): PendingSettlementStore {
+  return {
+    get: (signature) => store.get(signature),
+    set: (signature, txHash) => store.set(signature, relayers.currentHash(txHash as Hash)),
+    delete: () => store.delete(),
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 // The settlement ledger's queries. Every state change is a conditional update on the open states,
 // so a settle, its retries and the reconciler can race and still agree on one final row.
-import { and, asc, eq, inArray, isNull, lt } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, lt, or } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
@@ -15,8 +15,22 @@ export interface SettlementKey {
 
 export type NewSettlement = Omit<
   SettlementRow,
-  'status' | 'claimedAt' | 'txHash' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt'
+  'status' | 'claimedAt' | 'txHash' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt'
 >;
+
+export type Claim =
+  | { kind: 'claimed'; row: SettlementRow }
+  /** The authorization has a row already: someone else's settle (or an earlier one of this payment). */
+  | { kind: 'exists'; row: SettlementRow }
+  /** The payer's payment-identifier id is bound to another authorization. */
+  | { kind: 'id_conflict' };
+
+/** Who may hand out a settled row's one `success: true`. */
+export type Answerer =
+  /** The settle that claimed the row. */
+  | { claimToken: string }
+  /** Anyone, once the row's owner is gone (disowned, or claimed before this instant) and never answered. */
+  | { claimedBefore: Date };
 
 export interface Outcome {
   status: 'settled' | 'failed';
@@ -24,6 +38,8 @@ export interface Outcome {
 }
 
 const OPEN = ['claimed', 'broadcast'];
+/** The claim token of a row whose claiming settle gave up answering (see disown). */
+const DISOWNED = '';
 
 const byKey = (key: SettlementKey) =>
   and(
@@ -53,18 +69,55 @@ export class SettlementLedger {
     return rows[0] ?? null;
   }
 
-  /** Inserts a claimed row; when the key exists already, returns that row instead. */
-  async claim(row: NewSettlement): Promise<{ claimed: boolean; row: SettlementRow }> {
+  async findByPaymentId(payer: string, paymentId: string): Promise<SettlementRow | null> {
+    const rows = await this.db
+      .select()
+      .from(x402Settlements)
+      .where(and(eq(x402Settlements.payer, payer), eq(x402Settlements.paymentId, paymentId)))
+      .limit(1);
+    return rows[0] ?? null;
+  }
+
+  /** Inserts a claimed row; the primary key and the payment-id index decide every race. */
+  async claim(row: NewSettlement): Promise<Claim> {
     const now = this.clock.now();
     const inserted = await this.db
       .insert(x402Settlements)
       .values({ ...row, status: 'claimed', claimedAt: now, createdAt: now, updatedAt: now })
       .onConflictDoNothing()
       .returning();
-    if (inserted[0]) return { claimed: true, row: inserted[0] };
+    if (inserted[0]) return { kind: 'claimed', row: inserted[0] };
     const existing = await this.find(row);
-    if (!existing) throw new Error('settlement row vanished during claim');
-    return { claimed: false, row: existing };
+    if (existing) return { kind: 'exists', row: existing };
+    if (row.paymentId && (await this.findByPaymentId(row.payer, row.paymentId))) return { kind: 'id_conflict' };
+    throw new Error('settlement row vanished during claim');
+  }
+
+  /**
+   * Hands out the row's one `success: true`: true for exactly one caller per settled row. The WHERE
+   * clause is the whole rule.
+   */
+  async answerSuccess(key: SettlementKey, by: Answerer): Promise<boolean> {
+    const who = and(
+      isNull(x402Settlements.successAnsweredAt),
+      'claimToken' in by
+        ? eq(x402Settlements.claimToken, by.claimToken)
+        : or(eq(x402Settlements.claimToken, DISOWNED), lt(x402Settlements.claimedAt, by.claimedBefore)),
+    );
+    const updated = await this.db
+      .update(x402Settlements)
+      .set({ successAnsweredAt: this.clock.now() })
+      .where(and(byKey(key), eq(x402Settlements.status, 'settled'), who))
+      .returning({ nonce: x402Settlements.nonce });
+    return updated.length === 1;
+  }
+
+  /** The claiming settle ended without a final answer (pending, or failed after sending): it will not answer success. */
+  async disown(key: SettlementKey, claimToken: string): Promise<void> {
+    await this.db
+      .update(x402Settlements)
+      .set({ claimToken: DISOWNED, updatedAt: this.clock.now() })
+      .where(and(byKey(key), eq(x402Settlements.claimToken, claimToken), isNull(x402Settlements.successAnsweredAt)));
   }
 
   /** The relayer sent the transaction: from here on the row is only ever resolved from the chain. */

@@ -1,10 +1,12 @@
 // Request-level checks before the SDK scheme runs: what this facilitator supports at all (x402 v2,
-// exact, our network, registered assets, EIP-3009 only) and the settlement key of the payment.
+// exact, our network, registered assets, EIP-3009 only), the bounds the request alone decides
+// (positive amount, capped timeout: bounds.ts) and the settlement key of the payment.
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { isPermit2Payload } from '@x402/evm';
 import { getAddress, isAddress, keccak256, toBytes } from 'viem';
 import { findAsset } from '../../chain/registry.js';
 import { eip3009PayloadSchema, type Eip3009Payload } from '../payload.js';
+import { requestBounds } from './bounds.js';
 import type { SettlementKey } from './ledger.js';
 import { Reason } from './reasons.js';
 
@@ -26,6 +28,8 @@ export function precheck(network: string, payload: PaymentPayload, requirements:
   const parsed = eip3009PayloadSchema.safeParse(payload.payload);
   if (!parsed.success) return fail(Reason.invalidPayload, 'payload must be an EIP-3009 authorization with a signature');
   const eip3009 = parsed.data;
+  const outOfBounds = requestBounds(requirements, eip3009);
+  if (outOfBounds) return fail(outOfBounds.reason, outOfBounds.message);
   const auth = eip3009.authorization;
   const key: SettlementKey = {
     network,

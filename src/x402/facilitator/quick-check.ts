@@ -86,12 +86,22 @@ export class QuickChecker {
   }
 
   async #run(batch: Pending[]): Promise<void> {
+    // aggregate3 runs its calls in order inside one EVM call, so a simulated transfer marks its nonce
+    // used for every later call: all state reads go first, and copies of one check share one result
+    // (otherwise a payment's copy would read the simulation of the first and be called "used").
+    const unique = new Map<string, number>();
+    const slots = batch.map((p) => {
+      const id = `${p.calls[1].target}:${p.calls[1].callData}`;
+      if (!unique.has(id)) unique.set(id, unique.size);
+      return unique.get(id)!;
+    });
+    const firsts = [...unique.values()].map((slot) => batch[slots.indexOf(slot)]!.calls);
     try {
-      const data = encodeFunctionData({ ...aggregate3Fn, args: [batch.flatMap((p) => p.calls)] });
+      const data = encodeFunctionData({ ...aggregate3Fn, args: [[...firsts.map((c) => c[0]), ...firsts.map((c) => c[1])]] });
       const { data: returned } = await this.client.call({ to: MULTICALL3_ADDRESS, data });
       const results = decodeFunctionResult({ abi: aggregate3Abi, functionName: 'aggregate3', data: returned ?? '0x' });
       batch.forEach((p, i) => {
-        const [state, simulation] = [results[2 * i], results[2 * i + 1]];
+        const [state, simulation] = [results[slots[i]!], results[firsts.length + slots[i]!]];
         if (state?.success && state.returnData === TRUE_WORD) p.resolve('used');
         else p.resolve(state?.success && simulation?.success ? 'valid' : 'unknown');
       });

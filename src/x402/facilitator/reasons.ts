@@ -28,6 +28,8 @@ export const Reason = {
   assetNotContract: 'asset_not_deployed_contract',
   // settlement outcome not known yet: the transaction may be in flight; retry the same settle later.
   settlementPending: 'settlement_pending',
+  // x402 payment-identifier: the id was first used with another payload (HTTP 409 on our origin).
+  paymentIdentifierConflict: 'payment_identifier_conflict',
 } as const;
 
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];

@@ -1,10 +1,27 @@
-// Sends the relayer's transactions with nonces that stay correct under concurrent settles: gas is
-// estimated by the callers in parallel, but nonce assignment, signing and eth_sendRawTransaction run
-// one at a time in a queue (a send to anvil takes about a millisecond). Signing locally means the
-// hash is known even when the send's answer is lost.
-import { keccak256, TransactionNotFoundError, type Address, type Hash, type Hex, type PublicClient } from 'viem';
+// One relayer key's nonce lane. Nonces stay correct under concurrent settles: gas is estimated by the
+// callers in parallel, but nonce assignment, signing and eth_sendRawTransaction run one at a time in
+// the lane's queue (a send to anvil takes about a millisecond). Signing locally means the hash is
+// known even when the send's answer is lost.
+//
+// The lane also watches what it sent until it is mined. A transaction still unmined `replaceAfterMs`
+// after its last send is stuck (fees too low for the chain now): it is signed again at the same
+// nonce with fees raised by at least 12.5 % (the node's replacement rule) and never below the
+// market, up to `maxReplacements` times. Whichever version mines is the settlement: each new hash
+// goes to the caller's onReplaced (the ledger), and the chain verdict also finds it by its logs.
+import {
+  keccak256,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+  WaitForTransactionReceiptTimeoutError,
+  type Address,
+  type Hash,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
-import { estimateFeesPerGas, getGasPrice, getTransaction, getTransactionCount, sendRawTransaction } from 'viem/actions';
+import { estimateFeesPerGas, getGasPrice, getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
+import type { Logger } from 'pino';
 import { isTransportError } from '../../chain/errors.js';
 
 export interface RelayerTx {
@@ -12,6 +29,27 @@ export interface RelayerTx {
   data: Hex;
   gas: bigint;
 }
+
+export interface SendOptions {
+  /** Called with each replacement's hash (same nonce, higher fees), also after the caller stopped waiting. */
+  onReplaced?(hash: Hash): Promise<void> | void;
+}
+
+export interface ReplacementPolicy {
+  /** A sent transaction not mined this long after its last send is re-sent with higher fees. */
+  replaceAfterMs: number;
+  /** Replacements per transaction at most; after that it is left to the node (and shows in relayerStatus). */
+  maxReplacements: number;
+  /** How often the lane checks its unmined transactions. */
+  pollMs: number;
+}
+
+export interface LaneOptions extends Partial<ReplacementPolicy> {
+  /** Receipts and mined-nonce reads (may batch JSON-RPC); defaults to the send client. */
+  reads?: PublicClient;
+}
+
+export const DEFAULT_REPLACEMENT: ReplacementPolicy = { replaceAfterMs: 20_000, maxReplacements: 5, pollMs: 500 };
 
 /** The send's answer was lost: the transaction (this hash) may or may not be on its way. */
 export class BroadcastUncertainError extends Error {
@@ -24,55 +62,249 @@ export class BroadcastUncertainError extends Error {
   }
 }
 
-type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint };
+export type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint };
 const FEE_TTL_MS = 2_000;
 const NONCE_RESYNC = /nonce too low|nonce too high|already known|replacement transaction underpriced|invalid nonce/i;
 
+/** A transaction of this lane not yet seen mined, with every hash it was sent under (oldest first). */
+interface InFlight {
+  nonce: number;
+  tx: RelayerTx;
+  fees: Fees;
+  hashes: Hash[];
+  lastSentAt: number;
+  replacements: number;
+  onReplaced?: SendOptions['onReplaced'];
+  done: boolean;
+  mined: Promise<void>;
+  markMined: () => void;
+}
+
+// Mined entries stay findable by any of their hashes for a while: a waiter may ask after the watch saw it mined.
+const RECENT_LIMIT = 5_000;
+
 export class RelayerSender {
   #queue: Promise<unknown> = Promise.resolve();
+  #queued = 0;
   #nonce: number | null = null;
   #fees: { value: Fees; at: number } | null = null;
+  readonly #inflight = new Map<number, InFlight>();
+  readonly #byHash = new Map<Hash, InFlight>();
+  readonly #recent = new Map<Hash, InFlight>();
+  #timer: NodeJS.Timeout | null = null;
+  readonly #policy: ReplacementPolicy;
+  readonly #reads: PublicClient;
 
   constructor(
     readonly account: PrivateKeyAccount,
     /** Must not retry by itself: a blind resend after a lost answer is our decision, not the transport's. */
     private readonly client: PublicClient,
     private readonly chainId: number,
-  ) {}
+    options: LaneOptions = {},
+    private readonly log?: Logger,
+  ) {
+    const { reads, ...policy } = options;
+    this.#policy = { ...DEFAULT_REPLACEMENT, ...stripUndefined(policy) };
+    this.#reads = reads ?? client;
+  }
 
-  send(tx: RelayerTx): Promise<Hash> {
-    const run = this.#queue.then(() => this.#send(tx));
+  get address(): Address {
+    return this.account.address;
+  }
+
+  /** Sends waiting in the queue plus sent transactions not yet seen mined: what the pool balances on. */
+  get busy(): number {
+    return this.#queued + this.#inflight.size;
+  }
+
+  /** Sent transactions not yet seen mined, with how often each was replaced. */
+  unmined(): Array<{ nonce: number; hashes: Hash[]; replacements: number }> {
+    return [...this.#inflight.values()].map((e) => ({ nonce: e.nonce, hashes: [...e.hashes], replacements: e.replacements }));
+  }
+
+  send(tx: RelayerTx, options: SendOptions = {}): Promise<Hash> {
+    this.#queued += 1;
+    const run = this.#enqueue(() => this.#send(tx, options)).finally(() => (this.#queued -= 1));
+    return run;
+  }
+
+  /** Whether this lane sent (or replaced) the transaction with this hash and has not seen it mined. */
+  tracks(hash: Hash): boolean {
+    return this.#byHash.has(hash) || this.#recent.has(hash);
+  }
+
+  /** The newest hash of the transaction `hash` was one version of (itself when unknown or never replaced). */
+  currentHash(hash: Hash): Hash {
+    const entry = this.#byHash.get(hash) ?? this.#recent.get(hash);
+    return entry ? entry.hashes[entry.hashes.length - 1] : hash;
+  }
+
+  /**
+   * The receipt of whichever version of this transaction mines. Throws viem's receipt timeout after
+   * `timeoutMs` (the lane keeps watching and replacing it in the background all the same).
+   */
+  async waitMined(hash: Hash, timeoutMs: number): Promise<TransactionReceipt> {
+    const entry = this.#byHash.get(hash) ?? this.#recent.get(hash);
+    if (!entry) throw new WaitForTransactionReceiptTimeoutError({ hash });
+    // Automine answers at once: ask before waiting.
+    const newest = await this.#receipt(entry.hashes[entry.hashes.length - 1]);
+    if (newest) {
+      this.#mined(entry);
+      return newest;
+    }
+    const deadline = Date.now() + timeoutMs;
+    if (!entry.done) {
+      this.#watch();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+      try {
+        if ((await Promise.race([entry.mined, timedOut])) === 'timeout') throw new WaitForTransactionReceiptTimeoutError({ hash });
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    // The nonce is used; the node may count it a moment before it serves the receipt.
+    for (;;) {
+      for (const version of [...entry.hashes].reverse()) {
+        const receipt = await this.#receipt(version);
+        if (receipt) return receipt;
+      }
+      // Still none by the deadline: the nonce went to a transaction not signed here (the same key elsewhere).
+      if (Date.now() >= deadline) throw new WaitForTransactionReceiptTimeoutError({ hash });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(this.#policy.pollMs, 100)));
+    }
+  }
+
+  #enqueue<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn);
     this.#queue = run.catch(() => undefined);
     return run;
   }
 
-  async #send(tx: RelayerTx, resynced = false): Promise<Hash> {
+  async #send(tx: RelayerTx, options: SendOptions, resynced = false): Promise<Hash> {
     this.#nonce ??= await getTransactionCount(this.client, { address: this.account.address, blockTag: 'pending' });
     const nonce = this.#nonce;
-    const serialized = await this.account.signTransaction({
-      chainId: this.chainId,
-      nonce,
-      to: tx.to,
-      data: tx.data,
-      gas: tx.gas,
-      ...(await this.#currentFees()),
-    });
+    const fees = await this.#currentFees();
+    const serialized = await this.#sign(tx, nonce, fees);
     const hash = keccak256(serialized);
     try {
       await sendRawTransaction(this.client, { serializedTransaction: serialized });
       this.#nonce = nonce + 1;
+      this.#track(nonce, tx, fees, hash, options);
       return hash;
     } catch (error) {
       // Next send asks the node again: it knows whether this one arrived.
       this.#nonce = null;
       if (isTransportError(error)) throw new BroadcastUncertainError(hash, error);
       const message = error instanceof Error ? error.message : String(error);
-      if (/already known/i.test(message)) return hash;
+      if (/already known/i.test(message)) {
+        this.#track(nonce, tx, fees, hash, options);
+        return hash;
+      }
       if (!resynced && NONCE_RESYNC.test(message)) {
         // Our own earlier attempt of this very transaction may hold the nonce: then it is sent.
         if (await this.#known(hash)) return hash;
-        return this.#send(tx, true); // another sender took the nonce; this one never went out
+        return this.#send(tx, options, true); // another sender took the nonce; this one never went out
       }
+      throw error;
+    }
+  }
+
+  #sign(tx: RelayerTx, nonce: number, fees: Fees): Promise<Hex> {
+    return this.account.signTransaction({ chainId: this.chainId, nonce, to: tx.to, data: tx.data, gas: tx.gas, ...fees });
+  }
+
+  #track(nonce: number, tx: RelayerTx, fees: Fees, hash: Hash, options: SendOptions): void {
+    let markMined!: () => void;
+    const mined = new Promise<void>((resolve) => (markMined = resolve));
+    const entry: InFlight = { nonce, tx, fees, hashes: [hash], lastSentAt: Date.now(), replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
+    // A nonce reused after a resync: whatever was tracked under it never went out.
+    const previous = this.#inflight.get(nonce);
+    if (previous) this.#mined(previous);
+    this.#inflight.set(nonce, entry);
+    this.#byHash.set(hash, entry);
+    this.#watch();
+  }
+
+  #mined(entry: InFlight): void {
+    if (entry.done) return;
+    entry.done = true;
+    if (this.#inflight.get(entry.nonce) === entry) this.#inflight.delete(entry.nonce);
+    if (this.#recent.size + entry.hashes.length > RECENT_LIMIT) this.#recent.clear();
+    for (const h of entry.hashes) {
+      this.#byHash.delete(h);
+      this.#recent.set(h, entry);
+    }
+    entry.markMined();
+  }
+
+  /** Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. */
+  #watch(): void {
+    if (this.#timer || this.#inflight.size === 0) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      void this.#tick()
+        .catch((error: unknown) => this.log?.warn({ err: error, relayer: this.address }, 'relayer lane check failed'))
+        .finally(() => this.#watch());
+    }, this.#policy.pollMs);
+    this.#timer.unref();
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#inflight.size === 0) return;
+    // One read per lane: every nonce below the mined count is settled, by whichever version.
+    const latest = await getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'latest' });
+    const now = Date.now();
+    for (const entry of [...this.#inflight.values()]) {
+      if (entry.nonce < latest) this.#mined(entry);
+      else if (now - entry.lastSentAt >= this.#policy.replaceAfterMs && entry.replacements < this.#policy.maxReplacements) {
+        await this.#enqueue(() => this.#replace(entry));
+      }
+    }
+  }
+
+  /** Re-sends a stuck transaction at its nonce with higher fees (in the queue, like every send). */
+  async #replace(entry: InFlight): Promise<void> {
+    if (entry.done) return;
+    this.#fees = null;
+    const fees = bumpFees(entry.fees, await this.#currentFees());
+    const serialized = await this.#sign(entry.tx, entry.nonce, fees);
+    const hash = keccak256(serialized);
+    entry.replacements += 1;
+    entry.lastSentAt = Date.now();
+    try {
+      await sendRawTransaction(this.client, { serializedTransaction: serialized });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (/nonce too low/i.test(message)) return; // a version already mined; the next check marks it
+      if (!isTransportError(error) && !/already known/i.test(message)) {
+        // Refused (e.g. still underpriced): the next attempt bumps from these fees.
+        entry.fees = fees;
+        this.log?.warn({ err: error, relayer: this.address, nonce: entry.nonce }, 'stuck settlement transaction: replacement refused');
+        return;
+      }
+      // The answer was lost: this version may be on its way, so it is followed like a sent one.
+    }
+    entry.fees = fees;
+    entry.hashes.push(hash);
+    this.#byHash.set(hash, entry);
+    this.log?.warn(
+      { relayer: this.address, nonce: entry.nonce, replaced: entry.hashes[entry.hashes.length - 2], tx: hash, replacement: entry.replacements },
+      'stuck settlement transaction replaced with higher fees',
+    );
+    try {
+      await entry.onReplaced?.(hash);
+    } catch (error) {
+      // The chain verdict still finds whichever version mines by its AuthorizationUsed log.
+      this.log?.warn({ err: error, tx: hash }, 'replacement hash not recorded');
+    }
+  }
+
+  async #receipt(hash: Hash): Promise<TransactionReceipt | null> {
+    try {
+      return await getTransactionReceipt(this.#reads, { hash });
+    } catch (error) {
+      if (error instanceof TransactionReceiptNotFoundError) return null;
       throw error;
     }
   }
@@ -100,3 +332,21 @@ export class RelayerSender {
     return value;
   }
 }
+
+/** +12.5 %, rounded up, plus one wei: strictly above the replacement threshold whichever way a node rounds. */
+const bump = (value: bigint) => (value * 1125n + 999n) / 1000n + 1n;
+const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
+
+/** A replacement's fees: at least 12.5 % above the stuck version's on every field, and never below the market. */
+export function bumpFees(old: Fees, market: Fees): Fees {
+  if ('gasPrice' in old) {
+    const marketPrice = 'gasPrice' in market ? market.gasPrice : market.maxFeePerGas;
+    return { gasPrice: max(bump(old.gasPrice), marketPrice) };
+  }
+  const marketTip = 'gasPrice' in market ? 0n : market.maxPriorityFeePerGas;
+  const marketMax = 'gasPrice' in market ? market.gasPrice : market.maxFeePerGas;
+  const maxPriorityFeePerGas = max(bump(old.maxPriorityFeePerGas), marketTip);
+  return { maxPriorityFeePerGas, maxFeePerGas: max(bump(old.maxFeePerGas), marketMax, maxPriorityFeePerGas) };
+}
+
+const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -1,5 +1,6 @@
 // The FacilitatorEvmSigner the @x402/evm exact scheme drives. Beyond adapting viem it:
-// - captures the settlement tx hash into the ledger the moment the relayer sends it;
+// - captures the settlement tx hash into the ledger the moment a relayer lane sends it, and each
+//   replacement's hash when a stuck transaction is re-sent with higher fees;
 // - keeps the receipt for our own log checks (Transfer + AuthorizationUsed);
 // - never lets eth_getCode reject (the SDK fires one check it may abandon, which would otherwise be
 //   an unhandled rejection when the RPC is down) and records the failure instead;
@@ -19,8 +20,10 @@ import {
 } from 'viem';
 import { eip3009Abi } from '../../chain/eip3009.js';
 import { isTransportError } from '../../chain/errors.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { currentCall } from './call-context.js';
-import { BroadcastUncertainError, type RelayerSender } from './sender.js';
+import type { RelayerPool } from './relayer-pool.js';
+import { BroadcastUncertainError } from './sender.js';
 
 export interface SignerHooks {
   /** Test seam: runs after the send returned, before the hash reaches the ledger (a crash here is the worst case). */
@@ -30,7 +33,8 @@ export interface SignerHooks {
 export interface SignerOptions {
   /** Reads (may batch JSON-RPC calls). */
   client: PublicClient;
-  sender: RelayerSender;
+  /** The relayer keys: each send takes the least-busy lane. */
+  relayers: RelayerPool;
   confirmationTimeoutMs: number;
   hooks?: SignerHooks;
 }
@@ -46,14 +50,14 @@ const REVERT_WORDS: Record<string, string> = {
 };
 
 export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmSigner {
-  const { client, sender } = options;
+  const { client, relayers } = options;
   const noteFailure = (error: unknown) => {
     const call = currentCall();
     if (call && isTransportError(error)) call.rpcFailure ??= error;
   };
 
   return {
-    getAddresses: () => [sender.account.address],
+    getAddresses: () => relayers.addresses,
 
     async readContract(args) {
       try {
@@ -90,14 +94,26 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmS
       // settle simulated this very transfer a moment ago and passes a limit.
       let gas: bigint;
       try {
-        gas = args.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: sender.account.address, to: args.address, data })) * GAS_HEADROOM_PERCENT) / 100n;
+        // Any lane's address will do: estimation depends on the sender only through its balance, and every lane has gas.
+        gas = args.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: relayers.addresses[0], to: args.address, data })) * GAS_HEADROOM_PERCENT) / 100n;
       } catch (error) {
         noteFailure(error);
         throw describeRevert(error);
       }
       let hash: Hash;
       try {
-        hash = await sender.send({ to: args.address, data, gas });
+        hash = await relayers.send(
+          { to: args.address, data, gas },
+          {
+            // A stuck send re-sent with higher fees: retries and the reconciler follow the new hash.
+            onReplaced: attempt
+              ? async (replacement) => {
+                  attempt.txHash = replacement;
+                  await attempt.ledger.recordBroadcast(attempt.key, replacement);
+                }
+              : undefined,
+          },
+        );
       } catch (error) {
         if (error instanceof BroadcastUncertainError && attempt) {
           attempt.txHash = error.hash;
@@ -119,6 +135,7 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmS
         if (attempt) attempt.crash = error;
         throw error;
       }
+      crashPoint('settle.after-broadcast');
       if (attempt) {
         await attempt.ledger.recordBroadcast(attempt.key, hash);
         attempt.recorded = true;
@@ -131,9 +148,13 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmS
     },
 
     async waitForTransactionReceipt({ hash }) {
-      const receipt = await receiptOf(client, hash, options.confirmationTimeoutMs);
+      // Whichever version mined (the original or a replacement) is the settlement transaction.
+      const receipt = await (relayers.waitForReceipt(hash, options.confirmationTimeoutMs) ?? receiptOf(client, hash, options.confirmationTimeoutMs));
       const attempt = currentCall()?.settle;
-      if (attempt) attempt.receipt = receipt;
+      if (attempt) {
+        attempt.receipt = receipt;
+        if (attempt.txHash) attempt.txHash = receipt.transactionHash;
+      }
       return receipt;
     },
   };

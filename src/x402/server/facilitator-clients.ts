@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ChainUnavailableError } from '../../chain/errors.js';
 import type { Facilitator } from '../facilitator/facilitator.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
+import { parseGuardedJson } from '../../platform/json-guard.js';
 
 export function localFacilitatorClient(facilitator: Facilitator): FacilitatorClient {
   const unavailable = (error: unknown) => {
@@ -118,9 +119,10 @@ function describe(error: unknown): string {
   return `${(error as Error)?.message ?? String(error)}${cause ? ` (${cause})` : ''}`;
 }
 
+/** A remote facilitator's answer through the JSON guard: too deep, too big or malformed reads as no answer. */
 function safeJson(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseGuardedJson(text);
   } catch {
     return null;
   }

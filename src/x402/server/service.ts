@@ -4,11 +4,12 @@
 import type { FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { deepEqual } from '@x402/core/utils';
+import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getAddress } from 'viem';
 import type { AssetInfo } from '../../chain/registry.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
-import { REPLAY_MARK } from '../facilitator/facilitator.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
 
@@ -34,8 +35,8 @@ export type VerifyOutcome =
   | { kind: 'unavailable'; message: string };
 
 export type SettleOutcome =
-  /** `replayed`: the facilitator had settled this same payment for an earlier request. */
-  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse; replayed: boolean }
+  /** The facilitator's one `success: true` for this authorization: this request bought it. */
+  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
   /** Definitive: refused, or the transaction moved nothing. */
   | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
   /** The facilitator could not be reached before anything was broadcast. */
@@ -58,7 +59,6 @@ export interface X402ServiceDeps {
 }
 
 export const NO_MATCH = 'no_matching_payment_requirements';
-const ALREADY_USED = 'invalid_exact_evm_nonce_already_used';
 const PENDING = 'settlement_pending';
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -158,13 +158,16 @@ export class X402Service {
   }
 
   /**
-   * Facilitator settle, as an outcome. `settlement_pending` is retried once (the facilitator then
-   * reconciles instead of re-sending); still pending, a lost answer or a 5xx after sending is
-   * `unknown`: money may have moved, so record it and never charge again for this request. A retry
-   * is only trusted when it succeeds: any other answer to it is `unknown` too.
+   * Facilitator settle, as an outcome. The payload carries a payment-identifier of this call's own
+   * (replacing any the client sent), so a retry of ours after a lost answer or `settlement_pending`
+   * gets the first answer back, while any other settle of the same authorization is refused: a
+   * `success: true` is this request's alone. Still pending, a lost answer or a 5xx after sending is
+   * `unknown`: money may have moved, so record it and never charge again for this request. With a
+   * facilitator that ignores the identifier, a retry is only trusted when it succeeds.
    */
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
+  async settle(paid: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
     const client = this.deps.facilitator();
+    const payload = withOwnPaymentId(paid);
     let ownEarlierAttempt = false;
     let response: SettleResponse;
     try {
@@ -197,15 +200,11 @@ export class X402Service {
       const reason = response.errorReason ?? 'settlement_failed';
       return { kind: 'unknown', transaction: response.transaction || null, message: `retried settle answered ${reason}: ${response.errorMessage ?? reason}` };
     }
-    const { [REPLAY_MARK]: mark, ...extra } = (response.extra ?? {}) as Record<string, unknown>;
-    const clean: SettleResponse = { ...response };
-    if (Object.keys(extra).length) clean.extra = extra;
-    else delete clean.extra;
-    if (!clean.success) {
-      const reason = clean.errorReason ?? 'settlement_failed';
-      return { kind: 'failed', reason, message: clean.errorMessage ?? reason, response: clean };
+    if (!response.success) {
+      const reason = response.errorReason ?? 'settlement_failed';
+      return { kind: 'failed', reason, message: response.errorMessage ?? reason, response };
     }
-    return { kind: 'settled', transaction: clean.transaction, payer: clean.payer ?? '', response: clean, replayed: mark === true && !ownEarlierAttempt };
+    return { kind: 'settled', transaction: response.transaction, payer: response.payer ?? '', response };
   }
 
   /**
@@ -227,7 +226,9 @@ export class X402Service {
     const verified = await this.verify(payload, requirements);
     if (verified.kind === 'unavailable') throw toApiError(new FacilitatorUnavailableError(verified.message));
     if (verified.kind === 'invalid') return { paid: false, paymentRequired: { ...challenge, error: verified.reason } };
+    crashPoint('x402.after-verify');
     const settled = await this.settle(payload, requirements);
+    crashPoint('x402.after-settle');
     switch (settled.kind) {
       case 'unavailable':
         throw toApiError(new FacilitatorUnavailableError(settled.message));
@@ -236,8 +237,6 @@ export class X402Service {
       case 'failed':
         return { paid: false, paymentRequired: { ...challenge, error: settled.reason }, settlement: settled.response };
       case 'settled':
-        // Another request already got the goods for this authorization.
-        if (settled.replayed) return { paid: false, paymentRequired: { ...challenge, error: ALREADY_USED } };
         return { paid: true, payload, requirements, settlement: settled.response, payer: settled.payer || verified.payer };
     }
   }
@@ -266,6 +265,12 @@ export function toApiError(error: unknown): unknown {
     return new ApiError(503, 'settlement_result_unknown', 'The settlement outcome is being reconciled; do not pay again', error.transaction ? { transaction: error.transaction } : undefined, { 'retry-after': '10' });
   }
   return error;
+}
+
+/** The payload as this call sends it: the client's extensions, with the payment-identifier ours. */
+function withOwnPaymentId(payload: PaymentPayload): PaymentPayload {
+  const { [PAYMENT_IDENTIFIER]: _theirs, ...extensions } = payload.extensions ?? {};
+  return { ...payload, extensions: appendPaymentIdentifierToExtensions({ ...extensions, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) }, generatePaymentId('tg_')) };
 }
 
 function safeChecksum(address: string): string {
