@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { parseAbiItem, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { moduleFactories } from '../../src/modules/index.js';
+import type { ModuleFactory } from '../../src/modules/module.js';
 import { createIntentsModule, intentsModule, type IntentsModuleOptions } from '../../src/modules/intents/routes.js';
 import type { Clock } from '../../src/platform/clock.js';
 import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
@@ -17,9 +18,13 @@ export interface PayAppOptions extends IntentsModuleOptions {
 }
 
 export async function buildPayApp(options: PayAppOptions = {}): Promise<TestApp> {
+  return buildTestApp({ factories: payFactories(options), clock: options.clock, env: { INDEXER_POLL_MS: '100', ...options.env } });
+}
+
+/** Every module, with the intents module built over the given (possibly wrapped) payment ports. */
+export function payFactories(options: IntentsModuleOptions = {}): ModuleFactory[] {
   const intents = options.rail || options.index ? createIntentsModule(options) : intentsModule;
-  const factories = moduleFactories.map((factory) => (factory === intentsModule ? intents : factory));
-  return buildTestApp({ factories, clock: options.clock, env: { INDEXER_POLL_MS: '100', ...options.env } });
+  return moduleFactories.map((factory) => (factory === intentsModule ? intents : factory));
 }
 
 /** A fresh payer holding `usdg` (decimal) USDG and gas. */

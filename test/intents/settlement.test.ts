@@ -54,6 +54,32 @@ describe('one settlement per intent', () => {
     for (const answer of busy) expect(answer.body).toMatchObject({ code: 'settlement_in_progress' });
   });
 
+  it('one authorization sent 10 times at once: each answer is the settlement or 409, never 402; paid once', async () => {
+    const shop = await freshShop();
+    const payer = await fundedPayer(app, '20');
+    const intent = (await createIntent(app, shop, { amountUsdCents: 100 })).json();
+    const { header } = await signPayment(payer, await challengeOf(app, intent.id));
+
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const response = await fetch(`${app.urls.api}/v1/payment-intents/${intent.id}/pay`, { method: 'POST', headers: { 'PAYMENT-SIGNATURE': header } });
+        return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+      }),
+    );
+
+    const transfers = await transfersTo(app, shop.payTo);
+    expect(transfers).toHaveLength(1);
+    expect(answers.map((a) => a.status).filter((s) => s !== 200 && s !== 409)).toEqual([]);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(1);
+    for (const answer of answers) {
+      if (answer.status === 200) expect(answer.body).toMatchObject({ status: 'settled', settlement: { transaction: transfers[0].transactionHash } });
+      else expect(answer.body).toMatchObject({ code: 'settlement_in_progress' });
+    }
+    // Once settled, the same header keeps answering the settlement.
+    const again = await pay(app, intent.id, { 'payment-signature': header });
+    expect(again.statusCode).toBe(200);
+  });
+
   it('answers 409 settlement_in_progress while an intent is settling', async () => {
     const shop = await freshShop();
     const payer = await fundedPayer(app, '20');

@@ -1,7 +1,7 @@
 import { getAddress, type Address, type Hex } from 'viem';
 import { getBlock, readContract } from 'viem/actions';
 import { eip3009Abi } from '../../chain/eip3009.js';
-import { IndexedPayments } from '../../chain/indexer/payments.js';
+import { IndexedPayments } from '../txapi/payments.js';
 import type { AppContext } from '../../context.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
 import type { PaymentIndex, PaymentRail } from './payments.js';
@@ -27,7 +27,6 @@ export function paymentRailOf(ctx: AppContext): PaymentRail {
     },
     select: (paymentRequired, payload) => x402.match(paymentRequired, payload),
     verify: (payload, requirements) => x402.verify(payload, requirements),
-    // Passes `replayed` through: the pay path refuses a settlement made before its own claim.
     settle: (payload, requirements) => x402.settle(payload, requirements),
     encodeResponse: (response) => x402.encodePaymentResponse(response),
   };
@@ -49,7 +48,7 @@ export function paymentIndexOf(ctx: AppContext): PaymentIndex {
     async findByAuthorization(key) {
       const chainId = chainIdOf(key.network);
       const found = await index().findByAuthorization(chainId, key.asset as Address, key.payer as Address, key.nonce as Hex);
-      return found && { transactionHash: found.transactionHash.toLowerCase(), recipient: getAddress(found.recipient), value: found.value, blockTimestamp: found.blockTimestamp };
+      return found && { transactionHash: found.transactionHash.toLowerCase(), recipient: getAddress(found.recipient), value: found.value, blockTimestamp: found.blockTimestamp, final: found.final };
     },
     async authorizationState(key) {
       const client = ctx.chain.publicClient;

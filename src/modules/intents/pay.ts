@@ -1,5 +1,6 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
 import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
@@ -22,6 +23,7 @@ export interface PayRequest {
 }
 
 const NO_STORE = { 'cache-control': 'no-store' };
+const NONCE_ALREADY_USED = 'invalid_exact_evm_nonce_already_used';
 
 /**
  * The public pay endpoint's logic. Order matters: cheap refusals first, then verification, then the
@@ -50,22 +52,29 @@ export class PayService {
       throw intentErrors.conflict('The payment header is malformed: expected a base64 x402 v2 exact EVM payment payload', { reason: 'malformed_payment' });
     }
     // Before matching: an authorization signed for another intent does not match this one's challenge.
-    await this.refuseUsedAuthorization(intent, authorization);
+    const known = await this.knownAuthorization(intent, authorization);
+    if (known) return known;
     const { paymentRequired } = await this.challengeOf(charge);
     const requirements = this.rail.select(paymentRequired, payload);
     if (!requirements) return this.challenge(charge, 'No matching payment requirements');
 
     const verified = await this.rail.verify(payload, requirements);
     if (verified.kind === 'unavailable') throw intentErrors.facilitatorUnavailable();
-    if (verified.kind === 'invalid') return this.challenge(charge, verified.reason);
+    if (verified.kind === 'invalid') {
+      // A concurrent pay of this same authorization may have claimed it while we verified (the
+      // facilitator then calls it used): that is a settlement in progress, or done, not a bad payment.
+      return (await this.knownAuthorization(intent, authorization)) ?? this.challenge(charge, verified.reason);
+    }
 
     const authorizationId = newId();
     const claim = await this.store.claim({ id: authorizationId, intentId: intent.id, ...authorization }, this.ctx.clock.now());
     if (claim === 'authorization_taken') {
-      await this.refuseUsedAuthorization(intent, authorization);
+      const known = await this.knownAuthorization(intent, authorization);
+      if (known) return known;
       throw intentErrors.settlementInProgress();
     }
     if (claim === 'not_pending') return this.afterLostClaim(intent.id);
+    crashPoint('intent.after-claim');
     return this.settle(intent, { id: authorizationId, payer: authorization.payer }, payload, requirements);
   }
 
@@ -73,6 +82,7 @@ export class PayService {
     let outcome: SettleOutcome;
     try {
       outcome = await this.rail.settle(payload, requirements);
+      crashPoint('intent.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.
       this.ctx.log.error({ err: error, intentId: intent.id }, 'settlement threw; leaving the intent to reconciliation');
@@ -81,14 +91,14 @@ export class PayService {
     const now = this.ctx.clock.now();
     switch (outcome.kind) {
       case 'settled':
-        if (outcome.replayed) {
-          // That transfer happened before our claim (e.g. it paid another x402 purchase): it cannot
-          // also pay this intent. The authorization stays reserved; nothing was sent again.
+        return this.recordSettled(intent, authorization, outcome.transaction);
+      case 'failed': {
+        if (outcome.reason === NONCE_ALREADY_USED) {
+          // The facilitator settled this authorization before our claim (e.g. it paid another x402
+          // purchase) and says success once: it cannot also pay this intent. Nothing was sent again.
           await this.store.reopen(intent.id, authorization.id, null, now, 'used_elsewhere');
           throw intentErrors.authorizationAlreadyUsed('This authorization was already settled for another payment; sign a new one');
         }
-        return this.recordSettled(intent, authorization, outcome.transaction);
-      case 'failed': {
         const failure = { code: outcome.reason, message: outcome.message };
         await this.store.fail(intent.id, authorization.id, failure, now);
         const current = await this.store.byId(intent.id);
@@ -110,6 +120,7 @@ export class PayService {
     const now = this.ctx.clock.now();
     try {
       await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now);
+      crashPoint('intent.after-commit');
     } catch (error) {
       if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
       await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now);
@@ -148,12 +159,20 @@ export class PayService {
     throw intentErrors.settlementInProgress();
   }
 
-  /** Checked before verification and again inside the claim, so a reused authorization never reaches settle. */
-  private async refuseUsedAuthorization(intent: IntentRow, authorization: SignedAuthorization): Promise<void> {
+  /**
+   * An authorization we already hold: refused (another intent's, or spent), 409 while its settle
+   * runs, or this intent's settlement when a copy of it won. Null when we have never seen it.
+   * Checked before verification, after a failed one, and inside the claim, so a reused
+   * authorization never reaches settle.
+   */
+  private async knownAuthorization(intent: IntentRow, authorization: SignedAuthorization): Promise<PayAnswer | null> {
     const owner = await this.store.authorizationByNonce(authorization.payer, authorization.nonce);
-    if (!owner) return;
+    if (!owner) return null;
     if (owner.intentId !== intent.id) throw intentErrors.authorizationAlreadyUsed();
     if (owner.outcome === 'settling') throw intentErrors.settlementInProgress();
+    // This very authorization settled this intent (a concurrent copy won): the settlement is the answer.
+    const current = owner.outcome === 'settled' ? await this.store.byId(intent.id) : undefined;
+    if (current?.status === 'settled') return this.settledAnswer(current);
     throw intentErrors.authorizationAlreadyUsed('This authorization was already submitted for this intent; sign a new one');
   }
 

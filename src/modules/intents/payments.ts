@@ -23,8 +23,8 @@ export type VerifyOutcome =
   | { kind: 'unavailable'; message: string };
 
 export type SettleOutcome =
-  /** `replayed`: the facilitator had settled this authorization before this request (for another payment). */
-  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse; replayed?: boolean }
+  /** The facilitator's one `success: true` for the authorization: this settle made (or found) the payment. */
+  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
   /** Definitive: the facilitator refused or the transfer reverted; no money moved. */
   | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
   /** The facilitator could not be reached before anything was broadcast. */
@@ -57,6 +57,8 @@ export interface IndexedSettlement {
   recipient: string;
   value: bigint;
   blockTimestamp: number;
+  /** Its block is past the finality depth: a reorg can no longer take it away. */
+  final: boolean;
 }
 
 /** Reads of the chain and of the index of our facilitator's transactions; both throw when unreachable. */

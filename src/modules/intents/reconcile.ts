@@ -6,12 +6,16 @@ import type { IntentRow, IntentsStore } from './store.js';
 
 export const TX_HASH_UNIQUE = 'payment_intents_transaction_hash_unique';
 
-/** failureCode values set by reconciliation and settlement (documented in the README). */
+/** failureCode values set by reconciliation and settlement (documented in docs/intents.md, "failureCode values"). */
 export const CONDITIONS = {
   unknown: { code: 'settlement_result_unknown', message: 'The settlement outcome is not known yet; it is being reconciled' },
   notIndexed: {
     code: 'settlement_not_indexed',
     message: 'The authorization is used on chain but no settlement by our facilitator is indexed yet',
+  },
+  notFinal: {
+    code: 'settlement_not_final',
+    message: 'The settlement is indexed but its block is not final yet; it settles once it is',
   },
   authorizationExpired: {
     code: 'authorization_expired',
@@ -23,7 +27,7 @@ export const CONDITIONS = {
 
 /**
  * Resolves a `settling` intent from the index of our facilitator's transactions (the state table):
- * found → settled; the authorization expired unused → pending (or expired past expiresAt); otherwise
+ * found and final → settled; the authorization expired unused → pending (or expired past expiresAt); otherwise
  * it stays settling. Used by the reconcile endpoint and the reconciliation worker alike.
  */
 export class Reconciler {
@@ -51,7 +55,9 @@ export class Reconciler {
       return 'unavailable';
     }
     const now = this.clock.now();
-    if (found) await this.settleFrom(intent, authorization.id, authorization.payer, found);
+    // Only a final row settles: a transfer in a block that a reorg can still drop is not a payment yet.
+    if (found && !found.final) await this.store.note(intent.id, authorization.id, CONDITIONS.notFinal, now);
+    else if (found) await this.settleFrom(intent, authorization.id, authorization.payer, found);
     else if (state!.used) await this.store.note(intent.id, authorization.id, CONDITIONS.notIndexed, now);
     // validBefore has passed on chain and the token never used it: it can never move money now.
     else if (state!.chainTime >= authorization.validBefore) await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now);

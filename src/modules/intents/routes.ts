@@ -1,4 +1,3 @@
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
@@ -52,7 +51,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
     app.post(
       '/v1/payment-intents',
       {
-        preHandler: projectKey,
+        onRequest: projectKey,
         schema: {
           tags,
           security,
@@ -69,7 +68,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
     app.get(
       '/v1/payment-intents/:intentId',
       {
-        preHandler: projectKey,
+        onRequest: projectKey,
         schema: { tags, security, summary: 'Get a payment intent (authoritative for fulfillment)', params: intentIdParams, response: { 200: intentSchema, ...keyErrors } },
       },
       async (request) => view(await service.get(principalOf(request, 'project_key').projectId, request.params.intentId)),
@@ -77,7 +76,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
     app.post(
       '/v1/payment-intents/:intentId/reconcile',
       {
-        preHandler: projectKey,
+        onRequest: projectKey,
         schema: {
           tags,
           security,
@@ -119,9 +118,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
   return {
     name: 'intents',
     routes: {
-      api: async (app) => {
-        await app.register(async (scope) => routes(withIntentJsonParser(scope.withTypeProvider<ZodTypeProvider>())));
-      },
+      api: routes,
     },
     loops: [reconciliationLoop(ctx, store, reconciler)],
   };
@@ -131,19 +128,3 @@ const headerOf = (value: string | string[] | undefined): string | null => {
   const first = Array.isArray(value) ? value[0] : value;
   return first?.trim() ? first.trim() : null;
 };
-
-/**
- * JSON bodies of the intent routes: an empty body is no body (reconcile and pay take none), and
- * malformed JSON is the intent family's 400 `invalid_request`.
- */
-function withIntentJsonParser(scope: ZodApp): ZodApp {
-  // Fastify's own parser (prototype-poisoning guards included) does the parsing.
-  const parse = scope.getDefaultJsonParser('error', 'error');
-  scope.removeContentTypeParser('application/json');
-  scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body.toString();
-    if (text.trim() === '') return done(null, undefined);
-    parse(request, text, (error, value) => (error ? done(intentErrors.invalidRequest('Request body is not valid JSON'), undefined) : done(null, value)));
-  });
-  return scope;
-}

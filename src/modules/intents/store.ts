@@ -2,6 +2,7 @@ import { and, asc, eq, getTableColumns, gt, inArray, lte, sql, type SQL, type SQ
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db, Executor } from '../../platform/db.js';
 import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
+import { jsonText } from '../../platform/db-types.js';
 
 export type IntentRow = typeof intents.$inferSelect;
 /** What creation decides; the merchant supplies project, network, asset and payTo. */
@@ -41,7 +42,7 @@ export class IntentsStore {
       externalId: draft.externalId,
       customerRef: draft.customerRef,
       description: draft.description,
-      metadata: draft.metadata === null ? null : JSON.stringify(draft.metadata),
+      metadata: draft.metadata === null ? null : jsonText(draft.metadata),
       amountUsdCents: draft.amountUsdCents,
       amount: draft.amount,
       createdAt: draft.createdAt.toISOString(),

@@ -36,13 +36,13 @@ export function projectsModule(ctx: AppContext): Module {
       api: (app) => {
         app.get(
           '/v1/projects',
-          { preHandler: signedIn, schema: { tags: ['projects'], summary: "List the caller's projects", security, response: { 200: envelopeSchema(z.array(projectSchema)) } } },
+          { onRequest: signedIn, schema: { tags: ['projects'], summary: "List the caller's projects", security, response: { 200: envelopeSchema(z.array(projectSchema)) } } },
           async (request) => envelope(await service.list(principalOf(request, 'identity').userId)),
         );
         app.post(
           '/v1/projects',
           {
-            preHandler: signedIn,
+            onRequest: signedIn,
             schema: { tags: ['projects'], summary: 'Create a project and its first API key', security, body: createProjectBody, response: { 201: envelopeSchema(z.object({ project: projectSchema, apiKey: createdApiKeySchema })) } },
           },
           async (request, reply) => reply.code(201).send(envelope(await service.create(principalOf(request, 'identity').userId, request.body.name))),
@@ -50,7 +50,7 @@ export function projectsModule(ctx: AppContext): Module {
         app.post(
           '/v1/projects/:projectId/api-keys',
           {
-            preHandler: signedIn,
+            onRequest: signedIn,
             schema: { tags: ['projects'], summary: 'Create a project API key (secret shown once)', security, params: projectIdParams, body: createApiKeyBody, response: { 201: envelopeSchema(createdApiKeySchema) } },
           },
           async (request, reply) =>
@@ -59,7 +59,7 @@ export function projectsModule(ctx: AppContext): Module {
         app.post(
           '/v1/projects/:projectId/merchants',
           {
-            preHandler: signedIn,
+            onRequest: signedIn,
             schema: { tags: ['projects'], summary: 'Create a merchant (payTo is checksum-normalized)', security, params: projectIdParams, body: createMerchantBody, response: { 201: envelopeSchema(merchantSchema) } },
           },
           async (request, reply) =>

@@ -1,4 +1,5 @@
 import type { SQL, SQLWrapper } from 'drizzle-orm';
+import { getAddress, isAddress } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
@@ -77,6 +78,13 @@ export class ProjectsService {
 
   async merchant(merchantId: string): Promise<MerchantRow | undefined> {
     return this.store.merchant(merchantId);
+  }
+
+  /** Whether `payTo` is an enabled merchant's receiver on this service's network and asset (the facilitator's payTo policy). */
+  async isMerchantPayTo(payTo: string): Promise<boolean> {
+    if (!isAddress(payTo, { strict: false })) return false;
+    const { network, address: asset } = this.ctx.chain.asset;
+    return this.store.hasEnabledMerchantPayTo(getAddress(payTo), network, asset);
   }
 
   /** Credential resolver for project API keys (disabled keys resolve, and the guard answers 403). */

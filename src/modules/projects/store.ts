@@ -49,6 +49,16 @@ export class ProjectsStore {
       from ${merchants} where ${merchants.id} = ${merchantId} and ${merchants.projectId} = ${projectId} and ${merchants.enabled}`;
   }
 
+  /** Whether an enabled merchant receives at this checksummed payTo on this network and asset. */
+  async hasEnabledMerchantPayTo(payTo: string, network: string, asset: string): Promise<boolean> {
+    const rows = await this.db
+      .select({ id: merchants.id })
+      .from(merchants)
+      .where(and(eq(merchants.payTo, payTo), eq(merchants.network, network), eq(merchants.asset, asset), eq(merchants.enabled, true)))
+      .limit(1);
+    return rows.length > 0;
+  }
+
   async merchant(merchantId: string): Promise<MerchantRow | undefined> {
     const [row] = await this.db.select().from(merchants).where(eq(merchants.id, merchantId));
     return row;
