@@ -106,11 +106,11 @@ describe('pay-and-call on the devchain', () => {
     expect(onMgmt.body).toEqual({ code: 1001, message: 'Missing or invalid credentials', data: null });
   });
 
-  it('answers 502 with a failed payment when the wallet cannot cover the price', async () => {
+  it('answers 502 when the wallet cannot cover the price; the refused payment stays open (unknown) for the chain to decide', async () => {
     const poor = await call(app, 'POST', '/v1/wallets', mgmt, { externalId: 'agent-poor', name: 'Unfunded' });
     const answer = await pay({}, poor.body.data.credential.secret);
     expect(answer.status).toBe(502);
-    expect(answer.body.data.payment).toMatchObject({ status: 'failed', transaction: null });
+    expect(answer.body.data.payment).toMatchObject({ status: 'unknown', transaction: null });
     expect(answer.body.data.payment.error).toMatch(/insufficient_balance|simulation_failed/);
   });
 });

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
 import { verifyTypedData } from 'viem';
-import { transferWithAuthorizationTypes } from '../helpers/eip3009.js';
+import { transferWithAuthorizationTypes } from '../../src/chain/eip3009.js';
 import type { Recorded } from './helpers.js';
 
 // A stand-in x402 resource server for tests without a chain: it challenges, checks the EIP-3009

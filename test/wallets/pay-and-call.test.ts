@@ -219,7 +219,7 @@ describe('paying', () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
-  it('pays a matching requirement: signs EIP-3009 with the wallet key, retries, stores the settled payment', async () => {
+  it('pays a matching requirement: signs EIP-3009 with the wallet key, retries, records the receipt but not settled (the chain never saw it)', async () => {
     let checked: Awaited<ReturnType<typeof checkPayment>> = null;
     routes.set('/paid', async (req, res) => {
       checked = await checkPayment(req);
@@ -230,7 +230,9 @@ describe('paying', () => {
     expect(answer.status).toBe(200);
     expect(answer.body.data.upstream).toMatchObject({ status: 200, body: { message: 'paid pong' } });
     const payment = answer.body.data.payment;
-    expect(payment).toMatchObject({ status: 'settled', x402Version: 2, scheme: 'exact', network: NETWORK, asset: USDG, amount: '100', payTo: PAY_TO, transaction: `0x${'ab'.repeat(32)}`, error: null });
+    // The upstream's receipt names a transaction the chain does not have: recorded as what it said,
+    // and the payment stays pending (transaction null) until the chain shows a transfer.
+    expect(payment).toMatchObject({ status: 'pending', x402Version: 2, scheme: 'exact', network: NETWORK, asset: USDG, amount: '100', payTo: PAY_TO, transaction: null, error: null, });
     expect(payment.settlement).toMatchObject({ success: true, transaction: `0x${'ab'.repeat(32)}` });
     expect(checked).toMatchObject({ valid: true, from: wallet.address, to: PAY_TO, value: '100' });
     expect(upstream.requests).toHaveLength(2);
@@ -238,12 +240,12 @@ describe('paying', () => {
     expect(listed.body.data[0]).toEqual(payment);
   });
 
-  it('takes the PAYMENT-REQUIRED challenge from a JSON body too, and pays the cheapest matching offer', async () => {
+  it('takes the PAYMENT-REQUIRED challenge from a JSON body too, and pays the cheapest offer when all match', async () => {
     routes.set('/body-challenge', async (req, res) => {
       const checked = await checkPayment(req);
       if (checked?.valid) return settled(res, { paid: checked.value });
       res.writeHead(402, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ x402Version: 2, resource: { url: 'x' }, accepts: [requirement('90'), requirement('5', { network: 'eip155:1' }), requirement('50'), requirement('70')] }),
+        JSON.stringify({ x402Version: 2, resource: { url: 'x' }, accepts: [requirement('80'), requirement('50'), requirement('70')] }),
       );
     });
     const answer = await pay({ url: url('/body-challenge'), maxPayment: maxPayment('80') });
@@ -252,12 +254,20 @@ describe('paying', () => {
     expect(answer.body.data.payment.amount).toBe('50');
   });
 
-  it('answers 502 and stores a failed payment when the upstream refuses it', async () => {
+  it('refuses a challenge when one of its requirements exceeds maxPayment (all must match), nothing signed', async () => {
+    routes.set('/mixed', (_req, res) => challenge(res, [requirement('10'), requirement('200')]));
+    const answer = await pay({ url: url('/mixed'), maxPayment: maxPayment('100') });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ code: 1000, data: { accepts: [requirement('10'), requirement('200')] } });
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  it('answers 502 when the upstream refuses the payment; the payment stays open (unknown) for the chain to decide', async () => {
     routes.set('/refuses', (_req, res) => challenge(res, [requirement('10')], 'invalid_exact_evm_insufficient_balance'));
     const answer = await pay({ url: url('/refuses'), maxPayment: maxPayment('10') });
     expect(answer.status).toBe(502);
     expect(answer.body.code).toBe(1011);
-    expect(answer.body.data.payment).toMatchObject({ status: 'failed', error: 'invalid_exact_evm_insufficient_balance', transaction: null });
+    expect(answer.body.data.payment).toMatchObject({ status: 'unknown', error: 'upstream refused the payment: invalid_exact_evm_insufficient_balance', transaction: null });
     expect(answer.body.data.upstream.status).toBe(402);
     expect(upstream.requests).toHaveLength(2);
   });
@@ -290,7 +300,7 @@ describe('paying', () => {
     routes.set('/paid-here', async (req, res) => ((await checkPayment(req))?.valid ? settled(res, { ok: true }) : challenge(res, [requirement('10')])));
     const answer = await pay({ url: url('/moved'), maxPayment: maxPayment('10') });
     expect(answer.status).toBe(200);
-    expect(answer.body.data.payment).toMatchObject({ status: 'settled', amount: '10' });
+    expect(answer.body.data.payment).toMatchObject({ status: 'pending', amount: '10', settlement: { success: true } });
     expect(upstream.requests.map((r) => [r.url, 'payment-signature' in r.headers])).toEqual([
       ['/moved', false],
       ['/paid-here', false],
@@ -315,5 +325,54 @@ describe('paying', () => {
     expect((await call(app, 'GET', '/v1/wallets/me/payments?before=nope', secret)).status).toBe(400);
     const other = await createWallet(app, await app.mgmtSecret('other'), 'other-payer');
     expect((await call(app, 'GET', '/v1/wallets/me/payments', other.secret)).body.data).toEqual([]);
+  });
+});
+
+describe('hostile upstreams (their JSON passes the JSON guard before anything reads or stores it)', () => {
+  const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+  const receipt = (extra: string) => b64(`{"success":true,"transaction":"0x${'cd'.repeat(32)}","network":"${NETWORK}"${extra}}`);
+  const deep = `${'['.repeat(1000)}${']'.repeat(1000)}`;
+  const hostileReceipts: [string, string][] = [
+    ['nested 1,000 levels', receipt(`,"deep":${deep}`)],
+    ['with U+0000', receipt(',"errorReason":"a\\u0000b"')],
+    ['with a lone surrogate', receipt(',"payer":"\\ud800"')],
+  ];
+
+  it.each(hostileReceipts)('a PAYMENT-RESPONSE %s: 200 in the envelope, payment unknown with no settlement stored, the database keeps working', async (label, header) => {
+    const path = `/hostile-receipt-${hostileReceipts.findIndex(([l]) => l === label)}`;
+    routes.set(path, async (req, res) => {
+      if (!(await checkPayment(req))?.valid) return challenge(res, [requirement('10')]);
+      res.writeHead(200, { 'payment-response': header, 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    const answer = await pay({ url: url(path), maxPayment: maxPayment('10') });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ code: 0, message: 'ok', data: { upstream: { status: 200, body: { ok: true } } } });
+    expect(answer.body.data.payment).toMatchObject({ status: 'unknown', settlement: null, transaction: null });
+    expect(answer.body.data.payment.error).toMatch(/^unusable receipt: the PAYMENT-RESPONSE header is refused by the JSON guard/);
+    // Follow-up queries: the row reads back, and the service still answers.
+    const listed = await call(app, 'GET', '/v1/wallets/me/payments', secret);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data[0]).toEqual(answer.body.data.payment);
+    expect((await app.origins.api!.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+  });
+
+  it('a 402 whose JSON body is nested 1,000 levels or holds U+0000: 502 invalid_challenge in the envelope, nothing signed', async () => {
+    const valid = JSON.stringify({ x402Version: 2, resource: { url: 'x' }, accepts: [requirement('10')] });
+    routes.set('/hostile-402-deep', (_req, res) => res.writeHead(402, { 'content-type': 'application/json' }).end(valid.replace('"version":"1"', `"version":"1","deep":${deep}`)));
+    routes.set('/hostile-402-nul', (_req, res) => res.writeHead(402, { 'content-type': 'application/json' }).end(valid.replace('"version":"1"', '"version":"1\\u0000"')));
+    for (const path of ['/hostile-402-deep', '/hostile-402-nul']) {
+      const answer = await pay({ url: url(path), maxPayment: maxPayment('10') });
+      expect(answer.status, path).toBe(502);
+      expect(answer.body).toMatchObject({ code: 1011, data: { upstream: { status: 402, bodyEncoding: 'text' } } });
+      expect(answer.body.message).toMatch(/JSON guard/);
+    }
+    expect(upstream.requests.every((r) => r.headers['payment-signature'] === undefined)).toBe(true);
+  });
+
+  it('an unpaid JSON body nested 1,000 levels comes back as text, not as JSON', async () => {
+    routes.set('/deep-body', (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(deep));
+    const answer = await pay({ url: url('/deep-body') });
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.upstream).toMatchObject({ status: 200, bodyEncoding: 'text', body: deep });
   });
 });

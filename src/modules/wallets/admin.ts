@@ -1,10 +1,15 @@
 import { AdminCommandError } from '../../admin/commands.js';
 import type { AdminCommand } from '../module.js';
 import type { WalletsService } from './service.js';
+import type { PaymentsLoop } from './worker.js';
 
-/** Operator commands: a wallet whose provisioning keeps failing can be retried now (backoff reset). */
-export function walletAdminCommands(service: WalletsService): Record<string, AdminCommand> {
+/**
+ * Operator commands: a wallet whose provisioning keeps failing can be retried now (backoff reset);
+ * the pay-and-call payment reconciler's last run, lag and errors.
+ */
+export function walletAdminCommands(service: WalletsService, paymentsLoop: PaymentsLoop): Record<string, AdminCommand> {
   return {
+    'wallet.payments-reconciler': async () => paymentsLoop.status(),
     'wallet.retry-provisioning': async (args) => {
       const id = args.id;
       if (typeof id !== 'string' || !id) throw new AdminCommandError('--id is required');

@@ -1,12 +1,15 @@
-import { decodePaymentResponseHeader } from '@x402/core/http';
+import { getAddress } from 'viem';
 import type { AppContext } from '../../context.js';
 import { ApiError, conflict } from '../../platform/http/errors.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { newId } from '../../platform/ids.js';
 import type { SafeFetchOptions, SafeResponse } from '../../platform/safe-fetch.js';
 import { chooseRequirement, parseChallenge } from './challenge.js';
 import { forwardedRequest, resourceOf } from './forward.js';
 import type { PayAndCallInput, PaymentView, UpstreamView } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
+import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
+import type { PaymentReconciler } from './reconcile.js';
 import { signPayment } from './signing.js';
 import { WalletsStore, type PaymentRow, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
@@ -20,8 +23,10 @@ export interface PayAndCallResult {
 }
 
 /**
- * POST /v1/wallets/me/pay-and-call: call the upstream once; on an x402 v2 challenge that matches
- * maxPayment, sign with the wallet's key, record the payment, retry with PAYMENT-SIGNATURE.
+ * POST /v1/wallets/me/pay-and-call: call the upstream once; on an x402 v2 challenge whose every
+ * requirement matches maxPayment, sign with the wallet's key, record the payment, retry with
+ * PAYMENT-SIGNATURE. The upstream's receipt is recorded as what it said; the payment is `settled`
+ * only when the chain shows the transfer (reconcile.ts, here at once and then by the worker).
  */
 export class PayAndCall {
   private readonly store: WalletsStore;
@@ -30,6 +35,7 @@ export class PayAndCall {
     private readonly ctx: AppContext,
     private readonly provider: WalletProvider,
     private readonly fetch: SafeFetch,
+    private readonly reconciler: PaymentReconciler,
   ) {
     this.store = new WalletsStore(ctx.db);
   }
@@ -70,6 +76,7 @@ export class PayAndCall {
       amount: requirement.amount,
       payTo: requirement.payTo,
       nonce: signed.nonce,
+      validBefore: signed.validBefore,
       method: input.method,
       resource: resourceOf(first.url),
       upstreamStatus: null,
@@ -80,6 +87,7 @@ export class PayAndCall {
       updatedAt: now,
     };
     await this.store.insertPayment(row);
+    crashPoint('pay-and-call.after-sign');
 
     let paid: SafeResponse;
     try {
@@ -87,27 +95,51 @@ export class PayAndCall {
       // signature must reach the resource that asked for it, nowhere else.
       paid = await send(first.url, { ...request.headers, 'payment-signature': signed.header }, { maxRedirects: 0 });
     } catch (error) {
-      const payment = await this.finish(row.id, { status: 'unknown', error: `paid retry failed: ${error instanceof Error ? error.message : String(error)}` });
+      const payment = await this.finish(wallet, row.id, { upstreamStatus: null, settlement: null, next: 'unknown', error: `paid retry failed: ${error instanceof Error ? error.message : String(error)}` });
       throw upstreamError(error, { payment });
     }
+    crashPoint('pay-and-call.after-upstream');
 
+    // What the upstream says about the payment. Its receipt passes the JSON guard; an unusable one
+    // counts as no receipt (the chain decides), and is never stored.
     const upstream = upstreamView(paid);
-    const settlement = readSettlement(paid);
-    if (settlement?.success === true) {
-      const transaction = typeof settlement.transaction === 'string' && settlement.transaction ? settlement.transaction : null;
-      return { upstream, payment: await this.finish(row.id, { status: 'settled', transaction, settlement, upstreamStatus: paid.status }) };
+    let settlement: Record<string, unknown> | null = null;
+    let unusable: string | null = null;
+    try {
+      settlement = parseSettlement((name) => paid.headers[name]);
+    } catch (error) {
+      if (!(error instanceof SellerAnswerError)) throw error;
+      unusable = error.message;
     }
-    if (paid.status === 402 || settlement?.success === false) {
-      const reason = (settlement?.errorReason as string | undefined) ?? rejectionReason(paid) ?? 'payment rejected by the upstream';
-      const payment = await this.finish(row.id, { status: 'failed', settlement, error: reason, upstreamStatus: paid.status });
+    const refused = paid.status === 402 || settlement?.success === false;
+    const reason = refused ? clip((settlement?.errorReason as string | undefined) || rejectionReason(paid) || 'payment rejected by the upstream') : null;
+    const payment =
+      settlement?.success === true
+        ? await this.finish(wallet, row.id, { upstreamStatus: paid.status, settlement, next: 'pending', error: null })
+        : await this.finish(wallet, row.id, {
+            upstreamStatus: paid.status,
+            settlement,
+            next: 'unknown',
+            error: reason ? `upstream refused the payment: ${reason}` : unusable ? `unusable receipt: ${clip(unusable)}` : 'no PAYMENT-RESPONSE from the upstream',
+          });
+    if (refused && payment.status !== 'settled') {
       throw new ApiError(502, 'payment_failed', `The upstream did not accept the payment: ${reason}`, { upstream, payment });
     }
-    // Answered without a settlement receipt: the resource came, the settlement is not proven.
-    return { upstream, payment: await this.finish(row.id, { status: 'unknown', error: 'no PAYMENT-RESPONSE from the upstream', upstreamStatus: paid.status }) };
+    // Answered with the resource: the payment is whatever the chain says (settled, or open until it does).
+    return { upstream, payment };
   }
 
-  private async finish(id: string, changes: Parameters<WalletsStore['updatePayment']>[1]): Promise<PaymentView> {
-    return paymentView(await this.store.updatePayment(id, changes, this.ctx.clock.now()));
+  /** Records the upstream's answer, then asks the chain at once; a chain that cannot be read leaves it to the worker. */
+  private async finish(wallet: WalletRow, id: string, answer: Parameters<WalletsStore['recordAnswer']>[1]): Promise<PaymentView> {
+    let row = await this.store.recordAnswer(id, answer, this.ctx.clock.now());
+    if (wallet.address && this.reconciler.canCheck(row) && (row.status === 'pending' || row.status === 'unknown')) {
+      try {
+        row = await this.reconciler.reconcile({ row, payer: getAddress(wallet.address) });
+      } catch (error) {
+        this.ctx.log.warn({ paymentId: id, err: error }, 'pay-and-call could not read the chain; the reconciler will');
+      }
+    }
+    return paymentView(row);
   }
 }
 
@@ -121,17 +153,6 @@ function withUpstream<T>(parse: () => T, response: SafeResponse): T {
   }
 }
 
-function readSettlement(response: SafeResponse): Record<string, unknown> | null {
-  const header = response.headers['payment-response'] ?? response.headers['x-payment-response'];
-  if (!header) return null;
-  try {
-    const decoded = decodePaymentResponseHeader(header.trim()) as unknown;
-    return decoded && typeof decoded === 'object' && !Array.isArray(decoded) ? (decoded as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
 function rejectionReason(response: SafeResponse): string | undefined {
   try {
     const error = parseChallenge(response).error;
@@ -139,4 +160,9 @@ function rejectionReason(response: SafeResponse): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Upstream text kept in `error`: short, and never ending in half a surrogate pair. */
+function clip(text: string, max = 300): string {
+  return text.length <= max ? text : text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '');
 }

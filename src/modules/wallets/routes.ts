@@ -13,9 +13,12 @@ import { PayAndCall, type SafeFetch } from './pay-and-call.js';
 import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
+import { PaymentReconciler } from './reconcile.js';
 import { KeySealer } from './sealing.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
 import { WalletsService } from './service.js';
+import { WalletsStore } from './store.js';
+import { paymentsReconcileLoop } from './worker.js';
 
 declare module '../../context.js' {
   interface Services {
@@ -32,6 +35,9 @@ export interface WalletsModuleOptions {
   fetch?: SafeFetch;
 }
 
+/** How often open pay-and-call payments are checked on chain. */
+const PAYMENTS_RECONCILE_INTERVAL_MS = 2_000;
+
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
 export const createWalletsModule =
@@ -40,7 +46,10 @@ export const createWalletsModule =
     const provider = options.provider ?? localProvider(ctx);
     const provisioner = new Provisioner(ctx.db, provider, ctx.clock, ctx.log);
     const service = new WalletsService(ctx, provider, provisioner);
-    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve));
+    const store = new WalletsStore(ctx.db);
+    const reconciler = new PaymentReconciler(store, { network: ctx.chain.network, client: ctx.chain.publicClient }, ctx.clock, ctx.log);
+    const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
+    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
     ctx.services.wallets = service;
     ctx.auth.register('wallet', service.resolveCredential);
 
@@ -53,19 +62,19 @@ export const createWalletsModule =
 
     return {
       name: 'wallets',
-      loops: [provisioner.loop],
-      adminCommands: walletAdminCommands(service),
+      loops: [provisioner.loop, paymentsLoop],
+      adminCommands: walletAdminCommands(service, paymentsLoop),
       routes: {
         api: (app) => {
           app.get(
             '/v1/wallets',
-            { preHandler: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
+            { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
             async (request) => envelope(await service.list(principalOf(request, 'mgmt').credentialId)),
           );
           app.post(
             '/v1/wallets',
             {
-              preHandler: mgmt,
+              onRequest: mgmt,
               schema: {
                 tags,
                 summary: 'Create a wallet (idempotent by externalId); the first success returns its first credential',
@@ -82,19 +91,19 @@ export const createWalletsModule =
           );
           app.get(
             '/v1/wallets/me',
-            { preHandler: walletCredential, schema: { tags, summary: "The wallet of the wallet credential (the management credential is refused)", security, response: { 200: envelopeSchema(walletSchema), ...errors(401) } } },
+            { onRequest: walletCredential, schema: { tags, summary: "The wallet of the wallet credential (the management credential is refused)", security, response: { 200: envelopeSchema(walletSchema), ...errors(401) } } },
             async (request) => envelope(await service.me(principalOf(request, 'wallet').walletId)),
           );
           app.post(
             '/v1/wallets/me/pay-and-call',
             {
-              preHandler: walletCredential,
+              onRequest: walletCredential,
               bodyLimit: payBodyLimit,
               schema: {
                 tags,
                 summary: 'Call an x402 resource and pay it from the wallet, within maxPayment',
                 description:
-                  'Pays only when a requirement of the upstream 402 matches maxPayment (scheme exact, same network and asset, amount ≤ maxPayment.amount). Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
+                  'Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain\'s); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
                 security,
                 body: payAndCallBody,
                 response: { 200: envelopeSchema(payAndCallResult), ...errors(400, 401, 409, 413, 502, 504) },
@@ -108,23 +117,23 @@ export const createWalletsModule =
           );
           app.get(
             '/v1/wallets/me/payments',
-            { preHandler: walletCredential, schema: { tags, summary: "The wallet's pay-and-call payments, newest first (extension)", security, querystring: paymentsQuery, response: { 200: envelopeSchema(z.array(paymentSchema)), ...errors(400, 401) } } },
+            { onRequest: walletCredential, schema: { tags, summary: "The wallet's pay-and-call payments, newest first (extension)", security, querystring: paymentsQuery, response: { 200: envelopeSchema(z.array(paymentSchema)), ...errors(400, 401) } } },
             async (request) => envelope(await service.payments(principalOf(request, 'wallet').walletId, request.query.limit, request.query.before)),
           );
           app.get(
             '/v1/wallets/:walletId',
-            { preHandler: mgmt, schema: { tags, summary: 'Get a wallet of the application', security, params: walletIdParams, response: { 200: envelopeSchema(walletSchema), ...errors(401, 404) } } },
+            { onRequest: mgmt, schema: { tags, summary: 'Get a wallet of the application', security, params: walletIdParams, response: { 200: envelopeSchema(walletSchema), ...errors(401, 404) } } },
             async (request) => envelope(await service.get(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
           );
           app.get(
             '/v1/wallets/:walletId/credentials',
-            { preHandler: mgmt, schema: { tags, summary: "The wallet's credentials, newest first (no secrets)", security, params: walletIdParams, response: { 200: envelopeSchema(z.array(credentialSchema)), ...errors(401, 404) } } },
+            { onRequest: mgmt, schema: { tags, summary: "The wallet's credentials, newest first (no secrets)", security, params: walletIdParams, response: { 200: envelopeSchema(z.array(credentialSchema)), ...errors(401, 404) } } },
             async (request) => envelope(await service.listCredentials(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
           );
           app.post(
             '/v1/wallets/:walletId/credentials',
             {
-              preHandler: mgmt,
+              onRequest: mgmt,
               schema: { tags, summary: 'Create a wallet credential (secret shown once; the wallet must be active)', security, params: walletIdParams, body: createCredentialBody, response: { 201: envelopeSchema(createdCredentialSchema), ...errors(400, 401, 404, 409) } },
             },
             async (request, reply) =>
@@ -132,7 +141,7 @@ export const createWalletsModule =
           );
           app.delete(
             '/v1/wallets/:walletId/credentials/:credentialId',
-            { preHandler: mgmt, schema: { tags, summary: 'Revoke a wallet credential (immediate)', security, params: credentialParams, response: { 200: envelopeSchema(credentialSchema), ...errors(401, 404) } } },
+            { onRequest: mgmt, schema: { tags, summary: 'Revoke a wallet credential (immediate)', security, params: credentialParams, response: { 200: envelopeSchema(credentialSchema), ...errors(401, 404) } } },
             async (request) => envelope(await service.revokeCredential(principalOf(request, 'mgmt').credentialId, request.params.walletId, request.params.credentialId)),
           );
         },

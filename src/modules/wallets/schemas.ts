@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Bound of a wallet's serialized `metadata` (documented in the README's API notes). */
+/** Bound of a wallet's serialized `metadata` (documented in docs/wallets.md, "Wallet create"). */
 export const METADATA_MAX_BYTES = 16 * 1024;
 export const METADATA_KEY_MAX = 100;
 export const SUPPORTED_CHAIN_TYPES = ['ethereum'] as const;

@@ -8,6 +8,8 @@ export interface SignedPayment {
   /** Value of the PAYMENT-SIGNATURE header. */
   header: string;
   nonce: string;
+  /** The authorization's validBefore, unix seconds. */
+  validBefore: string;
 }
 
 /**
@@ -19,9 +21,10 @@ export async function signPayment(account: LocalAccount, challenge: PaymentRequi
     const { payload, header } = await signWithX402Client(account, { ...challenge, accepts: [requirement] }, {
       allow: [{ network: requirement.network, asset: requirement.asset, maxAmountPerPayment: maxAmount }],
     });
-    const nonce = (payload.payload as { authorization?: { nonce?: unknown } }).authorization?.nonce;
-    if (typeof nonce !== 'string') throw new Error('the signed payload has no EIP-3009 nonce');
-    return { payload, header, nonce };
+    const authorization = (payload.payload as { authorization?: { nonce?: unknown; validBefore?: unknown } }).authorization;
+    const { nonce, validBefore } = authorization ?? {};
+    if (typeof nonce !== 'string' || typeof validBefore !== 'string') throw new Error('the signed payload has no EIP-3009 authorization');
+    return { payload, header, nonce, validBefore };
   } catch (error) {
     throw new ApiError(502, 'signing_failed', `x402 signing failed: ${error instanceof Error ? error.message : String(error)}`);
   }

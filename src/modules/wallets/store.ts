@@ -1,10 +1,19 @@
-import { and, asc, desc, eq, gt, isNull, lt, lte, ne, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, ne, or, sql } from 'drizzle-orm';
+import { getAddress } from 'viem';
 import type { Executor } from '../../platform/db.js';
 import { walletCredentials, walletPayments, wallets } from './tables.js';
 
 export type WalletRow = typeof wallets.$inferSelect;
 export type CredentialRow = typeof walletCredentials.$inferSelect;
 export type PaymentRow = typeof walletPayments.$inferSelect;
+
+/** Payment states the chain has not decided yet: the reconciler's work. */
+export const OPEN_PAYMENT_STATES = ['pending', 'unknown'] as const;
+/** An open payment with its payer (the wallet's address), as the reconciler reads it. */
+export interface OpenPayment {
+  row: PaymentRow;
+  payer: `0x${string}`;
+}
 
 /** SQL of the Wallet API. Reads by a management credential are always scoped to its wallets. */
 export class WalletsStore {
@@ -125,9 +134,81 @@ export class WalletsStore {
     await this.db.insert(walletPayments).values(row);
   }
 
-  async updatePayment(id: string, changes: Partial<Pick<PaymentRow, 'status' | 'transaction' | 'settlement' | 'error' | 'upstreamStatus'>>, now: Date): Promise<PaymentRow> {
-    const [row] = await this.db.update(walletPayments).set({ ...changes, updatedAt: now }).where(eq(walletPayments.id, id)).returning();
+  async payment(id: string): Promise<PaymentRow | undefined> {
+    const [row] = await this.db.select().from(walletPayments).where(eq(walletPayments.id, id));
     return row;
+  }
+
+  /**
+   * What the upstream answered to the paid retry. `upstream_status` and `settlement` are facts and
+   * are always kept; the state moves (to `next`, with `error`) only while the payment is open, so
+   * an answer arriving after the reconciler decided it never undoes the chain's verdict.
+   */
+  async recordAnswer(id: string, answer: { upstreamStatus: number | null; settlement: Record<string, unknown> | null; next: (typeof OPEN_PAYMENT_STATES)[number]; error: string | null }, now: Date): Promise<PaymentRow> {
+    const open = inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]);
+    const [row] = await this.db
+      .update(walletPayments)
+      .set({
+        upstreamStatus: answer.upstreamStatus,
+        settlement: answer.settlement,
+        status: sql`case when ${open} then ${answer.next}::text else ${walletPayments.status} end`,
+        error: sql`case when ${open} then ${answer.error}::text else ${walletPayments.error} end`,
+        updatedAt: now,
+      })
+      .where(eq(walletPayments.id, id))
+      .returning();
+    return row;
+  }
+
+  /** open → settled with the chain's transaction; undefined when it was no longer open. */
+  async settlePayment(id: string, transaction: string, now: Date): Promise<PaymentRow | undefined> {
+    const [row] = await this.db
+      .update(walletPayments)
+      .set({ status: 'settled', transaction, error: null, updatedAt: now })
+      .where(and(eq(walletPayments.id, id), inArray(walletPayments.status, [...OPEN_PAYMENT_STATES])))
+      .returning();
+    return row;
+  }
+
+  /** open → failed (the chain's word: expired unused, or used without the transfer). */
+  async failPayment(id: string, reason: string, now: Date): Promise<PaymentRow | undefined> {
+    const [row] = await this.db
+      .update(walletPayments)
+      .set({ status: 'failed', error: reason, updatedAt: now })
+      .where(and(eq(walletPayments.id, id), inArray(walletPayments.status, [...OPEN_PAYMENT_STATES])))
+      .returning();
+    return row;
+  }
+
+  /**
+   * Open payments on `network` not touched since `idleSince`, oldest first, after `cursor`, with the
+   * payer's address (wallet_payments_open_idx holds just the open rows).
+   */
+  async openPayments(network: string, idleSince: Date, cursor: { createdAt: Date; id: string } | null, limit: number): Promise<OpenPayment[]> {
+    const rows = await this.db
+      .select({ row: walletPayments, payer: wallets.address })
+      .from(walletPayments)
+      .innerJoin(wallets, eq(wallets.id, walletPayments.walletId))
+      .where(
+        and(
+          inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]),
+          eq(walletPayments.network, network),
+          lt(walletPayments.updatedAt, idleSince),
+          cursor ? sql`(${walletPayments.createdAt}, ${walletPayments.id}) > (${cursor.createdAt}, ${cursor.id})` : undefined,
+        ),
+      )
+      .orderBy(asc(walletPayments.createdAt), asc(walletPayments.id))
+      .limit(limit);
+    return rows.filter((r) => r.payer).map((r) => ({ row: r.row, payer: getAddress(r.payer!) }));
+  }
+
+  /** createdAt of the oldest open payment on `network` (the reconciler's lag), or null. */
+  async oldestOpen(network: string): Promise<Date | null> {
+    const [row] = await this.db
+      .select({ at: sql<Date | string | null>`min(${walletPayments.createdAt})` })
+      .from(walletPayments)
+      .where(and(inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]), eq(walletPayments.network, network)));
+    return row?.at ? new Date(row.at) : null;
   }
 
   /** Newest first; ids are UUIDv7, so `before` is a keyset cursor. */

@@ -1,4 +1,5 @@
 import { ApiError } from '../../platform/http/errors.js';
+import { parseGuardedJson } from '../../platform/json-guard.js';
 import { SafeFetchError, type SafeResponse } from '../../platform/safe-fetch.js';
 import { BASE64_MARKER, type UpstreamView } from './pay-schemas.js';
 
@@ -23,9 +24,10 @@ export function shapeBody(contentType: string | undefined, body: Buffer): Pick<U
   const text = decodeText(body);
   if (text !== null && JSON_TYPES.test(type)) {
     try {
-      return { body: JSON.parse(text), bodyEncoding: 'json' };
+      // The JSON guard (depth, U+0000, lone surrogates); the size is already bounded by the fetch.
+      return { body: parseGuardedJson(text, text.length), bodyEncoding: 'json' };
     } catch {
-      return { body: text, bodyEncoding: 'text' }; // declared JSON, is not: give the text as it is
+      return { body: text, bodyEncoding: 'text' }; // declared JSON, is not (or is hostile): give the text as it is
     }
   }
   // Untyped bodies count as text when they decode cleanly and hold no NUL bytes.
