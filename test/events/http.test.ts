@@ -402,6 +402,7 @@ describe('schedules over HTTP', () => {
     for (const overrides of [
       { schedule: { type: 'cron', expression: '0 9 * *', timezone: 'UTC' } },
       { schedule: { type: 'cron', expression: '0 99 * * *', timezone: 'UTC' } },
+      { schedule: { type: 'cron', expression: '0 9 ? * *', timezone: 'UTC' } },
       { schedule: { type: 'cron', expression: '0 9 * * *', timezone: 'America/Atlantis' } },
       { schedule: { type: 'interval', expression: '0 9 * * *', timezone: 'UTC' } },
       { overlapPolicy: 'sometimes' },

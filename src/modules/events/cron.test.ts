@@ -3,11 +3,15 @@ import { CronDefinitionError, latestTickUpTo, nextTick, parseCron } from './cron
 
 describe('cron', () => {
   it('needs exactly five fields and a known IANA zone', () => {
-    expect(() => parseCron('0 9 * * *', 'Europe/Paris')).not.toThrow();
+    for (const accepted of ['0 9 * * *', '*/15 8-18 * * MON-FRI', '0,30 9 1,15 jan-jun,dec 0', '5 4 * * sun', '0 0 */2 * 1-5/2', '0 9 L * *', '0 9 * * 5#3']) {
+      expect(() => parseCron(accepted, 'Europe/Paris')).not.toThrow();
+    }
     for (const [expression, timezone, field] of [
       ['0 0 9 * * *', 'UTC', 'expression'],
       ['@daily', 'UTC', 'expression'],
       ['0 25 * * *', 'UTC', 'expression'],
+      ['0 9 ? * *', 'UTC', 'expression'],
+      ['0 9 * * ?', 'UTC', 'expression'],
       ['0 9 * * *', 'Nowhere/City', 'timezone'],
     ] as const) {
       const error = (() => {

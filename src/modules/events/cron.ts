@@ -27,6 +27,8 @@ export function parseCron(expression: string, timezone: string): Cron {
   if (!isValidTimeZone(timezone)) throw new CronDefinitionError('timezone', `unknown IANA time zone: ${timezone}`);
   const fields = expression.trim().split(/\s+/);
   if (fields.length !== 5) throw new CronDefinitionError('expression', 'a cron expression has exactly 5 fields: minute hour day-of-month month day-of-week');
+  // croner reads `?` as "the current value" (`0 9 ? * *` would mean today's date, not any day): refused.
+  if (expression.includes('?')) throw new CronDefinitionError('expression', '"?" is not supported: use * for "any"');
   try {
     return new Cron(fields.join(' '), { timezone, paused: true });
   } catch (error) {

@@ -61,11 +61,11 @@ export class EventService {
     if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
     assertPayloadSize(input.payload);
     const now = this.clock.now();
-    const availableAt = new Date(now.getTime() + (input.delaySeconds ?? 0) * 1000);
+    const delaySeconds = input.delaySeconds ?? 0;
     const deduplicationKey = input.deduplicationKey ?? null;
-    const event = await this.store.insert({ id: newId(now.getTime()), projectId, queueId, payload: input.payload, deduplicationKey, availableAt, now });
+    const event = await this.store.insert({ id: newId(now.getTime()), projectId, queueId, payload: input.payload, deduplicationKey, delaySeconds, now });
     if (event) {
-      if (availableAt <= now) this.announce(queueId);
+      if (delaySeconds === 0) this.announce(queueId);
       return { event, created: true };
     }
     const existing = deduplicationKey ? await this.store.findByDeduplicationKey(projectId, queueId, deduplicationKey) : null;

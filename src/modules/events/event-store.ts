@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from './rows.js';
+import { jsonText } from '../../platform/db-types.js';
 
 // SQL of events. Every state change is ONE conditional UPDATE (status, token hash and expiry in its
 // WHERE), so two racing calls can never both win: the loser matches no row and is told why.
@@ -75,14 +76,14 @@ export function toEventRow(raw: RawEventRow): EventRow {
 }
 
 /** An event (alias `e`) that may be handed out now: open, due, within its age limit, attempts left. */
-const CLAIMABLE = (now: Date) => sql`
+const CLAIMABLE = (now: SQL) => sql`
   e.status in ('available', 'leased') and e.available_at <= ${now}
   and (e.status = 'available' or e.attempts < e.max_attempts)
   and (e.expires_at is null or e.expires_at > ${now})`;
 
 /** now + the lease: the given seconds, or the queue's defaultLeaseSeconds. */
-const LEASE_END = (now: Date, leaseSeconds: number | null, queueId: SQL) =>
-  sql`${now}::timestamptz + make_interval(secs => coalesce(${leaseSeconds}::int,
+const LEASE_END = (now: SQL, leaseSeconds: number | null, queueId: SQL) =>
+  sql`${now} + make_interval(secs => coalesce(${leaseSeconds}::int,
         (select default_lease_seconds from event_queues where id = ${queueId})))`;
 
 export interface PublishInput {
@@ -91,7 +92,7 @@ export interface PublishInput {
   queueId: string;
   payload: Record<string, unknown>;
   deduplicationKey: string | null;
-  availableAt: Date;
+  delaySeconds: number;
   now: Date;
 }
 
@@ -116,6 +117,12 @@ export interface EventStoreOptions {
    * caller saw succeed stays acked across a crash; the option trades that for throughput.
    */
   asyncLeaseCommits: boolean;
+  /**
+   * Time every lease decision by the database's `now()`, not the node's clock: nodes whose clocks
+   * disagree then still agree on when a lease ends, so one lease is never held twice. Off only for
+   * tests that move time by hand (the passed `now` is used instead).
+   */
+  databaseTime: boolean;
 }
 
 export class EventStore {
@@ -124,11 +131,16 @@ export class EventStore {
 
   constructor(
     private readonly db: Executor,
-    options: EventStoreOptions = { asyncLeaseCommits: false },
+    private readonly options: EventStoreOptions = { asyncLeaseCommits: false, databaseTime: true },
   ) {
     this.commitMode = sql.raw(
       options.asyncLeaseCommits ? `(select set_config('synchronous_commit', 'off', true)) as commit_mode` : `(select 1) as commit_mode`,
     );
+  }
+
+  /** The statement's "now": see EventStoreOptions.databaseTime. */
+  private at(now: Date): SQL {
+    return this.options.databaseTime ? sql`now()` : sql`${now.toISOString()}::timestamptz`;
   }
 
   /**
@@ -136,12 +148,13 @@ export class EventStore {
    * the queue is missing or the deduplication key was used.
    */
   async insert(input: PublishInput): Promise<EventRow | null> {
+    const now = this.at(input.now);
     const rows = await rowsOf<RawEventRow>(
       this.db,
       sql`insert into events (id, project_id, queue_id, payload, deduplication_key, status, attempts,
                               max_attempts, available_at, created_at, updated_at)
-          select ${input.id}, q.project_id, q.id, ${JSON.stringify(input.payload)}::jsonb, ${input.deduplicationKey},
-                 'available', 0, q.max_attempts, ${input.availableAt}, ${input.now}, ${input.now}
+          select ${input.id}, q.project_id, q.id, ${jsonText(input.payload)}::jsonb, ${input.deduplicationKey},
+                 'available', 0, q.max_attempts, ${now} + make_interval(secs => ${input.delaySeconds}::int), ${now}, ${now}
           from event_queues q where q.id = ${input.queueId} and q.project_id = ${input.projectId}
           on conflict (queue_id, deduplication_key) where deduplication_key is not null do nothing
           returning *`,
@@ -188,7 +201,7 @@ export class EventStore {
     now: Date;
     skipSchedules: readonly string[];
   }): Promise<ClaimAttempt> {
-    const { now } = input;
+    const now = this.at(input.now);
     const skip = input.skipSchedules.length
       ? sql`and (e.schedule_id is null or not (e.schedule_id = any(${`{${input.skipSchedules.join(',')}}`}::uuid[])))`
       : sql``;
@@ -214,7 +227,7 @@ export class EventStore {
 
   /** Leases one specific event if it is still claimable (the capped-schedule path, inside its lock). */
   async claimById(input: { eventId: string; leaseSeconds: number | null; tokenHash: string; now: Date }): Promise<EventRow | null> {
-    const { now } = input;
+    const now = this.at(input.now);
     const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
     const rows = await rowsOf<RawEventRow>(
       this.db,
@@ -228,7 +241,8 @@ export class EventStore {
   }
 
   /** Leased events of a schedule whose lease is still running. */
-  async countActiveLeases(scheduleId: string, now: Date): Promise<number> {
+  async countActiveLeases(scheduleId: string, at: Date): Promise<number> {
+    const now = this.at(at);
     const rows = await rowsOf<{ count: number }>(
       this.db,
       sql`select count(*)::int as count from events
@@ -238,7 +252,8 @@ export class EventStore {
   }
 
   /** Undoes a claim nobody received (the client left while it ran): the attempt does not count. */
-  async unclaim(eventId: string, tokenHash: string, now: Date): Promise<void> {
+  async unclaim(eventId: string, tokenHash: string, at: Date): Promise<void> {
+    const now = this.at(at);
     await rowsOf(
       this.db,
       sql`update events e set status = 'available', attempts = e.attempts - 1, available_at = ${now},
@@ -250,23 +265,25 @@ export class EventStore {
 
   /** Extends a running lease to now + leaseSeconds (the queue's default when null). */
   async heartbeat(input: LeaseInput & { leaseSeconds: number | null }): Promise<EventRow | null> {
-    const leaseEnd = LEASE_END(input.now, input.leaseSeconds, sql`e.queue_id`);
+    const now = this.at(input.now);
+    const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
     const rows = await rowsOf<RawEventRow>(
       this.db,
-      sql`update events e set lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${input.now}
+      sql`update events e set lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
           from ${this.commitMode}
-          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input)}
+          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
           returning e.*`,
     );
     return rows[0] ? toEventRow(rows[0]) : null;
   }
 
   async ack(input: LeaseInput): Promise<EventRow | null> {
+    const now = this.at(input.now);
     const rows = await rowsOf<RawEventRow>(
       this.db,
-      sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${input.now}, updated_at = ${input.now}
+      sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
           from ${this.commitMode}
-          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input)}
+          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
           returning e.*`,
     );
     return rows[0] ? toEventRow(rows[0]) : null;
@@ -277,7 +294,7 @@ export class EventStore {
    * last attempt. A null delay means the default backoff, min(base^attempts, cap) seconds.
    */
   async nack(input: LeaseInput & { error: string; retryDelaySeconds: number | null; backoff: { base: number; cap: number } }): Promise<EventRow | null> {
-    const { now } = input;
+    const now = this.at(input.now);
     const exhausted = sql`e.attempts >= e.max_attempts`;
     const delay = sql`coalesce(${input.retryDelaySeconds}::int, least(power(${input.backoff.base}::int, e.attempts), ${input.backoff.cap}::int))`;
     const rows = await rowsOf<RawEventRow>(
@@ -285,11 +302,11 @@ export class EventStore {
       sql`update events e set
                  status = case when ${exhausted} then 'dead' else 'available' end,
                  available_at = case when ${exhausted} then e.available_at
-                                     else ${now}::timestamptz + make_interval(secs => ${delay}) end,
-                 finished_at = case when ${exhausted} then ${now}::timestamptz end,
+                                     else ${now} + make_interval(secs => ${delay}) end,
+                 finished_at = case when ${exhausted} then ${now} end,
                  last_error = ${input.error}, lease_expires_at = null, updated_at = ${now}
           from ${this.commitMode}
-          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input)}
+          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
           returning e.*`,
     );
     return rows[0] ? toEventRow(rows[0]) : null;
@@ -299,7 +316,8 @@ export class EventStore {
    * Ends leases that ran out: `dead` when that was the last attempt, `expired` past the event's age
    * limit, else `available` again (claims already treat them so; this makes reads say it).
    */
-  async sweepExpiredLeases(now: Date, limit: number): Promise<number> {
+  async sweepExpiredLeases(at: Date, limit: number): Promise<number> {
+    const now = this.at(at);
     const rows = await rowsOf<{ id: string }>(
       this.db,
       sql`with due as (
@@ -311,7 +329,7 @@ export class EventStore {
                                when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
                                else 'available' end,
                  finished_at = case when e.attempts >= e.max_attempts or (e.expires_at is not null and e.expires_at <= ${now})
-                                    then ${now}::timestamptz end,
+                                    then ${now} end,
                  last_error = 'lease_expired: no ack or nack before ' || to_char(e.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                  updated_at = ${now}
           from due, ${this.commitMode} where e.id = due.id
@@ -321,7 +339,8 @@ export class EventStore {
   }
 
   /** Marks waiting events past their age limit (`expires_at`) as `expired`; they are never delivered. */
-  async sweepAgedEvents(now: Date, limit: number): Promise<number> {
+  async sweepAgedEvents(at: Date, limit: number): Promise<number> {
+    const now = this.at(at);
     const rows = await rowsOf<{ id: string }>(
       this.db,
       sql`with due as (
@@ -339,5 +358,5 @@ export class EventStore {
 }
 
 /** The caller holds the event's current lease: leased, same token, not yet expired. */
-const LEASE_HELD = (input: LeaseInput) =>
-  sql`e.status = 'leased' and e.lease_token_hash = ${input.tokenHash} and e.lease_expires_at > ${input.now}`;
+const LEASE_HELD = (tokenHash: string, now: SQL) =>
+  sql`e.status = 'leased' and e.lease_token_hash = ${tokenHash} and e.lease_expires_at > ${now}`;

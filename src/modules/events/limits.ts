@@ -1,5 +1,5 @@
 // Bounds and defaults of the Events API (the spec leaves them open). The zod schemas enforce them
-// and the README documents them; change them here only.
+// and docs/events.md documents them; change them here only.
 
 export const LIMITS = {
   queueName: { min: 1, max: 200 },

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, lte, sql } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from './rows.js';
 import { eventSchedules } from './tables.js';
+import { jsonText } from '../../platform/db-types.js';
 
 export type ScheduleRow = typeof eventSchedules.$inferSelect;
 export type OverlapPolicy = 'all' | 'skip' | 'latest';
@@ -55,7 +56,7 @@ export class ScheduleStore {
    */
   async upsert(input: { id: string; projectId: string; externalId: string; definition: ScheduleDefinition; now: Date }): Promise<{ row: ScheduleRow; outcome: UpsertOutcome }> {
     const d = input.definition;
-    const payload = JSON.stringify(d.payload);
+    const payload = jsonText(d.payload);
     const rows = await rowsOf<RawSchedule & { inserted: boolean }>(
       this.db,
       sql`insert into event_schedules as s (id, project_id, queue_id, external_id, name, cron_expression, timezone, payload,
@@ -193,7 +194,7 @@ export class ScheduleStore {
       this.db,
       sql`insert into events (id, project_id, queue_id, schedule_id, scheduled_for, payload, status, attempts,
                               max_attempts, available_at, expires_at, created_at, updated_at)
-          select ${input.eventId}, q.project_id, q.id, ${schedule.id}, ${tick}, ${JSON.stringify(schedule.payload)}::jsonb,
+          select ${input.eventId}, q.project_id, q.id, ${schedule.id}, ${tick}, ${jsonText(schedule.payload)}::jsonb,
                  'available', 0, q.max_attempts, ${now}, ${expiresAt}::timestamptz, ${now}, ${now}
           from event_queues q where q.id = ${schedule.queueId}
           on conflict (schedule_id, scheduled_for) where schedule_id is not null do nothing

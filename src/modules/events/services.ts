@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { systemClock } from '../../platform/clock.js';
 import { EventService } from './event-service.js';
 import { QueueService } from './queue-service.js';
 import { Scheduler } from './scheduler.js';
@@ -19,13 +20,16 @@ export interface EventsServices {
 }
 
 export interface EventsOptions {
-  /** See EventStoreOptions; on by default. */
+  /** See EventStoreOptions; off by default. */
   asyncLeaseCommits?: boolean;
+  /** See EventStoreOptions; on unless the context's clock is a test clock. */
+  databaseTime?: boolean;
 }
 
 export function createEventsServices(ctx: Pick<AppContext, 'database' | 'clock' | 'hasher' | 'log'>, options: EventsOptions = {}): EventsServices {
   const { database, clock } = ctx;
-  const storeOptions = { asyncLeaseCommits: options.asyncLeaseCommits ?? false };
+  // Leases run on the database's clock, unless a test moves time by hand (see EventStoreOptions).
+  const storeOptions = { asyncLeaseCommits: options.asyncLeaseCommits ?? false, databaseTime: options.databaseTime ?? clock === systemClock };
   const waiters = new ClaimWaiters();
   const notifier = new QueueNotifier(database, ctx.log);
   const events = new EventService(database, clock, ctx.hasher, waiters, notifier, storeOptions);
