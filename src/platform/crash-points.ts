@@ -1,0 +1,28 @@
+// Crash points: named steps of the paid flows where the crash-point suite kills the process
+// (SIGKILL: no cleanup, no answer), to prove that restart + reconcile leaves no double charge and
+// no lost payment. Inert unless TOLLGATE_CRASH_POINT names the step; never set it in production.
+export const CRASH_POINTS = [
+  // facilitator settle
+  'settle.after-claim',
+  'settle.after-broadcast',
+  'settle.after-receipt',
+  'settle.after-commit',
+  // any paid endpoint of ours (ping): the x402 resource-server flow
+  'x402.after-verify',
+  'x402.after-settle',
+  // payment intents
+  'intent.after-claim',
+  'intent.after-settle',
+  'intent.after-commit',
+  // wallet pay-and-call: signed and recorded, not yet sent; the upstream answered, the row not final
+  'pay-and-call.after-sign',
+  'pay-and-call.after-upstream',
+] as const;
+
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+const armed = process.env.TOLLGATE_CRASH_POINT;
+
+export function crashPoint(name: CrashPoint): void {
+  if (armed === name) process.kill(process.pid, 'SIGKILL');
+}

@@ -1,0 +1,342 @@
+// The crash-point suite: `tollgate serve` as a real process, SIGKILLed at each step of each paid flow
+// (facilitator settle, a paid endpoint, payment-intent pay) between verify, broadcast, receipt and
+// commit, and wallet pay-and-call between signing, the upstream's answer and the payment row; then restarted on the same data (PGlite data dir or PostgreSQL database, devchain state
+// included) and reconciled. Each point must end with: money moved at most once, a moved payment
+// recorded as settled (the ledger row; the intent), and every intent in a state the spec allows.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import pg from 'pg';
+import { createPublicClient, http, parseAbiItem, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { callAdminSocket } from '../../src/admin/socket.js';
+import { CRASH_POINTS, type CrashPoint } from '../../src/platform/crash-points.js';
+import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
+import { reportCounts } from '../fuzz/tenants.js';
+import { freePort } from '../wallets/helpers.js';
+import { signAuthorization } from '../x402/support.js';
+
+const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
+const USDG: Address = '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168';
+const ALLOWED_INTENT_STATES = ['pending', 'settling', 'settled', 'expired', 'failed'];
+const transferEvent = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+const usedEvent = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
+
+interface Instance {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  api: string;
+  facilitator: string;
+  rpc: string;
+}
+
+const dirs: string[] = [];
+const databases: string[] = [];
+afterAll(async () => {
+  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
+  for (const name of databases) await adminQuery(`drop database if exists ${name} with (force)`);
+});
+
+async function adminQuery(sql: string) {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+interface Data {
+  dataDir: string;
+  databaseUrl: string;
+  /** The api origin keeps its port across the restart: a payment names its resource URL. */
+  apiPort: number;
+}
+
+/** A fresh place for one instance's data: a data dir, and a database when DATABASE_URL names a server. */
+async function freshData(): Promise<Data> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-crash-'));
+  dirs.push(dataDir);
+  const apiPort = await freePort();
+  const server = process.env.DATABASE_URL;
+  if (!server) return { dataDir, databaseUrl: '', apiPort };
+  const name = `tollgate_crash_${Math.random().toString(36).slice(2, 10)}`;
+  await adminQuery(`create database ${name}`);
+  databases.push(name);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return { dataDir, databaseUrl: url.toString(), apiPort };
+}
+
+async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
+  const child = spawn(process.execPath, [bin, 'serve'], {
+    env: {
+      ...process.env,
+      TOLLGATE_DATA_DIR: data.dataDir,
+      DATABASE_URL: data.databaseUrl,
+      API_PORT: String(data.apiPort),
+      FACILITATOR_PORT: '0',
+      RELAY_PORT: '0',
+      ASSETS_PORT: '0',
+      DEVCHAIN_PORT: '0',
+      LOG_LEVEL: 'fatal',
+      INDEXER_POLL_MS: '200',
+      FACILITATOR_RECONCILE_AFTER_MS: '500',
+      TOLLGATE_CRASH_POINT: crashAt ?? '',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal === 'SIGKILL' ? 137 : code)));
+  let output = '';
+  const urls = await new Promise<Record<string, string>>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (!/^roles/m.test(output)) return;
+      resolve(Object.fromEntries([...output.matchAll(/^(api|facilitator)\s+(\S+)$/gm)].map((m) => [m[1], m[2]])));
+    });
+    void exited.then(() => reject(new Error(`serve exited early:\n${output}`)));
+  });
+  const rpc = /devchain (\S+)/.exec(output)![1]!;
+  return { child, exited, api: urls.api!, facilitator: urls.facilitator!, rpc };
+}
+
+async function stop(instance: Instance) {
+  instance.child.kill('SIGTERM');
+  await instance.exited;
+}
+
+/** Sends the request the crash point sits in; the process dies under it (or answers, if the point is not on its path). */
+async function sendThroughCrash(instance: Instance, request: () => Promise<Response>) {
+  const answer = await request().then((r) => r.status, () => 'connection lost' as const);
+  const code = await Promise.race([instance.exited, new Promise((resolve) => setTimeout(() => resolve('alive'), 5_000))]);
+  return { answer, code };
+}
+
+async function admin(dataDir: string, command: string, args: Record<string, unknown>) {
+  const result = await callAdminSocket(dataDir, command, args);
+  if (result === null) throw new Error(`no admin socket in ${dataDir}`);
+  return result as Record<string, string>;
+}
+
+async function eventually<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** What the chain says happened to one authorization: its transfers into payTo. */
+async function movedFor(rpc: string, payer: Address, nonce: Hex, payTo: Address) {
+  const client = createPublicClient({ transport: http(rpc) });
+  const used = await client.getLogs({ address: USDG, event: usedEvent, args: { authorizer: payer, nonce }, fromBlock: 0n });
+  const transfers = await client.getLogs({ address: USDG, event: transferEvent, args: { from: payer, to: payTo }, fromBlock: 0n });
+  return { used: used.length, transfers: transfers.length, tx: transfers[0]?.transactionHash ?? null };
+}
+
+async function settlementRow(instance: Instance, payload: PaymentPayload, requirements: PaymentRequirements) {
+  // The facilitator's own word, read back through its API: a settle of the same payload names the transaction.
+  const res = await fetch(`${instance.facilitator}/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }),
+  });
+  return (await res.json()) as { success: boolean; transaction: string; errorReason?: string };
+}
+
+const requirementsFor = (payTo: Address): PaymentRequirements => ({
+  scheme: 'exact',
+  network: 'eip155:4663',
+  asset: USDG,
+  amount: '100',
+  payTo,
+  maxTimeoutSeconds: 300,
+  extra: { name: 'Global Dollar', version: '1' },
+});
+
+const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall', CrashPoint[]> = {
+  payAndCall: CRASH_POINTS.filter((p) => p.startsWith('pay-and-call.')),
+  settle: CRASH_POINTS.filter((p) => p.startsWith('settle.')),
+  x402: CRASH_POINTS.filter((p) => p.startsWith('x402.')),
+  intent: [...CRASH_POINTS.filter((p) => p.startsWith('intent.')), 'settle.after-broadcast', 'settle.after-receipt'],
+};
+let points = 0;
+
+afterAll(() => reportCounts('crash-points', { points }));
+
+describe('crash points', () => {
+
+  it.each(flows.settle)('facilitator settle killed at %s: one transfer at most, and a moved payment recorded as settled', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '1' });
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    const requirements = requirementsFor(payTo);
+    const payload = await signAuthorization(payer, requirements);
+    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const crash = await sendThroughCrash(first, () =>
+      fetch(`${first.facilitator}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }) }),
+    );
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const moved = await movedFor(second.rpc, payer.address, nonce, payTo);
+      expect(moved.transfers).toBeLessThanOrEqual(1);
+      if (moved.transfers === 1) {
+        // The reconciler records it; the one success was never answered, so the honest retry gets it.
+        const row = await eventually(async () => {
+          const answer = await settlementRow(second, payload, requirements);
+          return answer.errorReason === 'settlement_pending' ? null : answer;
+        });
+        expect(row).toMatchObject({ transaction: moved.tx });
+      }
+      expect((await movedFor(second.rpc, payer.address, nonce, payTo)).transfers).toBe(moved.transfers);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+
+  it.each(flows.x402)('paid endpoint (ping) killed at %s: charged at most once, never again for a retry', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '1' });
+    const challengeResponse = await fetch(`${first.api}/x402-test/ping`);
+    const challenge = readPaymentRequired((n) => challengeResponse.headers.get(n), await challengeResponse.json());
+    const { header, payload } = await signPayment(payer, challenge);
+    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const payTo = challenge.accepts[0]!.payTo as Address;
+    const crash = await sendThroughCrash(first, () => fetch(`${first.api}/x402-test/ping`, { headers: { 'payment-signature': header } }));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const before = await movedFor(second.rpc, payer.address, nonce, payTo);
+      expect(before.transfers).toBeLessThanOrEqual(1);
+      // A retry of the same payment never charges twice.
+      await fetch(`${second.api}/x402-test/ping`, { headers: { 'payment-signature': header } });
+      const after = await movedFor(second.rpc, payer.address, nonce, payTo);
+      expect(after.transfers).toBe(1);
+      expect(after.used).toBe(1);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+
+  it.each(flows.intent)('intent pay killed at %s: one transfer at most, the intent settled with it after reconcile', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const { token } = await admin(data.dataDir, 'dev.token', { sub: 'crash-merchant' });
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const project = (await (await fetch(`${first.api}/v1/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'crash' }) })).json()) as { data: { project: { id: string }; apiKey: { secret: string } } };
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    const merchant = (await (await fetch(`${first.api}/v1/projects/${project.data.project.id}/merchants`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'm', payTo }) })).json()) as { data: { id: string } };
+    const key = { authorization: `Bearer ${project.data.apiKey.secret}`, 'content-type': 'application/json' };
+    const intent = (await (await fetch(`${first.api}/v1/payment-intents`, { method: 'POST', headers: key, body: JSON.stringify({ merchantId: merchant.data.id, amountUsdCents: 150, externalId: 'crash-order' }) })).json()) as { id: string };
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '5' });
+    const payUrl = `${first.api}/v1/payment-intents/${intent.id}/pay`;
+    const challengeResponse = await fetch(payUrl, { method: 'POST' });
+    const challenge = readPaymentRequired((n) => challengeResponse.headers.get(n), await challengeResponse.json());
+    const { header, payload } = await signPayment(payer, challenge);
+    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const crash = await sendThroughCrash(first, () => fetch(payUrl, { method: 'POST', headers: { 'payment-signature': header } }));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const moved = await movedFor(second.rpc, payer.address, nonce, payTo);
+      expect(moved.transfers).toBeLessThanOrEqual(1);
+      const read = async () => (await (await fetch(`${second.api}/v1/payment-intents/${intent.id}`, { headers: key })).json()) as { status: string; transactionHash: string | null };
+      if (moved.transfers === 1) {
+        const settled = await eventually(async () => {
+          await fetch(`${second.api}/v1/payment-intents/${intent.id}/reconcile`, { method: 'POST', headers: { authorization: key.authorization } });
+          const current = await read();
+          return current.status === 'settled' ? current : null;
+        });
+        expect(settled, JSON.stringify(await read())).toMatchObject({ status: 'settled', transactionHash: moved.tx });
+      }
+      expect(ALLOWED_INTENT_STATES).toContain((await read()).status);
+      // Paying again with the same signature never charges twice.
+      await fetch(`${second.api}/v1/payment-intents/${intent.id}/pay`, { method: 'POST', headers: { 'payment-signature': header } });
+      expect((await movedFor(second.rpc, payer.address, nonce, payTo)).transfers).toBe(moved.transfers);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+});
+
+describe('crash points of wallet pay-and-call', () => {
+  it.each(flows.payAndCall)('pay-and-call killed at %s: the payment row ends as the chain says, one transfer at most', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const { secret: mgmt } = await admin(data.dataDir, 'mgmt-credential.create', { name: 'crash' });
+    const created = (await (await fetch(`${first.api}/v1/wallets`, { method: 'POST', headers: { authorization: `Bearer ${mgmt}`, 'content-type': 'application/json' }, body: JSON.stringify({ externalId: 'crash-agent', name: 'crash' }) })).json()) as {
+      data: { wallet: { address: Address; status: string }; credential: { secret: string } };
+    };
+    expect(created.data.wallet.status).toBe('active');
+    const payer = created.data.wallet.address;
+    const walletAuth = { authorization: `Bearer ${created.data.credential.secret}`, 'content-type': 'application/json' };
+    await admin(data.dataDir, 'dev.fund', { address: payer, amount: '1' });
+    const challengeResponse = await fetch(`${first.api}/x402-test/ping`);
+    const payTo = readPaymentRequired((n) => challengeResponse.headers.get(n), await challengeResponse.json()).accepts[0]!.payTo as Address;
+    // The embedded instance allow-lists its own api origin, so the wallet can pay its ping.
+    const body = JSON.stringify({ url: `${first.api}/x402-test/ping`, maxPayment: { network: 'eip155:4663', asset: USDG, amount: '100' } });
+    const crash = await sendThroughCrash(first, () => fetch(`${first.api}/v1/wallets/me/pay-and-call`, { method: 'POST', headers: walletAuth, body }));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const payments = async () => ((await (await fetch(`${second.api}/v1/wallets/me/payments`, { headers: walletAuth })).json()) as { data: { status: string; transaction: string | null; error: string | null }[] }).data;
+      const moved = await transfersOf(second.rpc, payer, payTo);
+      // Killed before the signature left: nothing moved. Killed after the upstream (our ping) answered: it settled.
+      expect(moved.transfers).toBe(point === 'pay-and-call.after-sign' ? 0 : 1);
+      // Every signature that left the process has its row: one row, signed before the crash.
+      expect(await payments()).toHaveLength(1);
+      if (moved.transfers === 1) {
+        // Money moved and the row was not final: the worker finds the transfer on chain.
+        const settled = await eventually(async () => ((await payments())[0]!.status === 'settled' ? (await payments())[0] : null));
+        expect(settled, JSON.stringify(await payments())).toMatchObject({ status: 'settled', transaction: moved.tx });
+      } else {
+        // Nothing moved: the payment stays open (never settled) until its authorization can no longer be
+        // used; past any validBefore the wallet could have signed, the chain's time makes it failed.
+        expect(['pending', 'unknown']).toContain((await payments())[0]!.status);
+        await chainRpc(second.rpc, 'evm_increaseTime', [3_700]);
+        await chainRpc(second.rpc, 'evm_mine', []);
+        const ended = await eventually(async () => ((await payments())[0]!.status === 'failed' ? (await payments())[0] : null));
+        expect(ended, JSON.stringify(await payments())).toMatchObject({ status: 'failed', transaction: null });
+      }
+      expect(await transfersOf(second.rpc, payer, payTo)).toEqual(moved);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+});
+
+/** Transfers from the wallet to payTo, and authorizations the wallet has used, as the chain has them. */
+async function transfersOf(rpc: string, payer: Address, payTo: Address) {
+  const client = createPublicClient({ transport: http(rpc) });
+  const used = await client.getLogs({ address: USDG, event: usedEvent, args: { authorizer: payer }, fromBlock: 0n });
+  const transfers = await client.getLogs({ address: USDG, event: transferEvent, args: { from: payer, to: payTo }, fromBlock: 0n });
+  expect(used.length).toBe(transfers.length);
+  return { transfers: transfers.length, tx: transfers[0]?.transactionHash ?? null };
+}
+
+async function chainRpc(rpc: string, method: string, params: unknown[]) {
+  const response = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const answer = (await response.json()) as { error?: unknown };
+  if (answer.error) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
+}
