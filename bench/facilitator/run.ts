@@ -1,98 +1,179 @@
-// Facilitator throughput on the devchain: verify (no chain write) and settle (one transferWithAuthorization
-// each), over HTTP to the facilitator origin and as direct calls into the engine.
-// Targets: >= 2,000 verifications/s and >= 100 settlements/s. Run: npx tsx bench/facilitator/run.ts
-// Env: BENCH_VERIFY (payloads per verify round, default 4000), BENCH_SETTLE (default 600),
+// Facilitator throughput on the devchain, all in one run, several rounds (median and spread), each round on
+// a fresh server, devchain and database:
+// - verify over HTTP and as direct calls (no chain write);
+// - settle (one transferWithAuthorization each) with ONE relayer key vs a pool of BENCH_KEYS keys, as direct
+//   calls into two engines built the same way, plus settle over HTTP (the server's pool);
+// - the same 1-key vs pool settles through an RPC that answers BENCH_RPC_DELAY_MS late (a hosted node's
+//   round trip: there the one-key send queue, not the CPU, is the limit);
+// - the devchain's own ceiling: pre-signed transferWithAuthorization transactions from BENCH_KEYS fresh keys
+//   sent straight to anvil (node:http keep-alive, raw JSON-RPC), timed until every one is mined.
+// Targets: pool >= 2x one key; pool settles >= 50 % of the ceiling; verify >= 2,000/s (see bench/RESULTS.md).
+// Run: npx tsx bench/facilitator/run.ts
+// Env: BENCH_ROUNDS (default 3), BENCH_VERIFY (payloads per verify round, default 4000), BENCH_SETTLE (default 600),
+//      BENCH_KEYS (default 4), BENCH_RPC_DELAY_MS (default 20; 0 skips those rounds), BENCH_DELAY_SETTLE (default 300),
 //      BENCH_CONCURRENCY (default 64), BENCH_PAYERS (default 32), DATABASE_URL (PostgreSQL instead of PGlite).
 import fs from 'node:fs';
-import { Agent, request } from 'node:http';
+import http, { Agent, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import pino from 'pino';
+import { encodeFunctionData, parseSignature, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../../src/config.js';
-import { startServer } from '../../src/server.js';
+import { eip3009Abi } from '../../src/chain/eip3009.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { Facilitator } from '../../src/x402/facilitator/facilitator.js';
 import { openTestDatabase } from '../../test/helpers/database.js';
 import { signAuthorization } from '../../test/x402/support.js';
 import { machine } from '../lib.js';
 
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const verifyCount = Number(process.env.BENCH_VERIFY ?? 4000);
 const settleCount = Number(process.env.BENCH_SETTLE ?? 600);
+const keyCount = Number(process.env.BENCH_KEYS ?? 4);
+const rpcDelayMs = Number(process.env.BENCH_RPC_DELAY_MS ?? 20);
+const delaySettleCount = Number(process.env.BENCH_DELAY_SETTLE ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const payerCount = Number(process.env.BENCH_PAYERS ?? 32);
+const LIFTED = '1000000000';
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-facilitator-'));
-// A fresh database: in-memory PGlite, or a new database on the PostgreSQL server DATABASE_URL names.
-const testDatabase = await openTestDatabase();
-const database = testDatabase.database;
-// One load-generating client: lift the per-client limits of /verify and /settle (they still count every request).
-const config = loadConfig({
-  TOLLGATE_DATA_DIR: dataDir,
-  API_PORT: '0',
-  FACILITATOR_PORT: '0',
-  DEVCHAIN_PORT: '0',
-  LOG_LEVEL: 'warn',
-  FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000000',
-  FACILITATOR_VERIFY_LIMIT_PER_CLIENT: '1000000000',
-});
-const server = await startServer({ config, roles: ['facilitator'], database, ephemeralSecrets: true, adminSocket: false, log: pino({ level: 'warn' }) });
-
-try {
-  const { ctx } = server;
-  const facilitator = ctx.facilitator!;
-  const payers = Array.from({ length: payerCount }, () => privateKeyToAccount(generatePrivateKey()));
-  for (const payer of payers) await ctx.chain.devchain!.fund(payer.address, '1000');
-  const requirements = ctx.x402.requirements({
-    url: 'http://bench/resource',
-    description: 'bench',
-    mimeType: 'application/json',
-    amount: '100',
-    payTo: privateKeyToAccount(generatePrivateKey()).address,
-  });
-  const sign = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => signAuthorization(payers[i % payers.length], requirements)));
-
-  console.log(`machine: ${machine()}; database ${database.kind}; concurrency ${concurrency}; ${payerCount} payers`);
-  // node:http with keep-alive: a lighter load generator than fetch, which shares the 2 cores with the server.
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const target = new URL(server.urls.facilitator);
-  const http = (p: 'verify' | 'settle') => (payload: PaymentPayload) =>
-    new Promise<boolean>((resolve, reject) => {
-      const body = JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements });
-      const req = request(
-        { agent, host: target.hostname, port: target.port, path: `/${p}`, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const parsed = JSON.parse(Buffer.concat(chunks).toString()) as { isValid?: boolean; success?: boolean };
-            resolve(res.statusCode === 200 && (parsed.isValid ?? parsed.success) === true);
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  const direct = (p: 'verify' | 'settle') => async (payload: PaymentPayload) => {
-    const r = p === 'verify' ? await facilitator.verify(payload, requirements) : await facilitator.settle(payload, requirements);
-    return 'isValid' in r ? r.isValid : r.success;
-  };
-
-  // Warm-up: JIT, connections, the SDK's asset-code cache.
-  await measure('warm-up', await sign(200), http('verify'), requirements);
-
-  const rows: string[] = [];
-  rows.push(await measure('verify over HTTP', await sign(verifyCount), http('verify'), requirements));
-  rows.push(await measure('verify, direct call', await sign(verifyCount), direct('verify'), requirements));
-  rows.push(await measure('settle over HTTP', await sign(settleCount), http('settle'), requirements));
-  rows.push(await measure('settle, direct call', await sign(settleCount), direct('settle'), requirements));
-  console.log(['', '| operation | count | ok | seconds | per second | p50 ms | p99 ms |', '|---|---|---|---|---|---|---|', ...rows].join('\n'));
-} finally {
-  await server.stop();
-  await testDatabase.close();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+const log = pino({ level: 'warn' });
+const results = new Map<string, Row[]>();
+const record = (row: Row) => results.set(row.label, [...(results.get(row.label) ?? []), row]);
+console.log(`machine: ${machine()}; load average ${uptimeLoad()}; concurrency ${concurrency}; ${payerCount} payers; ${keyCount} relayer keys; ${rounds} rounds`);
+// Each round on a fresh server, devchain and database: anvil slows down as a long run piles up blocks
+// (seen as falling rates round after round in one process), which would favour whichever side ran first.
+for (let round = 1; round <= rounds; round += 1) {
+  console.log(`-- round ${round} (load average ${uptimeLoad()})`);
+  await runRound(round);
 }
 
-async function measure(label: string, payloads: PaymentPayload[], call: (p: PaymentPayload) => Promise<boolean>, _r: PaymentRequirements): Promise<string> {
+const summary = [...results.entries()].map(([label, rows]) => {
+  const rates = rows.map((r) => r.perSecond).sort((a, b) => a - b);
+  return { label, rates, median: median(rates), okAll: rows.every((r) => r.ok === r.count), p50: median(rows.map((r) => r.p50)) };
+});
+const med = (label: string) => summary.find((s) => s.label === label)?.median ?? NaN;
+console.log(['', `| operation | rounds (per second) | median /s | spread (min–max) | all ok | p50 ms (median) |`, '|---|---|---|---|---|---|',
+  ...summary.map((s) => `| ${s.label} | ${s.rates.map((r) => r.toFixed(0)).join(' / ')} | **${s.median.toFixed(0)}** | ${s.rates[0].toFixed(0)}–${s.rates[s.rates.length - 1].toFixed(0)} | ${s.okAll ? 'yes' : 'NO'} | ${Number.isNaN(s.p50) ? '—' : s.p50.toFixed(1)} |`)].join('\n'));
+const poolRate = med(`settle, direct, ${keyCount} keys`);
+const ratio = poolRate / med('settle, direct, 1 key');
+const ofCeiling = poolRate / med(`ceiling: pre-signed transfers, ${keyCount} keys`);
+console.log(`\n${keyCount} keys vs 1 key (direct settles, loopback devchain): ${ratio.toFixed(2)}x — ${ratio >= 2 ? 'PASS' : 'MISS'} (target >= 2x)`);
+if (rpcDelayMs > 0) {
+  const slowRatio = med(`settle, RPC +${rpcDelayMs} ms, ${keyCount} keys`) / med(`settle, RPC +${rpcDelayMs} ms, 1 key`);
+  console.log(`${keyCount} keys vs 1 key (direct settles, RPC +${rpcDelayMs} ms): ${slowRatio.toFixed(2)}x — ${slowRatio >= 2 ? 'PASS' : 'MISS'} (target >= 2x)`);
+}
+console.log(`${keyCount}-key settles vs the devchain ceiling: ${(ofCeiling * 100).toFixed(0)} % — ${ofCeiling >= 0.5 ? 'PASS' : 'MISS'} (target >= 50 %)`);
+console.log(`load average at the end: ${uptimeLoad()}`);
+
+async function runRound(round: number): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-facilitator-'));
+  // A fresh database: in-memory PGlite, or a new database on the PostgreSQL server DATABASE_URL names.
+  const testDatabase = await openTestDatabase();
+  const database = testDatabase.database;
+  // One load-generating client and a few payers: lift the per-client, per-payer and per-payTo limits (they still count).
+  const config = loadConfig({
+    TOLLGATE_DATA_DIR: dataDir,
+    API_PORT: '0',
+    FACILITATOR_PORT: '0',
+    DEVCHAIN_PORT: '0',
+    LOG_LEVEL: 'warn',
+    FACILITATOR_RELAYER_COUNT: String(keyCount),
+    FACILITATOR_SETTLE_LIMIT_PER_CLIENT: LIFTED,
+    FACILITATOR_VERIFY_LIMIT_PER_CLIENT: LIFTED,
+    FACILITATOR_SETTLE_LIMIT_PER_PAYER: LIFTED,
+    FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: LIFTED,
+  });
+  const server = await startServer({ config, roles: ['facilitator'], database, ephemeralSecrets: true, adminSocket: false, log });
+  let proxy: http.Server | null = null;
+  try {
+    const { ctx } = server;
+    if (round === 1) console.log(`database ${database.kind}`);
+    const devchain = ctx.chain.devchain!;
+    const payers = Array.from({ length: payerCount }, () => privateKeyToAccount(generatePrivateKey()));
+    for (const payer of payers) await devchain.fund(payer.address, '10000');
+    const requirements = ctx.x402.requirements({
+      url: 'http://bench/resource',
+      description: 'bench',
+      mimeType: 'application/json',
+      amount: '100',
+      payTo: privateKeyToAccount(generatePrivateKey()).address,
+    });
+    const sign = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => signAuthorization(payers[i % payers.length], requirements)));
+
+    // Two engines built the same way, one key vs the pool (the server's own engine is the pool too).
+    const pool = ctx.chain.relayers;
+    const engine = (relayers: typeof pool, rpcUrl = ctx.chain.rpcUrl) =>
+      new Facilitator({ db: ctx.db, clock: ctx.clock, log, chain: { ...ctx.chain, rpcUrl }, relayer: relayers }, { reconcileAfterMs: config.facilitatorReconcileAfterMs });
+    const oneKey = engine([pool[0]]);
+    const poolKeys = engine(pool);
+    // The slow-RPC pair: every JSON-RPC request to anvil answered rpcDelayMs late.
+    let slowOne: Facilitator | null = null;
+    let slowPool: Facilitator | null = null;
+    if (rpcDelayMs > 0) {
+      proxy = await delayProxy(ctx.chain.rpcUrl, rpcDelayMs);
+      const slowUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      slowOne = engine([pool[0]], slowUrl);
+      slowPool = engine(pool, slowUrl);
+    }
+
+    // node:http with keep-alive: a lighter load generator than fetch, which shares the 2 cores with the server.
+    const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+    const target = new URL(server.urls.facilitator);
+    const overHttp = (p: 'verify' | 'settle') => (payload: PaymentPayload) =>
+      postJson(agent, target, `/${p}`, { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }).then(
+        ({ status, body }) => status === 200 && ((body as { isValid?: boolean; success?: boolean }).isValid ?? (body as { success?: boolean }).success) === true,
+      );
+    const direct = (f: Facilitator, p: 'verify' | 'settle') => async (payload: PaymentPayload) => {
+      const r = p === 'verify' ? await f.verify(payload, requirements) : await f.settle(payload, requirements);
+      return 'isValid' in r ? r.isValid : r.success;
+    };
+
+    // Warm-up: JIT, connections, the SDK's asset-code cache, every lane's fee cache.
+    await measure('warm-up verify', await sign(200), overHttp('verify'));
+    await measure('warm-up settle', await sign(64), direct(poolKeys, 'settle'));
+    await measure('warm-up settle', await sign(16), direct(oneKey, 'settle'));
+    const ceilingKeys = Array.from({ length: keyCount }, () => privateKeyToAccount(generatePrivateKey()));
+    for (const key of ceilingKeys) await devchain.fundGas(key.address);
+
+    record(await measure('verify over HTTP', await sign(verifyCount), overHttp('verify')));
+    record(await measure('verify, direct call', await sign(verifyCount), direct(ctx.facilitator!, 'verify')));
+    record(await ceiling(server, ceilingKeys, await sign(settleCount)));
+    // Alternate which side goes first, so a drift in machine load does not favour one.
+    const pair = [
+      async () => record(await measure('settle, direct, 1 key', await sign(settleCount), direct(oneKey, 'settle'))),
+      async () => record(await measure(`settle, direct, ${keyCount} keys`, await sign(settleCount), direct(poolKeys, 'settle'))),
+    ];
+    for (const run of round % 2 ? pair : pair.reverse()) await run();
+    record(await measure(`settle over HTTP, ${keyCount} keys`, await sign(settleCount), overHttp('settle')));
+    if (slowOne && slowPool) {
+      const slow = [
+        async () => record(await measure(`settle, RPC +${rpcDelayMs} ms, 1 key`, await sign(delaySettleCount), direct(slowOne!, 'settle'))),
+        async () => record(await measure(`settle, RPC +${rpcDelayMs} ms, ${keyCount} keys`, await sign(delaySettleCount), direct(slowPool!, 'settle'))),
+      ];
+      for (const run of round % 2 ? slow : slow.reverse()) await run();
+    }
+    agent.destroy();
+  } finally {
+    proxy?.closeAllConnections();
+    await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
+    await server.stop();
+    await testDatabase.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+interface Row {
+  label: string;
+  count: number;
+  ok: number;
+  perSecond: number;
+  p50: number;
+}
+
+async function measure(label: string, payloads: PaymentPayload[], call: (p: PaymentPayload) => Promise<boolean>): Promise<Row> {
   const latencies: number[] = [];
   let ok = 0;
   let next = 0;
@@ -109,8 +190,126 @@ async function measure(label: string, payloads: PaymentPayload[], call: (p: Paym
   );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(1);
-  const row = `| ${label} | ${payloads.length} | ${ok} | ${seconds.toFixed(2)} | ${(payloads.length / seconds).toFixed(0)} | ${pct(0.5)} | ${pct(0.99)} |`;
-  console.log(row);
+  const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  const row = { label, count: payloads.length, ok, perSecond: payloads.length / seconds, p50: pct(0.5) };
+  console.log(`${label}: ${ok}/${payloads.length} ok in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s (p50 ${pct(0.5).toFixed(1)} ms, p99 ${pct(0.99).toFixed(1)} ms)`);
   return row;
+}
+
+/**
+ * The devchain's own ceiling: the same transferWithAuthorization calls, signed in advance by `keys`
+ * (consecutive nonces each), sent straight to anvil with `concurrency` requests in flight; timed from
+ * the first send until every key's mined nonce count reached its last transaction.
+ */
+async function ceiling(server: RunningServer, keys: ReturnType<typeof privateKeyToAccount>[], payloads: PaymentPayload[]): Promise<Row> {
+  const { ctx } = server;
+  const client = ctx.chain.publicClient;
+  const fees = await client.estimateFeesPerGas();
+  const bases = await Promise.all(keys.map((k) => client.getTransactionCount({ address: k.address, blockTag: 'pending' })));
+  const raws: Hex[] = [];
+  for (const [i, payload] of payloads.entries()) {
+    const k = i % keys.length;
+    const { authorization: a, signature } = payload.payload as { authorization: Record<string, string>; signature: Hex };
+    const { v, r, s } = parseSignature(signature);
+    const data = encodeFunctionData({
+      abi: eip3009Abi,
+      functionName: 'transferWithAuthorization',
+      args: [a.from as Address, a.to as Address, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(v), r, s],
+    });
+    raws.push(
+      await keys[k].signTransaction({
+        chainId: ctx.chain.chainId,
+        nonce: bases[k] + Math.floor(i / keys.length),
+        to: ctx.chain.asset.address,
+        data,
+        gas: 150_000n,
+        maxFeePerGas: fees.maxFeePerGas * 4n,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      }),
+    );
+  }
+  const balanceBefore = await ctx.chain.devchain!.balanceOf(requirementsPayTo(payloads[0]));
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const rpc = new URL(ctx.chain.rpcUrl);
+  let next = 0;
+  let refused = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < raws.length) {
+        const raw = raws[next++];
+        const { body } = await postJson(agent, rpc, '/', { jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [raw] });
+        if ((body as { error?: unknown }).error) refused += 1;
+      }
+    }),
+  );
+  const targets = keys.map((_, k) => bases[k] + Math.ceil((raws.length - k) / keys.length));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const counts = await Promise.all(keys.map((key) => client.getTransactionCount({ address: key.address, blockTag: 'latest' })));
+    if (counts.every((c, k) => c >= targets[k]) || refused > 0 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  const moved = (await ctx.chain.devchain!.balanceOf(requirementsPayTo(payloads[0]))) - balanceBefore;
+  const ok = Number(moved / BigInt((payloads[0].payload as { authorization: { value: string } }).authorization.value));
+  const row = { label: `ceiling: pre-signed transfers, ${keys.length} keys`, count: raws.length, ok, perSecond: raws.length / seconds, p50: NaN };
+  console.log(`${row.label}: ${ok}/${raws.length} moved in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s${refused ? ` (${refused} refused)` : ''}`);
+  return row;
+}
+
+function requirementsPayTo(payload: PaymentPayload): Address {
+  return (payload.payload as { authorization: { to: Address } }).authorization.to;
+}
+
+function postJson(agent: Agent, target: URL, pathname: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const text = JSON.stringify(body);
+    const req = request(
+      { agent, host: target.hostname, port: target.port, path: pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+/** Forwards JSON-RPC to `upstream`, answering each request `delayMs` later (a remote node's round trip). */
+async function delayProxy(upstream: string, delayMs: number): Promise<http.Server> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const target = new URL(upstream);
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const forward = request(
+        { agent, host: target.hostname, port: target.port, path: '/', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } },
+        (up) => {
+          const out: Buffer[] = [];
+          up.on('data', (c: Buffer) => out.push(c));
+          up.on('end', () => setTimeout(() => res.writeHead(up.statusCode ?? 502, { 'content-type': 'application/json' }).end(Buffer.concat(out)), delayMs));
+        },
+      );
+      forward.on('error', () => res.writeHead(502).end());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function uptimeLoad(): string {
+  return os.loadavg().map((l) => l.toFixed(2)).join(' ');
 }

@@ -1,0 +1,74 @@
+// Verify (and one-key settle) throughput before and after a change, side by side: each commit in BENCH_COMMITS
+// (default: b3e3b6f, the commit before the relayer pool, and HEAD) is checked out as a detached git worktree
+// under the temp dir, and compare-round.ts runs against each in turn, BENCH_ROUNDS times (the order rotates
+// every round). Prints per-commit medians and spreads. Run: npx tsx bench/facilitator/compare.ts
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { machine } from '../lib.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
+const commits = (process.env.BENCH_COMMITS ?? 'b3e3b6f,78e47a5^,HEAD').split(',').map((c) => ({ name: c, sha: git('rev-parse', '--short', c) }));
+
+const trees: { name: string; sha: string; dir: string }[] = [];
+try {
+  for (const c of commits) {
+    const dir = path.join(os.tmpdir(), `tollgate-bench-tree-${c.sha}`);
+    if (!fs.existsSync(dir)) {
+      git('worktree', 'add', '--detach', dir, c.sha);
+      fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
+    }
+    trees.push({ ...c, dir });
+  }
+  console.log(`machine: ${machine()}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; ${rounds} rounds`);
+  const results = new Map<string, { http: number[]; direct: number[]; settle: number[] }>(trees.map((t) => [t.name, { http: [], direct: [], settle: [] }]));
+  for (let round = 0; round < rounds; round += 1) {
+    const order = trees.map((_, i) => trees[(i + round) % trees.length]);
+    for (const tree of order) {
+      const line = await runRound(tree.dir);
+      type Rate = { perSecond: number; ok: number };
+      const parsed = JSON.parse(line) as { http: Rate; direct: Rate; settle: Rate };
+      results.get(tree.name)!.http.push(parsed.http.perSecond);
+      results.get(tree.name)!.direct.push(parsed.direct.perSecond);
+      results.get(tree.name)!.settle.push(parsed.settle.perSecond);
+      console.log(
+        `round ${round + 1} ${tree.name} (${tree.sha}): verify over HTTP ${parsed.http.perSecond.toFixed(0)}/s (${parsed.http.ok} ok), direct ${parsed.direct.perSecond.toFixed(0)}/s (${parsed.direct.ok} ok); settle direct ${parsed.settle.perSecond.toFixed(0)}/s (${parsed.settle.ok} ok); load ${os.loadavg()[0].toFixed(2)}`,
+      );
+    }
+  }
+  console.log(['', '| commit | verify over HTTP (rounds) | median | verify direct (rounds) | median | settle direct, 1 key (rounds) | median |', '|---|---|---|---|---|---|---|',
+    ...trees.map((t) => {
+      const r = results.get(t.name)!;
+      const fmt = (v: number[]) => v.map((x) => x.toFixed(0)).join(' / ');
+      return `| ${t.name} (${t.sha}) | ${fmt(r.http)} | **${median(r.http).toFixed(0)}** | ${fmt(r.direct)} | **${median(r.direct).toFixed(0)}** | ${fmt(r.settle)} | **${median(r.settle).toFixed(0)}** |`;
+    })].join('\n'));
+} finally {
+  if (!process.env.BENCH_KEEP_TREES) for (const t of trees) git('worktree', 'remove', '--force', t.dir);
+}
+
+function runRound(tree: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/facilitator/compare-round.ts')], {
+      cwd: tree,
+      env: { ...process.env, BENCH_TREE: tree },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const line = out.trim().split('\n').find((l) => l.startsWith('{"tree"'));
+      if (code === 0 && line) resolve(line);
+      else reject(new Error(`verify round in ${tree} exited ${code}: ${out}`));
+    });
+  });
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
