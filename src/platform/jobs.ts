@@ -121,7 +121,9 @@ export class LoopRunner {
     }
   }
 
+  /** Ends at once once stopping: a run under way when stop() came must not go on to sleep a whole interval. */
   private sleep(loop: BackgroundLoop, ms: number): Promise<void> {
+    if (this.controller.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
