@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { privateKeyToAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
-import { loadOrCreateDevSecret } from '../../platform/data-dir.js';
+import { devReceiver } from '../../chain/dev-receiver.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { PricedResource } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
@@ -16,7 +14,7 @@ export const TEST_PRICE = '100';
  * unpaid and settle before answering; /demo also shows what was required and how it settled.
  */
 export function x402TestModule(ctx: AppContext): Module {
-  const payTo = ctx.config.x402TestPayTo ?? devReceiver(ctx.config.dataDir);
+  const payTo = ctx.config.x402TestPayTo ?? devReceiver(ctx.config.dataDir, 'x402-test-receiver-key');
   const priced = (url: string, description: string): PricedResource => ({
     url,
     description,
@@ -82,10 +80,4 @@ export function x402TestModule(ctx: AppContext): Module {
       },
     },
   };
-}
-
-/** A receiver of our own in the data dir, so the test endpoints work with no configuration. */
-function devReceiver(dataDir: string): string {
-  const key = loadOrCreateDevSecret(dataDir, 'x402-test-receiver-key', () => `0x${randomBytes(32).toString('hex')}`);
-  return privateKeyToAccount(key as `0x${string}`).address;
 }
