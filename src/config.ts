@@ -56,6 +56,9 @@ const envSchema = z.object({
     .regex(/^\s*(0x[0-9a-fA-F]{40}\s*(,\s*0x[0-9a-fA-F]{40}\s*)*)?$/, 'must be a comma-separated list of 0x-prefixed 20-byte addresses')
     .optional(),
   X402_TEST_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
+  STORAGE_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
+  IPFS_API_URL: optionalUrl,
+  STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
   DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -133,6 +136,12 @@ export interface Config {
   facilitatorSigners: string[];
   /** Receiver of the /x402-test endpoints; null = a dev receiver generated into the data dir. */
   x402TestPayTo: string | null;
+  /**
+   * Paid image storage. payTo receives upload payments (default on the devchain: a dev receiver key in
+   * the data dir; with CHAIN_RPC_URL it must be set, else uploads are unavailable). Blocks live in the
+   * data dir unless IPFS_API_URL names a Kubo node's RPC.
+   */
+  storage: { payTo: string | null; ipfsApiUrl: string | null; sweepIntervalMs: number };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   logLevel: Env['LOG_LEVEL'];
@@ -228,6 +237,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sellers: (e.FACILITATOR_SELLERS ?? '').split(',').map((a) => a.trim()).filter(Boolean),
     },
     x402TestPayTo: e.X402_TEST_PAY_TO ?? null,
+    storage: {
+      payTo: e.STORAGE_PAY_TO ?? null,
+      ipfsApiUrl: trimSlash(e.IPFS_API_URL) ?? null,
+      sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
+    },
     databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     logLevel: e.LOG_LEVEL,
     secretPepper: e.SECRET_PEPPER ?? null,

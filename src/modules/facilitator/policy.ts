@@ -24,11 +24,12 @@ export class PublicFacilitatorPolicy {
     private readonly ctx: AppContext,
     private readonly facilitator: Facilitator,
   ) {
-    const listed = [...ctx.config.facilitatorPayTo.sellers, ...(ctx.config.x402TestPayTo ? [ctx.config.x402TestPayTo] : [])];
+    const { sellers } = ctx.config.facilitatorPayTo;
+    const listed = [...sellers, ctx.config.x402TestPayTo, ctx.config.storage.payTo].filter((a): a is string => a !== null);
     this.#sellers = new Set(listed.map((a) => getAddress(a)));
   }
 
-  /** `registered`: payTo must be an enabled merchant's, a FACILITATOR_SELLERS address or X402_TEST_PAY_TO. */
+  /** `registered`: payTo must be an enabled merchant's, a FACILITATOR_SELLERS address, X402_TEST_PAY_TO or STORAGE_PAY_TO. */
   async payTo(requirements: PaymentRequirements): Promise<PolicyRefusal | null> {
     if (this.ctx.config.facilitatorPayTo.policy === 'any') return null;
     // A malformed payTo is the engine's to name (invalid_payment_requirements).

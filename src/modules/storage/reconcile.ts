@@ -1,0 +1,102 @@
+import type { Hex } from 'viem';
+import type { AppContext } from '../../context.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
+import type { BackgroundLoop } from '../../platform/jobs.js';
+import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from './chain-payment.js';
+import { storageErrors } from './errors.js';
+import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
+
+/** How far back the worker looks for the transaction of an authorization the chain says is used. */
+const LOOKBACK_BLOCKS = 10_000n;
+/** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
+const WORKER_GRACE_SECONDS = 60;
+
+/**
+ * Moves payment_pending orders on from what the chain says, never from what a caller says: the
+ * caller's reconcile names a transaction, which counts only if its receipt uses this order's
+ * authorization to pay this order's amount to its recipient; the worker finds that transaction itself,
+ * or releases the order once its authorization can never be used (unused past validBefore).
+ * Neither charges anyone or stores the image: a paid order is redeemed by repeating the upload.
+ */
+export class StorageReconciler {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: StorageStore,
+  ) {}
+
+  /** POST /orders/{id}/reconcile: confirms the pending payment with its transaction hash. */
+  async confirm(order: OrderRow, transactionHash: string): Promise<OrderRow> {
+    const hash = transactionHash.toLowerCase();
+    if (order.status !== 'payment_pending') {
+      if (order.transactionHash === hash) return order;
+      throw storageErrors.nothingToReconcile(order.status);
+    }
+    const verdict = await checkPaymentTransaction(this.ctx.chain.publicClient, hash as Hex, expectedOf(order), this.ctx.config.txapi.confirmations).catch((error: unknown) => {
+      this.ctx.log.warn({ err: error, orderId: order.id }, 'upload reconcile could not read the chain');
+      throw storageErrors.unavailable('The chain cannot be read right now; retry reconcile');
+    });
+    if (verdict.kind === 'unconfirmed') throw storageErrors.notConfirmable(verdict.message);
+    await this.markPaid(order, hash);
+    return (await this.store.byId(order.id)) ?? order;
+  }
+
+  /** One worker pass over payments pending for longer than a live request takes. */
+  async sweep(limit = 20): Promise<{ checked: number; moved: number }> {
+    const rows = await this.store.pendingBefore(WORKER_GRACE_SECONDS, limit);
+    let moved = 0;
+    for (const order of rows) {
+      try {
+        if (await this.resolve(order)) moved += 1;
+      } catch (error) {
+        this.ctx.log.warn({ err: error, orderId: order.id }, 'upload payment reconcile failed');
+      }
+    }
+    return { checked: rows.length, moved };
+  }
+
+  private async resolve(order: OrderRow): Promise<boolean> {
+    const expected = expectedOf(order);
+    const state = await authorizationOnChain(this.ctx.chain.publicClient, expected, BigInt(order.authorizationValidBefore ?? 0), LOOKBACK_BLOCKS);
+    if (!state.used) {
+      // Unused past validBefore: it can never move money, so the order may be paid with a new signature.
+      return state.dead ? this.store.release(order.id, expected) : false;
+    }
+    if (!state.transactionHash) return false;
+    const verdict = await checkPaymentTransaction(this.ctx.chain.publicClient, state.transactionHash, expected, this.ctx.config.txapi.confirmations);
+    // Used by a transaction that did not pay this order (e.g. another amount): nothing to credit; it stays for an operator.
+    if (verdict.kind !== 'confirmed') return false;
+    await this.markPaid(order, state.transactionHash);
+    return true;
+  }
+
+  private async markPaid(order: OrderRow, hash: string): Promise<void> {
+    try {
+      await this.store.markPaid(order.id, expectedOf(order), hash);
+    } catch (error) {
+      if (isUniqueViolation(error, TRANSACTION_UNIQUE)) throw storageErrors.transactionUsed();
+      throw error;
+    }
+  }
+}
+
+function expectedOf(order: OrderRow): ExpectedPayment {
+  return { asset: order.asset, payer: order.payer ?? '', nonce: order.authorizationNonce ?? '', payTo: order.payTo, amount: order.amount };
+}
+
+/** The worker's loops: pending payments resolved from the chain; fulfilled orders expired at the end of retention. */
+export function storageLoops(ctx: AppContext, store: StorageStore, reconciler: StorageReconciler): BackgroundLoop[] {
+  return [
+    {
+      name: 'storage-payment-reconcile',
+      intervalMs: ctx.config.storage.sweepIntervalMs,
+      leader: true,
+      run: async () => (await reconciler.sweep()).checked === 20,
+    },
+    {
+      name: 'storage-expiry',
+      intervalMs: ctx.config.storage.sweepIntervalMs,
+      leader: true,
+      run: async () => (await store.expireDue(500)) === 500,
+    },
+  ];
+}
