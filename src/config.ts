@@ -59,6 +59,7 @@ const envSchema = z.object({
   STORAGE_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   IPFS_API_URL: optionalUrl,
   STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
+  STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -141,7 +142,13 @@ export interface Config {
    * the data dir; with CHAIN_RPC_URL it must be set, else uploads are unavailable). Blocks live in the
    * data dir unless IPFS_API_URL names a Kubo node's RPC.
    */
-  storage: { payTo: string | null; ipfsApiUrl: string | null; sweepIntervalMs: number };
+  storage: {
+    payTo: string | null;
+    ipfsApiUrl: string | null;
+    sweepIntervalMs: number;
+    /** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
+    reconcileAfterSeconds: number;
+  };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   logLevel: Env['LOG_LEVEL'];
@@ -241,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       payTo: e.STORAGE_PAY_TO ?? null,
       ipfsApiUrl: trimSlash(e.IPFS_API_URL) ?? null,
       sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
+      reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
     databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     logLevel: e.LOG_LEVEL,

@@ -14,6 +14,9 @@ export const CRASH_POINTS = [
   'intent.after-claim',
   'intent.after-settle',
   'intent.after-commit',
+  // image storage upload: the order claimed for a payment, not yet settled; settled, not yet recorded
+  'storage.after-claim',
+  'storage.after-settle',
   // wallet pay-and-call: signed and recorded, not yet sent; the upstream answered, the row not final
   'pay-and-call.after-sign',
   'pay-and-call.after-upstream',

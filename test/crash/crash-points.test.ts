@@ -17,6 +17,7 @@ import { callAdminSocket } from '../../src/admin/socket.js';
 import { CRASH_POINTS, type CrashPoint } from '../../src/platform/crash-points.js';
 import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
 import { reportCounts } from '../fuzz/tenants.js';
+import { jpegOf, storagePayer, uploadForm } from '../storage/helpers.js';
 import { freePort } from '../wallets/helpers.js';
 import { signAuthorization } from '../x402/support.js';
 
@@ -87,6 +88,8 @@ async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
       LOG_LEVEL: 'fatal',
       INDEXER_POLL_MS: '200',
       FACILITATOR_RECONCILE_AFTER_MS: '500',
+      STORAGE_RECONCILE_AFTER_SECONDS: '1',
+      STORAGE_SWEEP_INTERVAL_MS: '300',
       TOLLGATE_CRASH_POINT: crashAt ?? '',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -161,7 +164,8 @@ const requirementsFor = (payTo: Address): PaymentRequirements => ({
   extra: { name: 'Global Dollar', version: '1' },
 });
 
-const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall', CrashPoint[]> = {
+const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage', CrashPoint[]> = {
+  storage: CRASH_POINTS.filter((p) => p.startsWith('storage.')),
   payAndCall: CRASH_POINTS.filter((p) => p.startsWith('pay-and-call.')),
   settle: CRASH_POINTS.filter((p) => p.startsWith('settle.')),
   x402: CRASH_POINTS.filter((p) => p.startsWith('x402.')),
@@ -271,6 +275,52 @@ describe('crash points', () => {
       // Paying again with the same signature never charges twice.
       await fetch(`${second.api}/v1/payment-intents/${intent.id}/pay`, { method: 'POST', headers: { 'payment-signature': header } });
       expect((await movedFor(second.rpc, payer.address, nonce, payTo)).transfers).toBe(moved.transfers);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+});
+
+describe('crash points of a paid image upload', () => {
+  it.each(flows.storage)('upload killed at %s: one transfer at most; the worker makes the order paid (then a repeat fulfils it) or frees it', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const payer = storagePayer();
+    await admin(data.dataDir, 'dev.fund', { address: payer.account.address, amount: '1' });
+    const image = await jpegOf(20);
+    const key = crypto.randomUUID();
+    const post = (api: string, headers: Record<string, string> = {}) =>
+      fetch(`${api}/v1/ipfs/upload`, { method: 'POST', headers: { 'idempotency-key': key, ...headers }, body: uploadForm(image) });
+    const challengeResponse = await post(first.api);
+    expect(challengeResponse.status).toBe(402);
+    const required = payer.http.getPaymentRequiredResponse((n) => challengeResponse.headers.get(n), await challengeResponse.json());
+    const payload = await payer.http.createPaymentPayload(required);
+    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const payTo = required.accepts[0]!.payTo as Address;
+    const orderId = new URL(required.resource.url).searchParams.get('orderId')!;
+    const crash = await sendThroughCrash(first, () => post(first.api, payer.http.encodePaymentSignatureHeader(payload) as Record<string, string>));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const order = async () => ((await (await fetch(`${second.api}/v1/ipfs/orders/${orderId}`, { headers: { 'idempotency-key': key } })).json()) as { data: { status: string; transactionHash: string | null } }).data;
+      const moved = await movedFor(second.rpc, payer.account.address, nonce, payTo);
+      expect(moved.transfers).toBe(point === 'storage.after-claim' ? 0 : 1);
+      expect((await order()).status).toBe('payment_pending');
+      if (moved.transfers === 1) {
+        const paid = await eventually(async () => ((await order()).status === 'paid' ? order() : null));
+        expect(paid, JSON.stringify(await order())).toMatchObject({ status: 'paid', transactionHash: moved.tx });
+        expect((await post(second.api)).status).toBe(200);
+        expect((await order()).status).toBe('fulfilled');
+      } else {
+        // Nothing moved: once the authorization's validBefore has passed on chain, the order is free again.
+        await chainRpc(second.rpc, 'evm_increaseTime', [3_700]);
+        await chainRpc(second.rpc, 'evm_mine', []);
+        const freed = await eventually(async () => ((await order()).status === 'awaiting_payment' ? order() : null));
+        expect(freed, JSON.stringify(await order())).toMatchObject({ status: 'awaiting_payment', transactionHash: null });
+      }
+      expect((await movedFor(second.rpc, payer.account.address, nonce, payTo)).transfers).toBe(moved.transfers);
     } finally {
       await stop(second);
     }

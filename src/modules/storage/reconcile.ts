@@ -8,8 +8,6 @@ import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
-/** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
-const WORKER_GRACE_SECONDS = 60;
 
 /**
  * Moves payment_pending orders on from what the chain says, never from what a caller says: the
@@ -42,7 +40,7 @@ export class StorageReconciler {
 
   /** One worker pass over payments pending for longer than a live request takes. */
   async sweep(limit = 20): Promise<{ checked: number; moved: number }> {
-    const rows = await this.store.pendingBefore(WORKER_GRACE_SECONDS, limit);
+    const rows = await this.store.pendingBefore(this.ctx.config.storage.reconcileAfterSeconds, limit);
     let moved = 0;
     for (const order of rows) {
       try {

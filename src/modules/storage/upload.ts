@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
+import type { SettleOutcome } from '../../x402/server/service.js';
 import { storageErrors } from './errors.js';
 import { inspectImage } from './image.js';
 import type { ImageStore } from './image-store.js';
@@ -135,16 +137,21 @@ export class UploadService {
     if (claim === 'authorization_taken') throw storageErrors.authorizationUsed();
     if (claim === 'quote_expired') throw storageErrors.quoteExpired(order.quoteExpiresAt);
     if (claim === 'not_awaiting') return this.afterLostClaim(order, bytes);
+    crashPoint('storage.after-claim');
     return this.settle(order, payment, payload, requirements, bytes);
   }
 
   private async settle(order: OrderRow, payment: PendingPayment, payload: PaymentPayload, requirements: PaymentRequirements, bytes: Buffer): Promise<UploadAnswer> {
     const x402 = this.deps.ctx.x402;
-    const outcome = await x402.settle(payload, requirements).catch((error: unknown) => {
+    let outcome: SettleOutcome;
+    try {
+      outcome = await x402.settle(payload, requirements);
+      crashPoint('storage.after-settle');
+    } catch (error) {
       // An exception after the claim says nothing about what reached the chain.
       this.deps.ctx.log.error({ err: error, orderId: order.id }, 'upload settle threw; the order stays payment_pending for reconciliation');
-      return { kind: 'unknown' as const, transaction: null, message: String(error) };
-    });
+      outcome = { kind: 'unknown', transaction: null, message: String(error) };
+    }
     switch (outcome.kind) {
       case 'settled': {
         try {
