@@ -39,7 +39,7 @@ async function pendingOrder(options: { validBefore?: string; pendingForSeconds?:
       pendingSince: sql`now() - make_interval(secs => ${options.pendingForSeconds ?? 0})`,
     })
     .where(eq(uploadOrders.id, id));
-  return { payer, image, key, id, payload: payload as PaymentPayload, headers };
+  return { payer, image, key, id, payload: payload as PaymentPayload, headers, required };
 }
 
 const reconcile = (id: string, key: string, transactionHash: string) =>
@@ -60,10 +60,13 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
 
 describe('a pending payment', () => {
   it('refuses a new signature and another upload while pending (409), and reconcile accepts only the transaction that pays it', async () => {
-    const { image, key, id, payload, headers, payer } = await pendingOrder();
-    const again = await upload(app, key, uploadForm(image), { headers });
-    expect(again.status).toBe(409);
-    expect(await again.json()).toMatchObject({ data: { reason: 'payment_pending' } });
+    const { image, key, id, payload, headers, payer, required } = await pendingOrder();
+    const secondPayment = payer.http.encodePaymentSignatureHeader(await payer.http.createPaymentPayload(required)) as Record<string, string>;
+    for (const attempt of [headers, secondPayment, {}]) {
+      const again = await upload(app, key, uploadForm(image), { headers: attempt });
+      expect(again.status).toBe(409);
+      expect(await again.json()).toMatchObject({ data: { reason: 'payment_pending' } });
+    }
 
     expect((await reconcile(id, key, 'not-a-hash')).status).toBe(400);
     expect((await reconcile(id, newKey(), `0x${'11'.repeat(32)}`)).status).toBe(404);

@@ -127,15 +127,23 @@ describe('one payment, one order', () => {
     const payer = await fundedPayer();
     const imageA = await jpegOf(10);
     const keyA = newKey();
-    const { headers } = await challengeAndSign(app, keyA, uploadForm(imageA), payer);
+    const { headers, payload } = await challengeAndSign(app, keyA, uploadForm(imageA), payer);
     const keyB = newKey();
     const imageB = await jpegOf(10);
-    expect((await upload(app, keyB, uploadForm(imageB))).status).toBe(402);
+    const challengeB = await upload(app, keyB, uploadForm(imageB));
+    expect(challengeB.status).toBe(402);
+    const orderB = new URL(((await challengeB.json()) as { resource: { url: string } }).resource.url).searchParams.get('orderId')!;
     const stolen = await upload(app, keyB, uploadForm(imageB), { headers });
     expect(stolen.status).toBe(400);
     expect(await stolen.json()).toMatchObject({ code: 1000, data: { reason: 'invalid_payment' } });
     // Still good for the order it was signed for.
     expect((await upload(app, keyA, uploadForm(imageA), { headers })).status).toBe(200);
+    // The same authorization re-wrapped for order B (the resource URL is not signed): refused, no second transfer.
+    const rewrapped = { ...payload, resource: { ...payload.resource!, url: `${app.urls.api}/v1/ipfs/upload?orderId=${orderB}` } };
+    const replay = await upload(app, keyB, uploadForm(imageB), { headers: payer.http.encodePaymentSignatureHeader(rewrapped) as Record<string, string> });
+    expect([402, 409]).toContain(replay.status);
+    expect(await transfersForNonce(app, payer.account.address, nonceOf(payload))).toBe(1);
+    expect((await readOrder(app, orderB, keyB)).body.data.status).toBe('awaiting_payment');
   });
 });
 
