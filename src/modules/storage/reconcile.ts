@@ -2,7 +2,7 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
-import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from './chain-payment.js';
+import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
 import { storageErrors } from './errors.js';
 import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
 

@@ -1,11 +1,11 @@
-// What the chain says about an order's payment. Reconcile trusts only this: a transaction counts for
-// an order when its receipt carries the order's own authorization being used (AuthorizationUsed of
-// payer + nonce, from the token) AND the token moving the order's amount from the payer to payTo, at
-// the configured finality depth. A success status alone proves nothing (USDG's reused nonce succeeds
-// and moves nothing), and any other transfer, however similar, is unrelated.
+// What the chain says about one EIP-3009 payment (an upload order's, a relayed credential's). A
+// transaction counts for it only when its receipt carries that very authorization being used
+// (AuthorizationUsed of payer + nonce, from the token) AND the token moving the expected amount from the
+// payer to the payee, at the configured finality depth. A success status alone proves nothing (USDG's
+// reused nonce succeeds and moves nothing), and any other transfer, however similar, is unrelated.
 import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
 import { getBlock, getBlockNumber, getLogs, getTransactionReceipt, readContract } from 'viem/actions';
-import { eip3009Abi } from '../../chain/eip3009.js';
+import { eip3009Abi } from './eip3009.js';
 
 const authorizationUsed = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
 
