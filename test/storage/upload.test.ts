@@ -147,6 +147,23 @@ describe('one payment, one order', () => {
   });
 });
 
+describe('a payment the facilitator refuses', () => {
+  it('an unfunded payer: 402 with the reason, the order free again, and a good payment then fulfils it', async () => {
+    const image = await jpegOf(10);
+    const key = newKey();
+    const broke = storagePayer();
+    const { headers, required } = await challengeAndSign(app, key, uploadForm(image), broke);
+    const refused = await upload(app, key, uploadForm(image), { headers });
+    expect(refused.status).toBe(402);
+    expect(await refused.json()).toMatchObject({ x402Version: 2, error: expect.stringContaining('insufficient') });
+    const orderId = new URL(required.resource.url).searchParams.get('orderId')!;
+    expect((await readOrder(app, orderId, key)).body.data.status).toBe('awaiting_payment');
+    const payer = await fundedPayer();
+    const good = payer.http.encodePaymentSignatureHeader(await payer.http.createPaymentPayload(required)) as Record<string, string>;
+    expect((await upload(app, key, uploadForm(image), { headers: good })).status).toBe(200);
+  });
+});
+
 describe('keys and orders', () => {
   it('the key is required and must be a UUID; orderId must be the key’s order; reads need the key', async () => {
     const image = await pngOf();

@@ -1,9 +1,10 @@
-import { and, asc, eq, gt, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gt, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../platform/db.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { uploadOrders as orders } from './tables.js';
 
 export type OrderRow = typeof orders.$inferSelect;
+export type KeyedOrder = OrderRow & { quoteOpen: boolean };
 export type NewOrder = Pick<OrderRow, 'id' | 'keyHash' | 'fileSha256' | 'fileBytes' | 'mediaType' | 'amount' | 'network' | 'asset' | 'payTo' | 'retentionDays'>;
 export interface PendingPayment {
   payer: string;
@@ -26,7 +27,7 @@ export class StorageStore {
   constructor(private readonly db: Db) {}
 
   /** Creates the key's order, or finds the one a concurrent request with the same key created. */
-  async createOrFind(order: NewOrder, quoteLifetimeSeconds: number): Promise<{ row: OrderRow; created: boolean }> {
+  async createOrFind(order: NewOrder, quoteLifetimeSeconds: number): Promise<{ row: KeyedOrder; created: boolean }> {
     const [created] = await this.db
       .insert(orders)
       .values({
@@ -38,14 +39,18 @@ export class StorageStore {
       })
       .onConflictDoNothing({ target: orders.keyHash })
       .returning();
-    if (created) return { row: created, created: true };
+    if (created) return { row: { ...created, quoteOpen: true }, created: true };
     const found = await this.byKeyHash(order.keyHash);
     if (!found) throw new Error('upload order vanished after a key conflict');
     return { row: found, created: false };
   }
 
-  async byKeyHash(keyHash: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.select().from(orders).where(eq(orders.keyHash, keyHash));
+  /** The key's order, and whether its quote is still open by the database's clock (one round trip). */
+  async byKeyHash(keyHash: string): Promise<KeyedOrder | undefined> {
+    const [row] = await this.db
+      .select({ ...getTableColumns(orders), quoteOpen: sql<boolean>`${orders.quoteExpiresAt} > now()` })
+      .from(orders)
+      .where(eq(orders.keyHash, keyHash));
     return row;
   }
 
@@ -93,18 +98,18 @@ export class StorageStore {
    * payment_pending → paid with the transaction that moved the money. Throws the transaction's
    * unique violation when that transaction already paid another order.
    */
-  async markPaid(id: string, payment: Pick<PendingPayment, 'payer' | 'nonce'>, transactionHash: string): Promise<boolean> {
-    const rows = await this.db
+  async markPaid(id: string, payment: Pick<PendingPayment, 'payer' | 'nonce'>, transactionHash: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db
       .update(orders)
       .set({ status: 'paid', transactionHash: transactionHash.toLowerCase(), pendingSince: null, updatedAt: sql`now()` })
       .where(and(eq(orders.id, id), eq(orders.status, 'payment_pending'), eq(orders.payer, payment.payer), eq(orders.authorizationNonce, payment.nonce)))
-      .returning({ id: orders.id });
-    return rows.length === 1;
+      .returning();
+    return row;
   }
 
-  /** paid → fulfilled: the storage year starts now. */
-  async fulfil(id: string, cid: string): Promise<boolean> {
-    const rows = await this.db
+  /** paid → fulfilled: the storage year starts now. Undefined when it was not paid (a concurrent redeem won). */
+  async fulfil(id: string, cid: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db
       .update(orders)
       .set({
         status: 'fulfilled',
@@ -114,14 +119,8 @@ export class StorageStore {
         updatedAt: sql`now()`,
       })
       .where(and(eq(orders.id, id), eq(orders.status, 'paid')))
-      .returning({ id: orders.id });
-    return rows.length === 1;
-  }
-
-  /** The database's clock: quotes expire by it, not by this node's. */
-  async databaseNow(): Promise<Date> {
-    const [row] = await this.db.select({ now: sql<string>`now()` }).from(sql`(select 1) as one`);
-    return new Date(row!.now);
+      .returning();
+    return row;
   }
 
   async byId(id: string): Promise<OrderRow | undefined> {

@@ -11,7 +11,7 @@ import { storageErrors } from './errors.js';
 import { inspectImage } from './image.js';
 import type { ImageStore } from './image-store.js';
 import { STORAGE_LIMITS, type OrderView } from './schemas.js';
-import { TRANSACTION_UNIQUE, type OrderRow, type PendingPayment, type StorageStore } from './store.js';
+import { TRANSACTION_UNIQUE, type KeyedOrder, type OrderRow, type PendingPayment, type StorageStore } from './store.js';
 import { orderView, paymentUrlOf } from './views.js';
 
 export interface UploadRequest {
@@ -47,9 +47,14 @@ export function keyHashOf(ctx: AppContext, key: string | null): string {
 
 /**
  * The public upload endpoint's logic. Order matters: cheap refusals first (key, order binding, the
- * image's hash against the key's), the image decoded only for a new order, then the payment in the
- * order the intents use — verify, one conditional UPDATE that lets a single request spend, settle —
- * and only after the money moved, storage. A paid order never asks for money again.
+ * image's hash against the key's), the image decoded only for a new order, then the payment — one
+ * conditional UPDATE that lets a single request spend, then settle — and only after the money moved,
+ * storage. A paid order never asks for money again.
+ *
+ * Unlike intents there is no separate verify before the claim: the facilitator's settle verifies before
+ * it sends anything, and a payment it refuses releases the order at once (402 with the reason), so a
+ * verify would repeat that work (a fifth of an upload's CPU, bench/RESULTS.md). Only the key's holder can
+ * claim its order, so a bad payment can hold nothing but its own order, for one settle call.
  */
 export class UploadService {
   constructor(private readonly deps: UploadDeps) {}
@@ -65,10 +70,10 @@ export class UploadService {
     if (request.orderId !== null && order?.id !== request.orderId) throw storageErrors.orderNotFound();
     if (!order) order = await this.createOrder(keyHash, sha256, bytes, declaredType);
     if (order.fileSha256 !== sha256) throw storageErrors.changedFile();
-    return this.continueOrder(order, bytes, request.paymentHeader);
+    return this.continueOrder(order, bytes, request.paymentHeader, order.quoteOpen);
   }
 
-  private async createOrder(keyHash: string, sha256: string, bytes: Buffer, declaredType: string | null): Promise<OrderRow> {
+  private async createOrder(keyHash: string, sha256: string, bytes: Buffer, declaredType: string | null): Promise<KeyedOrder> {
     const image = await inspectImage(bytes, declaredType);
     if ('reason' in image) {
       throw image.status === 400 ? storageErrors.invalidFile(image.message) : storageErrors.unsupportedImage(image.reason, image.message);
@@ -92,7 +97,8 @@ export class UploadService {
     return row;
   }
 
-  private async continueOrder(order: OrderRow, bytes: Buffer, paymentHeader: string | null): Promise<UploadAnswer> {
+  /** `quoteOpen` is the database's word on the quote, read with the order (false for a re-read: it is not awaiting payment then). */
+  private async continueOrder(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen = false): Promise<UploadAnswer> {
     switch (order.status) {
       case 'fulfilled':
         // Past retention (the sweep has not moved it yet) it is expired, not served.
@@ -105,12 +111,11 @@ export class UploadService {
       case 'payment_pending':
         throw storageErrors.paymentPending();
       case 'awaiting_payment':
-        return this.pay(order, bytes, paymentHeader);
+        return this.pay(order, bytes, paymentHeader, quoteOpen);
     }
   }
 
-  private async pay(order: OrderRow, bytes: Buffer, paymentHeader: string | null): Promise<UploadAnswer> {
-    const quoteOpen = order.quoteExpiresAt.getTime() > (await this.deps.store.databaseNow()).getTime();
+  private async pay(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen: boolean): Promise<UploadAnswer> {
     if (!paymentHeader) {
       if (!quoteOpen) throw storageErrors.quoteExpired(order.quoteExpiresAt);
       return this.challenge(order);
@@ -127,9 +132,6 @@ export class UploadService {
     const requirements = this.deps.ctx.x402.match(paymentRequired, payload);
     if (!requirements) return this.challenge(order, 'No matching payment requirements');
 
-    const verified = await this.deps.ctx.x402.verify(payload, requirements);
-    if (verified.kind === 'unavailable') throw storageErrors.unavailable('Payment verification is temporarily unavailable; retry');
-    if (verified.kind === 'invalid') return this.afterRefusedPayment(order, bytes, verified.reason);
 
     const { authorization } = parsed.data;
     const payment: PendingPayment = { payer: authorization.from.toLowerCase(), nonce: authorization.nonce.toLowerCase(), validBefore: authorization.validBefore };
@@ -154,14 +156,14 @@ export class UploadService {
     }
     switch (outcome.kind) {
       case 'settled': {
+        let paid: OrderRow | undefined;
         try {
-          await this.deps.store.markPaid(order.id, payment, outcome.transaction);
+          paid = await this.deps.store.markPaid(order.id, payment, outcome.transaction);
         } catch (error) {
           if (!isUniqueViolation(error, TRANSACTION_UNIQUE)) throw error;
           throw storageErrors.transactionUsed();
         }
-        const paid = await this.current(order.id);
-        return this.store(paid, bytes, x402.encodePaymentResponse(outcome.response));
+        return this.store(paid ?? (await this.current(order.id)), bytes, x402.encodePaymentResponse(outcome.response));
       }
       case 'failed':
         await this.deps.store.release(order.id, payment);
@@ -188,17 +190,9 @@ export class UploadService {
       throw storageErrors.storageFailed(paymentResponse);
     }
     // A concurrent redeem may have fulfilled it first: same bytes, same CID, either row is the answer.
-    await this.deps.store.fulfil(order.id, cid);
-    const current = await this.current(order.id);
+    const current = (await this.deps.store.fulfil(order.id, cid)) ?? (await this.current(order.id));
     if (current.status !== 'fulfilled') throw storageErrors.paymentPending();
     return this.answer(current, paymentResponse);
-  }
-
-  /** Verification refused the payment: unless a concurrent request's claim of it explains that, re-challenge. */
-  private async afterRefusedPayment(order: OrderRow, bytes: Buffer, reason: string): Promise<UploadAnswer> {
-    const current = await this.current(order.id);
-    if (current.status !== 'awaiting_payment') return this.afterLostClaim(current, bytes);
-    return this.challenge(current, reason);
   }
 
   /** Another request moved the order first (a concurrent copy of this payment, or another payment). */
