@@ -60,6 +60,9 @@ const envSchema = z.object({
   IPFS_API_URL: optionalUrl,
   STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
   STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  RELAY_IDEMPOTENCY_RETENTION_HOURS: positiveInt(72),
+  RELAY_IDEMPOTENCY_CAPACITY: positiveInt(1_000_000),
+  RELAY_TAKEOVER_AFTER_SECONDS: positiveInt(60),
   DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -142,6 +145,8 @@ export interface Config {
    * the data dir; with CHAIN_RPC_URL it must be set, else uploads are unavailable). Blocks live in the
    * data dir unless IPFS_API_URL names a Kubo node's RPC.
    */
+  /** Broadcast idempotency records of the payment relay: kept this long, at most this many, and when a lost one is taken over. */
+  relay: { retentionSeconds: number; capacity: number; takeoverAfterSeconds: number };
   storage: {
     payTo: string | null;
     ipfsApiUrl: string | null;
@@ -249,6 +254,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ipfsApiUrl: trimSlash(e.IPFS_API_URL) ?? null,
       sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
+    },
+    relay: {
+      retentionSeconds: e.RELAY_IDEMPOTENCY_RETENTION_HOURS * 3600,
+      capacity: e.RELAY_IDEMPOTENCY_CAPACITY,
+      takeoverAfterSeconds: e.RELAY_TAKEOVER_AFTER_SECONDS,
     },
     databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     logLevel: e.LOG_LEVEL,

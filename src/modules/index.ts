@@ -4,6 +4,7 @@ import { eventsModule } from './events/module.js';
 import { facilitatorModule } from './facilitator/routes.js';
 import { intentsModule } from './intents/routes.js';
 import { projectsModule } from './projects/routes.js';
+import { relayModule } from './relay/module.js';
 import { storageModule } from './storage/module.js';
 import { systemModule } from './system/routes.js';
 import { txapiModule } from './txapi/module.js';
@@ -11,4 +12,4 @@ import { walletsModule } from './wallets/routes.js';
 import { x402TestModule } from './x402-test/routes.js';
 
 /** Every module of the service, in registration order. */
-export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule];
+export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule];

@@ -13,7 +13,10 @@ interface Problem {
 }
 
 // Families whose spec closes the set of codes: a shared condition speaks their word.
-const FAMILY_CODES: Partial<Record<Family, Record<string, string>>> = { intent: { invalid_json: 'invalid_request' } };
+const FAMILY_CODES: Partial<Record<Family, Record<string, string>>> = {
+  intent: { invalid_json: 'invalid_request' },
+  relay: { internal_error: 'internal_relay_error' },
+};
 
 const sender = (origin: OriginName) => (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
   const family = familyOf(origin, request.url);

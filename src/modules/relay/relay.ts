@@ -1,0 +1,243 @@
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { getAddress, type Hex } from 'viem';
+import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import type { AppContext } from '../../context.js';
+import { ApiError } from '../../platform/http/errors.js';
+import { newId } from '../../platform/ids.js';
+import { Reason } from '../../x402/facilitator/reasons.js';
+import { parseRelayBody, relayReceipt, type RelayAsset, type RelayPayment } from './credential.js';
+import { relayErrors } from './errors.js';
+import type { BroadcastRow, RelayStore, StoredAnswer } from './store.js';
+
+/** How far past now a credential may stay valid: the asset's `maxTimeoutSeconds` (+ a little clock skew). */
+export const MAX_TIMEOUT_SECONDS = 300;
+const SKEW_SECONDS = 30;
+/** How long a repeat of an in-flight key waits for its first request before answering 503 (retry). */
+const WAIT_FOR_FIRST_MS = 25_000;
+const LOOKBACK_BLOCKS = 10_000n;
+
+export interface RelayOptions {
+  retentionSeconds: number;
+  capacity: number;
+  /** An in-flight record untouched this long lost its request (the node died): a repeat takes it over. */
+  takeoverAfterSeconds: number;
+}
+
+export type RelayAnswer = { status: number; body: unknown };
+
+// The facilitator's verdicts in the relay table's words.
+const VERDICTS: Record<string, { status: number; code: string }> = {
+  [Reason.invalidSignature]: { status: 422, code: 'invalid_signature' },
+  [Reason.nonceAlreadyUsed]: { status: 422, code: 'authorization_already_used' },
+  [Reason.insufficientBalance]: { status: 422, code: 'insufficient_balance' },
+  [Reason.recipientMismatch]: { status: 422, code: 'request_mismatch' },
+  [Reason.valueMismatch]: { status: 422, code: 'request_mismatch' },
+  [Reason.tokenNameMismatch]: { status: 422, code: 'unsupported_asset' },
+  [Reason.tokenVersionMismatch]: { status: 422, code: 'unsupported_asset' },
+  [Reason.networkMismatch]: { status: 422, code: 'unsupported_asset' },
+};
+const verdictOf = (reason: string, message: string) => {
+  const known = VERDICTS[reason];
+  // Expired, not yet valid, or refused by the token's simulation: the credential cannot be used as sent.
+  return relayErrors.rejected(known?.status ?? 400, known?.code ?? 'invalid_credential', `${message} (${reason})`);
+};
+
+/**
+ * The relay's two lifecycle operations over the payment core. A credential's EIP-3009 authorization is
+ * verified and settled by the same facilitator engine (and relayer pool) as every x402 payment, so the
+ * payment core's rules hold here too: one success per authorization, front-runs found from the logs.
+ * Broadcast adds the idempotency record: created once per key (the database decides), completed only by
+ * its owner, and a repeat after an unknown outcome resolves it from the chain — never by a new signature.
+ */
+export class RelayService {
+  #liveCount: { at: number; value: number } | null = null;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: RelayStore,
+    private readonly asset: RelayAsset,
+    private readonly options: RelayOptions,
+  ) {}
+
+  async validate(body: unknown): Promise<RelayAnswer> {
+    const payment = this.parse(body);
+    await this.verify(payment);
+    return { status: 200, body: this.accepted(payment) };
+  }
+
+  async broadcast(idempotencyKey: string | null, body: unknown): Promise<RelayAnswer> {
+    const key = checkedKey(idempotencyKey);
+    return this.attempt(key, this.parse(body));
+  }
+
+  private async attempt(key: string, payment: RelayPayment): Promise<RelayAnswer> {
+    const existing = await this.store.byKey(key);
+    if (existing) return this.repeat(existing, payment);
+    if ((await this.liveCount()) >= this.options.capacity) throw relayErrors.capacityExceeded();
+    const owner = newId();
+    const created = await this.store.create({ id: newId(), idempotencyKey: key, fingerprint: payment.fingerprint, payer: payment.payer.toLowerCase(), nonce: payment.authorization.nonce.toLowerCase(), owner }, this.options.retentionSeconds);
+    // Lost the race to create it: a concurrent request with this key is the first.
+    if (!created) return this.repeat((await this.store.byKey(key))!, payment);
+    return this.run(created, owner, payment, false);
+  }
+
+  /** A key seen before: the same credential gets the same result (waiting for it if in flight); another is 409. */
+  private async repeat(record: BroadcastRow, payment: RelayPayment): Promise<RelayAnswer> {
+    if (record.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
+    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    for (let current: BroadcastRow | undefined = record; current; current = await this.store.byKey(record.idempotencyKey)) {
+      if (current.status === 'completed') return stored(current);
+      const owner = newId();
+      if (await this.store.takeOver(current.id, this.options.takeoverAfterSeconds, owner)) return this.run(current, owner, payment, true);
+      if (Date.now() > deadline) throw relayErrors.inProgress();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Pruned or discarded meanwhile (its attempt changed nothing): this request is a first attempt again.
+    return this.attempt(record.idempotencyKey, payment);
+  }
+
+  /**
+   * One attempt under the record. A resumed record (an earlier attempt may have sent the transaction)
+   * asks the chain first: a used authorization is resolved from its transaction, never settled again.
+   */
+  private async run(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
+    try {
+      if (resumed) {
+        const resolved = await this.resolveFromChain(payment);
+        if (resolved) return await this.complete(record, owner, resolved);
+      }
+      await this.verify(payment);
+      return await this.settle(record, owner, payment);
+    } catch (error) {
+      if (error instanceof ApiError && error.status < 500) {
+        // Refused before anything was submitted: nothing to remember, the key may be retried.
+        await this.store.discard(record.id, owner);
+      }
+      throw error;
+    }
+  }
+
+  private async settle(record: BroadcastRow, owner: string, payment: RelayPayment): Promise<RelayAnswer> {
+    const { payload, requirements } = this.x402Of(payment);
+    const outcome = await this.ctx.x402.settle(payload, requirements);
+    switch (outcome.kind) {
+      case 'settled':
+        return this.complete(record, owner, { httpStatus: 200, answer: this.success(payment, outcome.transaction) });
+      case 'failed': {
+        if (outcome.reason === Reason.nonceAlreadyUsed) {
+          // Someone else executed it (a front-run) before any success was handed out: it still paid.
+          const resolved = await this.resolveFromChain(payment);
+          if (resolved) return this.complete(record, owner, resolved);
+        }
+        const refused = verdictOf(outcome.reason, outcome.message);
+        return this.complete(record, owner, { httpStatus: refused.status, answer: { success: false, accepted: false, error: { code: refused.code, message: refused.message } } });
+      }
+      case 'unavailable':
+        await this.store.discard(record.id, owner);
+        throw relayErrors.unavailable();
+      case 'unknown':
+        // Money may have moved: keep the record, let the next repeat of the key take it over at once.
+        await this.store.abandon(record.id, owner);
+        throw relayErrors.outcomeUnknown();
+    }
+  }
+
+  /** The answer from the chain when this authorization was used by a transaction that pays this request. */
+  private async resolveFromChain(payment: RelayPayment): Promise<StoredAnswer | null> {
+    const expected: ExpectedPayment = {
+      asset: this.asset.address,
+      payer: payment.payer,
+      nonce: payment.authorization.nonce,
+      payTo: payment.request.recipient,
+      amount: payment.request.amount,
+    };
+    const client = this.ctx.chain.publicClient;
+    const state = await authorizationOnChain(client, expected, BigInt(payment.authorization.validBefore), LOOKBACK_BLOCKS);
+    if (!state.used || !state.transactionHash) return null;
+    const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, 0);
+    return verdict.kind === 'confirmed' ? { httpStatus: 200, answer: this.success(payment, state.transactionHash) } : null;
+  }
+
+  private async complete(record: BroadcastRow, owner: string, answer: StoredAnswer): Promise<RelayAnswer> {
+    if (await this.store.complete(record.id, owner, answer)) return { status: answer.httpStatus, body: answer.answer };
+    // Taken over meanwhile: the record's own answer stands.
+    const current = await this.store.byKey(record.idempotencyKey);
+    if (current?.status === 'completed') return stored(current);
+    throw relayErrors.inProgress();
+  }
+
+  /** The checks only the chain can answer, by the facilitator engine: signature, balance, nonce unused, time. */
+  private async verify(payment: RelayPayment): Promise<void> {
+    const now = Math.floor(this.ctx.clock.now().getTime() / 1000);
+    if (Number(payment.authorization.validBefore) > now + MAX_TIMEOUT_SECONDS + SKEW_SECONDS) {
+      throw relayErrors.rejected(400, 'invalid_credential', `The authorization stays valid for more than ${MAX_TIMEOUT_SECONDS} s (validBefore ${payment.authorization.validBefore})`);
+    }
+    const { payload, requirements } = this.x402Of(payment);
+    const verdict = await this.ctx.x402.verify(payload, requirements);
+    if (verdict.kind === 'unavailable') throw relayErrors.unavailable();
+    if (verdict.kind === 'invalid') throw verdictOf(verdict.reason, verdict.message);
+  }
+
+  /** The credential's authorization as the x402 exact payment the facilitator engine checks and settles. */
+  private x402Of(payment: RelayPayment): { payload: PaymentPayload; requirements: PaymentRequirements } {
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network: this.asset.network as `${string}:${string}`,
+      asset: this.asset.address,
+      amount: payment.request.amount,
+      payTo: getAddress(payment.request.recipient),
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      extra: { name: this.asset.name, version: this.asset.version },
+    };
+    return {
+      requirements,
+      payload: { x402Version: 2, accepted: requirements, payload: { signature: payment.signature, authorization: payment.authorization } },
+    };
+  }
+
+  private accepted(payment: RelayPayment) {
+    return {
+      success: true,
+      accepted: true,
+      method: 'evm',
+      intent: 'charge',
+      source: payment.source ?? `did:pkh:${this.asset.network}:${payment.payer}`,
+      details: {
+        challengeId: payment.challengeId,
+        network: this.asset.network,
+        chainId: this.asset.chainId,
+        currency: this.asset.address,
+        symbol: this.asset.symbol,
+        decimals: this.asset.decimals,
+        amount: payment.request.amount,
+        recipient: getAddress(payment.request.recipient),
+        payer: getAddress(payment.payer),
+      },
+    };
+  }
+
+  private success(payment: RelayPayment, transaction: string) {
+    return { success: true, receipt: relayReceipt({ challengeId: payment.challengeId, chainId: this.asset.chainId, reference: transaction.toLowerCase() as Hex, timestamp: this.ctx.clock.now().toISOString() }) };
+  }
+
+  private parse(body: unknown): RelayPayment {
+    const parsed = parseRelayBody(body, this.asset);
+    if ('code' in parsed) throw relayErrors.rejected(parsed.status, parsed.code, parsed.message);
+    return parsed;
+  }
+
+  /** Counted at most once a second: the bound is a guard against unbounded growth, not an exact quota. */
+  private async liveCount(): Promise<number> {
+    const now = Date.now();
+    if (!this.#liveCount || now - this.#liveCount.at > 1_000) this.#liveCount = { at: now, value: await this.store.liveCount() };
+    return this.#liveCount.value;
+  }
+}
+
+const stored = (row: BroadcastRow): RelayAnswer => ({ status: row.httpStatus!, body: row.answer });
+
+/** 8–200 printable ASCII characters (it is echoed in logs and compared byte for byte). */
+function checkedKey(key: string | null): string {
+  if (!key || !/^[\x21-\x7e]{8,200}$/.test(key)) throw relayErrors.invalidIdempotencyKey();
+  return key;
+}

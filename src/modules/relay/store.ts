@@ -1,0 +1,85 @@
+import { and, count, eq, gt, lt, sql } from 'drizzle-orm';
+import type { Db } from '../../platform/db.js';
+import { relayBroadcasts as broadcasts } from './tables.js';
+
+export type BroadcastRow = typeof broadcasts.$inferSelect;
+export interface StoredAnswer {
+  httpStatus: number;
+  answer: unknown;
+}
+
+/**
+ * SQL of broadcast idempotency records. The key's row is created once (unique key); only its owner
+ * completes it (the WHERE names the owner), and a takeover of a stale in-flight row is one conditional
+ * UPDATE, so two repeats of the key can never both settle.
+ */
+export class RelayStore {
+  constructor(private readonly db: Db) {}
+
+  /** Creates the key's record owned by `owner`; undefined when the key already has one. */
+  async create(row: Pick<BroadcastRow, 'id' | 'idempotencyKey' | 'fingerprint' | 'payer' | 'nonce' | 'owner'>, retentionSeconds: number): Promise<BroadcastRow | undefined> {
+    const [created] = await this.db
+      .insert(broadcasts)
+      .values({
+        ...row,
+        status: 'in_flight',
+        createdAt: sql`now()`,
+        updatedAt: sql`now()`,
+        expiresAt: sql`now() + make_interval(secs => ${retentionSeconds})`,
+      })
+      .onConflictDoNothing({ target: broadcasts.idempotencyKey })
+      .returning();
+    return created;
+  }
+
+  async byKey(key: string): Promise<BroadcastRow | undefined> {
+    const [row] = await this.db.select().from(broadcasts).where(eq(broadcasts.idempotencyKey, key));
+    return row;
+  }
+
+  /** The owner's final answer; false when the record is no longer its own (taken over). */
+  async complete(id: string, owner: string, stored: StoredAnswer): Promise<boolean> {
+    const rows = await this.db
+      .update(broadcasts)
+      .set({ status: 'completed', httpStatus: stored.httpStatus, answer: stored.answer, updatedAt: sql`now()` })
+      .where(and(eq(broadcasts.id, id), eq(broadcasts.owner, owner), eq(broadcasts.status, 'in_flight')))
+      .returning({ id: broadcasts.id });
+    return rows.length === 1;
+  }
+
+  /** Forgets an in-flight record whose attempt changed nothing (refused before any transaction): the key may be retried. */
+  async discard(id: string, owner: string): Promise<void> {
+    await this.db.delete(broadcasts).where(and(eq(broadcasts.id, id), eq(broadcasts.owner, owner), eq(broadcasts.status, 'in_flight')));
+  }
+
+  /** Takes over an in-flight record untouched for `staleSeconds` (its owner died or lost its answer). */
+  async takeOver(id: string, staleSeconds: number, owner: string): Promise<boolean> {
+    const rows = await this.db
+      .update(broadcasts)
+      .set({ owner, updatedAt: sql`now()` })
+      .where(and(eq(broadcasts.id, id), eq(broadcasts.status, 'in_flight'), lt(broadcasts.updatedAt, sql`now() - make_interval(secs => ${staleSeconds})`)))
+      .returning({ id: broadcasts.id });
+    return rows.length === 1;
+  }
+
+  /** The owner gives the record up with its outcome unknown: the next repeat of the key takes it over at once. */
+  async abandon(id: string, owner: string): Promise<void> {
+    await this.db
+      .update(broadcasts)
+      .set({ updatedAt: sql`'-infinity'::timestamptz` })
+      .where(and(eq(broadcasts.id, id), eq(broadcasts.owner, owner), eq(broadcasts.status, 'in_flight')));
+  }
+
+  /** Records still kept (not past retention): what the capacity bound counts. */
+  async liveCount(): Promise<number> {
+    const [row] = await this.db.select({ n: count() }).from(broadcasts).where(gt(broadcasts.expiresAt, sql`now()`));
+    return row?.n ?? 0;
+  }
+
+  /** Deletes records past retention; answers how many went. */
+  async prune(limit: number): Promise<number> {
+    const due = this.db.select({ id: broadcasts.id }).from(broadcasts).where(lt(broadcasts.expiresAt, sql`now()`)).limit(limit);
+    const rows = await this.db.delete(broadcasts).where(sql`${broadcasts.id} in ${due}`).returning({ id: broadcasts.id });
+    return rows.length;
+  }
+}
