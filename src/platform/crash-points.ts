@@ -17,6 +17,9 @@ export const CRASH_POINTS = [
   // image storage upload: the order claimed for a payment, not yet settled; settled, not yet recorded
   'storage.after-claim',
   'storage.after-settle',
+  // relay broadcast: the idempotency record made, nothing sent; settled, the record not completed
+  'relay.after-record',
+  'relay.after-settle',
   // wallet pay-and-call: signed and recorded, not yet sent; the upstream answered, the row not final
   'pay-and-call.after-sign',
   'pay-and-call.after-upstream',

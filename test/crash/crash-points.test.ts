@@ -17,6 +17,7 @@ import { callAdminSocket } from '../../src/admin/socket.js';
 import { CRASH_POINTS, type CrashPoint } from '../../src/platform/crash-points.js';
 import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
 import { reportCounts } from '../fuzz/tenants.js';
+import { mppxCredential } from '../relay/mppx-client.js';
 import { jpegOf, storagePayer, uploadForm } from '../storage/helpers.js';
 import { freePort } from '../wallets/helpers.js';
 import { signAuthorization } from '../x402/support.js';
@@ -32,6 +33,7 @@ interface Instance {
   exited: Promise<number | null>;
   api: string;
   facilitator: string;
+  relay: string;
   rpc: string;
 }
 
@@ -89,6 +91,7 @@ async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
       INDEXER_POLL_MS: '200',
       FACILITATOR_RECONCILE_AFTER_MS: '500',
       STORAGE_RECONCILE_AFTER_SECONDS: '1',
+      RELAY_TAKEOVER_AFTER_SECONDS: '1',
       STORAGE_SWEEP_INTERVAL_MS: '300',
       TOLLGATE_CRASH_POINT: crashAt ?? '',
     },
@@ -100,12 +103,12 @@ async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (!/^roles/m.test(output)) return;
-      resolve(Object.fromEntries([...output.matchAll(/^(api|facilitator)\s+(\S+)$/gm)].map((m) => [m[1], m[2]])));
+      resolve(Object.fromEntries([...output.matchAll(/^(api|facilitator|relay)\s+(\S+)$/gm)].map((m) => [m[1], m[2]])));
     });
     void exited.then(() => reject(new Error(`serve exited early:\n${output}`)));
   });
   const rpc = /devchain (\S+)/.exec(output)![1]!;
-  return { child, exited, api: urls.api!, facilitator: urls.facilitator!, rpc };
+  return { child, exited, api: urls.api!, facilitator: urls.facilitator!, relay: urls.relay!, rpc };
 }
 
 async function stop(instance: Instance) {
@@ -164,7 +167,8 @@ const requirementsFor = (payTo: Address): PaymentRequirements => ({
   extra: { name: 'Global Dollar', version: '1' },
 });
 
-const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage', CrashPoint[]> = {
+const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage' | 'relay', CrashPoint[]> = {
+  relay: CRASH_POINTS.filter((p) => p.startsWith('relay.')),
   storage: CRASH_POINTS.filter((p) => p.startsWith('storage.')),
   payAndCall: CRASH_POINTS.filter((p) => p.startsWith('pay-and-call.')),
   settle: CRASH_POINTS.filter((p) => p.startsWith('settle.')),
@@ -321,6 +325,39 @@ describe('crash points of a paid image upload', () => {
         expect(freed, JSON.stringify(await order())).toMatchObject({ status: 'awaiting_payment', transactionHash: null });
       }
       expect((await movedFor(second.rpc, payer.account.address, nonce, payTo)).transfers).toBe(moved.transfers);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+});
+
+describe('crash points of a relay broadcast', () => {
+  it.each(flows.relay)('broadcast killed at %s: the retry with the same key answers the receipt of the one transfer', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const account = privateKeyToAccount(generatePrivateKey());
+    await admin(data.dataDir, 'dev.fund', { address: account.address, amount: '1' });
+    const recipient = privateKeyToAccount(generatePrivateKey()).address;
+    const built = await mppxCredential({ account, amount: '10000', recipient });
+    const nonce = (built.credential.payload as { nonce: Hex }).nonce;
+    const broadcast = (relay: string) =>
+      fetch(`${relay}/v1/mpp/broadcast`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'crash-key-1' }, body: JSON.stringify({ credential: built.serialized, request: built.request }) });
+    const crash = await sendThroughCrash(first, () => broadcast(first.relay));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const moved = await movedFor(second.rpc, account.address, nonce, recipient);
+      expect(moved.transfers).toBe(point === 'relay.after-record' ? 0 : 1);
+      // The dead request's record is taken over once it is RELAY_TAKEOVER_AFTER_SECONDS old.
+      const answer = await eventually(async () => {
+        const res = await broadcast(second.relay);
+        return res.status === 503 ? null : { status: res.status, body: (await res.json()) as { receipt?: { reference: string } } };
+      });
+      const after = await movedFor(second.rpc, account.address, nonce, recipient);
+      expect(after.transfers).toBe(1);
+      expect(answer).toMatchObject({ status: 200, body: { receipt: { reference: after.tx } } });
     } finally {
       await stop(second);
     }

@@ -2,6 +2,7 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { getAddress, type Hex } from 'viem';
 import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
@@ -78,6 +79,7 @@ export class RelayService {
     const created = await this.store.create({ id: newId(), idempotencyKey: key, fingerprint: payment.fingerprint, payer: payment.payer.toLowerCase(), nonce: payment.authorization.nonce.toLowerCase(), owner }, this.options.retentionSeconds);
     // Lost the race to create it: a concurrent request with this key is the first.
     if (!created) return this.repeat((await this.store.byKey(key))!, payment);
+    crashPoint('relay.after-record');
     return this.run(created, owner, payment, false);
   }
 
@@ -120,6 +122,7 @@ export class RelayService {
   private async settle(record: BroadcastRow, owner: string, payment: RelayPayment): Promise<RelayAnswer> {
     const { payload, requirements } = this.x402Of(payment);
     const outcome = await this.ctx.x402.settle(payload, requirements);
+    crashPoint('relay.after-settle');
     switch (outcome.kind) {
       case 'settled':
         return this.complete(record, owner, { httpStatus: 200, answer: this.success(payment, outcome.transaction) });
