@@ -12,6 +12,7 @@ CREATE TABLE "relay_broadcasts" (
 	"updated_at" timestamp with time zone NOT NULL,
 	"expires_at" timestamp with time zone NOT NULL,
 	CONSTRAINT "relay_broadcasts_key_unique" UNIQUE("idempotency_key"),
+	CONSTRAINT "relay_broadcasts_authorization_unique" UNIQUE("payer","nonce"),
 	CONSTRAINT "relay_broadcasts_status_check" CHECK ("relay_broadcasts"."status" in ('in_flight', 'completed')),
 	CONSTRAINT "relay_broadcasts_completed_check" CHECK (("relay_broadcasts"."status" = 'completed') = ("relay_broadcasts"."answer" is not null and "relay_broadcasts"."http_status" is not null))
 );

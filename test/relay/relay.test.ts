@@ -117,6 +117,17 @@ describe('a credential from the mppx client', () => {
   });
 });
 
+describe('one credential, many keys', () => {
+  it('10 concurrent broadcasts of one credential under 10 keys: one receipt, the rest authorization_already_used, one transfer', async () => {
+    const built = await credentialFor(app);
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => post(app, '/v1/mpp/broadcast', built.body, { 'idempotency-key': `many-keys-${i}-x` })));
+    const bodies = (await Promise.all(answers.map((a) => a.json()))) as Array<{ success: boolean; error?: { code: string } }>;
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(bodies.filter((b) => !b.success).map((b) => b.error?.code)).toEqual(Array(9).fill('authorization_already_used'));
+    expect(await transfersForNonce(app, built.account.address, nonceOf(built))).toBe(1);
+  });
+});
+
 describe('the relay errors table', () => {
   it('400 invalid_json, invalid_request, invalid_credential, invalid_payment_request, invalid_idempotency_key', async () => {
     const built = await credentialFor(app);

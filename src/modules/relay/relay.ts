@@ -77,8 +77,15 @@ export class RelayService {
     if ((await this.liveCount()) >= this.options.capacity) throw relayErrors.capacityExceeded();
     const owner = newId();
     const created = await this.store.create({ id: newId(), idempotencyKey: key, fingerprint: payment.fingerprint, payer: payment.payer.toLowerCase(), nonce: payment.authorization.nonce.toLowerCase(), owner }, this.options.retentionSeconds);
-    // Lost the race to create it: a concurrent request with this key is the first.
-    if (!created) return this.repeat((await this.store.byKey(key))!, payment);
+    if (created === 'key_taken' || created === 'authorization_taken') {
+      // Lost the race to create it: a concurrent request with this key is the first. (Two inserts of one
+      // key and credential at once may trip either unique constraint first.)
+      const first = await this.store.byKey(key);
+      if (first) return this.repeat(first, payment);
+      if (created === 'key_taken') return this.attempt(key, payment); // its record was discarded meanwhile
+      // Another key holds this credential: it is relayed (and answered) under that key only.
+      throw relayErrors.rejected(422, 'authorization_already_used', 'This credential is being relayed, or was, under another Idempotency-Key');
+    }
     crashPoint('relay.after-record');
     return this.run(created, owner, payment, false);
   }

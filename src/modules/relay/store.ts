@@ -1,6 +1,9 @@
 import { and, count, eq, gt, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../platform/db.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
 import { relayBroadcasts as broadcasts } from './tables.js';
+
+const AUTHORIZATION_UNIQUE = 'relay_broadcasts_authorization_unique';
 
 export type BroadcastRow = typeof broadcasts.$inferSelect;
 export interface StoredAnswer {
@@ -16,20 +19,29 @@ export interface StoredAnswer {
 export class RelayStore {
   constructor(private readonly db: Db) {}
 
-  /** Creates the key's record owned by `owner`; undefined when the key already has one. */
-  async create(row: Pick<BroadcastRow, 'id' | 'idempotencyKey' | 'fingerprint' | 'payer' | 'nonce' | 'owner'>, retentionSeconds: number): Promise<BroadcastRow | undefined> {
-    const [created] = await this.db
-      .insert(broadcasts)
-      .values({
-        ...row,
-        status: 'in_flight',
-        createdAt: sql`now()`,
-        updatedAt: sql`now()`,
-        expiresAt: sql`now() + make_interval(secs => ${retentionSeconds})`,
-      })
-      .onConflictDoNothing({ target: broadcasts.idempotencyKey })
-      .returning();
-    return created;
+  /**
+   * Creates the key's record owned by `owner`: `key_taken` when the key already has one,
+   * `authorization_taken` when another key's record holds this authorization.
+   */
+  async create(row: Pick<BroadcastRow, 'id' | 'idempotencyKey' | 'fingerprint' | 'payer' | 'nonce' | 'owner'>, retentionSeconds: number): Promise<BroadcastRow | 'key_taken' | 'authorization_taken'> {
+    let created: BroadcastRow | undefined;
+    try {
+      [created] = await this.db
+        .insert(broadcasts)
+        .values({
+          ...row,
+          status: 'in_flight',
+          createdAt: sql`now()`,
+          updatedAt: sql`now()`,
+          expiresAt: sql`now() + make_interval(secs => ${retentionSeconds})`,
+        })
+        .onConflictDoNothing({ target: broadcasts.idempotencyKey })
+        .returning();
+    } catch (error) {
+      if (isUniqueViolation(error, AUTHORIZATION_UNIQUE)) return 'authorization_taken';
+      throw error;
+    }
+    return created ?? 'key_taken';
   }
 
   async byKey(key: string): Promise<BroadcastRow | undefined> {
