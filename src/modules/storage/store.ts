@@ -26,6 +26,42 @@ export const TRANSACTION_UNIQUE = 'upload_orders_transaction_hash_unique';
 export class StorageStore {
   constructor(private readonly db: Db) {}
 
+  // The paid upload's four statements, planned once: drizzle builds a query per call otherwise, which
+  // cost as much CPU as the statements themselves (bench/RESULTS.md, bench/storage).
+  #prepared: ReturnType<StorageStore['prepare']> | null = null;
+  private prepared() {
+    return (this.#prepared ??= this.prepare());
+  }
+  private prepare() {
+    const p = sql.placeholder;
+    const value = (name: string, type = 'text') => sql`${p(name)}::${sql.raw(type)}`;
+    return {
+      byKeyHash: this.db
+        .select({ ...getTableColumns(orders), quoteOpen: sql<boolean>`${orders.quoteExpiresAt} > now()` })
+        .from(orders)
+        .where(eq(orders.keyHash, p('keyHash')))
+        .prepare('upload_order_by_key'),
+      claim: this.db
+        .update(orders)
+        .set({ status: 'payment_pending', payer: value('payer'), authorizationNonce: value('nonce'), authorizationValidBefore: value('validBefore', 'numeric'), pendingSince: sql`now()`, updatedAt: sql`now()` })
+        .where(and(eq(orders.id, p('id')), eq(orders.status, 'awaiting_payment'), gt(orders.quoteExpiresAt, sql`now()`)))
+        .returning({ id: orders.id })
+        .prepare('upload_order_claim'),
+      markPaid: this.db
+        .update(orders)
+        .set({ status: 'paid', transactionHash: value('transactionHash'), pendingSince: null, updatedAt: sql`now()` })
+        .where(and(eq(orders.id, p('id')), eq(orders.status, 'payment_pending'), eq(orders.payer, p('payer')), eq(orders.authorizationNonce, p('nonce'))))
+        .returning()
+        .prepare('upload_order_mark_paid'),
+      fulfil: this.db
+        .update(orders)
+        .set({ status: 'fulfilled', cid: value('cid'), fulfilledAt: sql`now()`, expiresAt: sql`now() + make_interval(days => ${orders.retentionDays})`, updatedAt: sql`now()` })
+        .where(and(eq(orders.id, p('id')), eq(orders.status, 'paid')))
+        .returning()
+        .prepare('upload_order_fulfil'),
+    };
+  }
+
   /** Creates the key's order, or finds the one a concurrent request with the same key created. */
   async createOrFind(order: NewOrder, quoteLifetimeSeconds: number): Promise<{ row: KeyedOrder; created: boolean }> {
     const [created] = await this.db
@@ -47,10 +83,7 @@ export class StorageStore {
 
   /** The key's order, and whether its quote is still open by the database's clock (one round trip). */
   async byKeyHash(keyHash: string): Promise<KeyedOrder | undefined> {
-    const [row] = await this.db
-      .select({ ...getTableColumns(orders), quoteOpen: sql<boolean>`${orders.quoteExpiresAt} > now()` })
-      .from(orders)
-      .where(eq(orders.keyHash, keyHash));
+    const [row] = await this.prepared().byKeyHash.execute({ keyHash });
     return row;
   }
 
@@ -70,11 +103,7 @@ export class StorageStore {
    */
   async claim(id: string, payment: PendingPayment): Promise<ClaimResult> {
     try {
-      const [row] = await this.db
-        .update(orders)
-        .set({ status: 'payment_pending', payer: payment.payer, authorizationNonce: payment.nonce, authorizationValidBefore: payment.validBefore, pendingSince: sql`now()`, updatedAt: sql`now()` })
-        .where(and(eq(orders.id, id), eq(orders.status, 'awaiting_payment'), gt(orders.quoteExpiresAt, sql`now()`)))
-        .returning({ id: orders.id });
+      const [row] = await this.prepared().claim.execute({ id, ...payment });
       if (row) return 'claimed';
     } catch (error) {
       if (isUniqueViolation(error, AUTHORIZATION_UNIQUE)) return 'authorization_taken';
@@ -99,27 +128,13 @@ export class StorageStore {
    * unique violation when that transaction already paid another order.
    */
   async markPaid(id: string, payment: Pick<PendingPayment, 'payer' | 'nonce'>, transactionHash: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db
-      .update(orders)
-      .set({ status: 'paid', transactionHash: transactionHash.toLowerCase(), pendingSince: null, updatedAt: sql`now()` })
-      .where(and(eq(orders.id, id), eq(orders.status, 'payment_pending'), eq(orders.payer, payment.payer), eq(orders.authorizationNonce, payment.nonce)))
-      .returning();
+    const [row] = await this.prepared().markPaid.execute({ id, payer: payment.payer, nonce: payment.nonce, transactionHash: transactionHash.toLowerCase() });
     return row;
   }
 
   /** paid → fulfilled: the storage year starts now. Undefined when it was not paid (a concurrent redeem won). */
   async fulfil(id: string, cid: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db
-      .update(orders)
-      .set({
-        status: 'fulfilled',
-        cid,
-        fulfilledAt: sql`now()`,
-        expiresAt: sql`now() + make_interval(days => ${orders.retentionDays})`,
-        updatedAt: sql`now()`,
-      })
-      .where(and(eq(orders.id, id), eq(orders.status, 'paid')))
-      .returning();
+    const [row] = await this.prepared().fulfil.execute({ id, cid });
     return row;
   }
 
