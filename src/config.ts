@@ -62,7 +62,7 @@ const envSchema = z.object({
   STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   RELAY_IDEMPOTENCY_RETENTION_HOURS: positiveInt(72),
   RELAY_IDEMPOTENCY_CAPACITY: positiveInt(1_000_000),
-  RELAY_TAKEOVER_AFTER_SECONDS: positiveInt(60),
+  RELAY_TAKEOVER_AFTER_SECONDS: positiveInt(180),
   DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -136,6 +136,12 @@ describe('the relay errors table', () => {
     await expectRelayError(await post(app, '/v1/mpp/validate', { request: built.request }), 400, 'invalid_request');
     await expectRelayError(await post(app, '/v1/mpp/validate', { credential: 'Payment not-base64-json', request: built.request }), 400, 'invalid_credential');
     await expectRelayError(await post(app, '/v1/mpp/validate', { credential: built.credential, request: { amount: 'ten' } }), 400, 'invalid_payment_request');
+    // JSON nested thousands deep inside the credential's base64url request: past the body's guard, still a 400.
+    const deep = Buffer.from(`{"amount":"10000","extra":${'['.repeat(5000)}${']'.repeat(5000)}}`).toString('base64url');
+    const hostile = { ...(built.credential as unknown as Record<string, unknown>), challenge: { ...(built.credential.challenge as unknown as Record<string, unknown>), request: deep } };
+    await expectRelayError(await post(app, '/v1/mpp/validate', { credential: hostile, request: built.request }), 400, 'invalid_credential');
+    const serializedDeep = `Payment ${Buffer.from(JSON.stringify({ ...hostile })).toString('base64url')}`;
+    await expectRelayError(await post(app, '/v1/mpp/validate', { credential: serializedDeep, request: built.request }), 400, 'invalid_credential');
     await expectRelayError(await post(app, '/v1/mpp/broadcast', built.body, { 'idempotency-key': 'short' }), 400, 'invalid_idempotency_key');
     await expectRelayError(await post(app, '/v1/mpp/broadcast', built.body), 400, 'invalid_idempotency_key');
   });

@@ -95,6 +95,8 @@ export class RelayService {
     if (record.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (let current: BroadcastRow | undefined = record; current; current = await this.store.byKey(record.idempotencyKey)) {
+      // The key's record may have been discarded and made again for another credential meanwhile.
+      if (current.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
       if (current.status === 'completed') return stored(current);
       const owner = newId();
       if (await this.store.takeOver(current.id, this.options.takeoverAfterSeconds, owner)) return this.run(current, owner, payment, true);
@@ -106,8 +108,10 @@ export class RelayService {
   }
 
   /**
-   * One attempt under the record. A resumed record (an earlier attempt may have sent the transaction)
-   * asks the chain first: a used authorization is resolved from its transaction, never settled again.
+   * One attempt under the record. A resumed record (its earlier attempt's outcome is unknown: it may
+   * have sent the transaction) asks the chain first: a used authorization is resolved from its
+   * transaction, never settled again; and it is never discarded, since what that attempt did is not
+   * known — a refusal leaves it for the next repeat to resolve.
    */
   private async run(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
     try {
@@ -116,17 +120,22 @@ export class RelayService {
         if (resolved) return await this.complete(record, owner, resolved);
       }
       await this.verify(payment);
-      return await this.settle(record, owner, payment);
+      return await this.settle(record, owner, payment, resumed);
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) {
-        // Refused before anything was submitted: nothing to remember, the key may be retried.
-        await this.store.discard(record.id, owner);
+        if (!resumed) {
+          // Refused before anything was submitted: nothing to remember, the key may be retried.
+          await this.store.discard(record.id, owner);
+          throw error;
+        }
+        await this.store.abandon(record.id, owner);
+        throw relayErrors.outcomeUnknown();
       }
       throw error;
     }
   }
 
-  private async settle(record: BroadcastRow, owner: string, payment: RelayPayment): Promise<RelayAnswer> {
+  private async settle(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
     const { payload, requirements } = this.x402Of(payment);
     const outcome = await this.ctx.x402.settle(payload, requirements);
     crashPoint('relay.after-settle');
@@ -134,16 +143,15 @@ export class RelayService {
       case 'settled':
         return this.complete(record, owner, { httpStatus: 200, answer: this.success(payment, outcome.transaction) });
       case 'failed': {
-        if (outcome.reason === Reason.nonceAlreadyUsed) {
-          // Someone else executed it (a front-run) before any success was handed out: it still paid.
-          const resolved = await this.resolveFromChain(payment);
-          if (resolved) return this.complete(record, owner, resolved);
-        }
+        // nonce_already_used is final here: the facilitator answers success once per authorization (a
+        // front-run it has not answered for is a success already), so another payment path had it.
         const refused = verdictOf(outcome.reason, outcome.message);
         return this.complete(record, owner, { httpStatus: refused.status, answer: { success: false, accepted: false, error: { code: refused.code, message: refused.message } } });
       }
       case 'unavailable':
-        await this.store.discard(record.id, owner);
+        // Nothing sent by this attempt; a resumed record's earlier attempt is still unaccounted for.
+        if (resumed) await this.store.abandon(record.id, owner);
+        else await this.store.discard(record.id, owner);
         throw relayErrors.unavailable();
       case 'unknown':
         // Money may have moved: keep the record, let the next repeat of the key take it over at once.
@@ -172,7 +180,7 @@ export class RelayService {
     if (await this.store.complete(record.id, owner, answer)) return { status: answer.httpStatus, body: answer.answer };
     // Taken over meanwhile: the record's own answer stands.
     const current = await this.store.byKey(record.idempotencyKey);
-    if (current?.status === 'completed') return stored(current);
+    if (current?.id === record.id && current.status === 'completed') return stored(current);
     throw relayErrors.inProgress();
   }
 
@@ -231,7 +239,17 @@ export class RelayService {
   }
 
   private parse(body: unknown): RelayPayment {
-    const parsed = parseRelayBody(body, this.asset);
+    let parsed: ReturnType<typeof parseRelayBody>;
+    try {
+      parsed = parseRelayBody(body, this.asset);
+    } catch (error) {
+      // JSON decoded inside the credential (its base64url request) is past the body's guard: a hostile
+      // one (e.g. nested thousands deep) is a bad credential, not our failure.
+      if (error instanceof RangeError || error instanceof SyntaxError || error instanceof TypeError) {
+        throw relayErrors.rejected(400, 'invalid_credential', 'The credential could not be decoded');
+      }
+      throw error;
+    }
     if ('code' in parsed) throw relayErrors.rejected(parsed.status, parsed.code, parsed.message);
     return parsed;
   }
