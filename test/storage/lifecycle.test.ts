@@ -175,7 +175,10 @@ describe('the assets gateway', () => {
     expect(beyond.status).toBe(416);
     expect(beyond.headers.get('content-range')).toBe(`bytes */${image.length}`);
 
-    expect((await fetch(url, { headers: { 'if-none-match': `"${cid}"` } })).status).toBe(304);
+    for (const validator of [`"${cid}"`, `W/"${cid}"`, `"other", "${cid}"`, '*']) {
+      expect((await fetch(url, { headers: { 'if-none-match': validator } })).status, validator).toBe(304);
+    }
+    expect((await fetch(url, { headers: { 'if-none-match': '"other"' } })).status).toBe(200);
     const head = await fetch(url, { method: 'HEAD' });
     expect([head.status, head.headers.get('content-length')]).toEqual([200, String(image.length)]);
   });

@@ -12,8 +12,14 @@ export const storageErrors = {
   invalidPayment: (message: string) => fail(400, 'invalid_payment', message),
   orderNotFound: () => fail(404, 'order_not_found', 'No upload order for this key'),
   changedFile: () => fail(409, 'changed_file', 'This Idempotency-Key belongs to another image: send the original image, or a new key for a new image'),
-  paymentPending: () =>
-    fail(409, 'payment_pending', 'A verified payment of this order awaits confirmation: do not sign again; read the order or reconcile it with the transaction hash'),
+  /** `transactionHash`, when the facilitator named one, is what reconcile needs. */
+  paymentPending: (transactionHash?: string | null) =>
+    fail(
+      409,
+      'payment_pending',
+      'A payment of this order awaits confirmation: do not sign again; read the order or reconcile it with the transaction hash',
+      transactionHash ? { transactionHash } : undefined,
+    ),
   authorizationUsed: () => fail(409, 'payment_authorization_already_used', 'This payment authorization already funds another order; sign a new one for this order'),
   transactionUsed: () => fail(409, 'payment_already_used', 'This transaction already paid another order'),
   notConfirmable: (message: string) => fail(409, 'payment_not_confirmed', message),

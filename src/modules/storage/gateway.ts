@@ -41,7 +41,7 @@ export function gatewayRoutes(store: StorageStore, images: ImageStore) {
           'content-security-policy': "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox",
           'cross-origin-resource-policy': 'cross-origin',
         });
-        if (request.headers['if-none-match'] === etag) return reply.code(304).send(null);
+        if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
         const range = parseRange(request.headers.range, image.fileBytes);
         if (range === 'unsatisfiable') {
           throw new ApiError(416, 'range_not_satisfiable', `The image has ${image.fileBytes} bytes`, undefined, { 'content-range': `bytes */${image.fileBytes}` });
@@ -53,6 +53,15 @@ export function gatewayRoutes(store: StorageStore, images: ImageStore) {
       },
     );
   };
+}
+
+/** If-None-Match as caches send it: `*`, a list, weak validators (W/"…") compared weakly. */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const value = tag.trim();
+    return value === '*' || value.replace(/^W\//, '') === etag;
+  });
 }
 
 /** One `bytes=` range (the only kind image clients send); null for none or one we ignore (serve all). */

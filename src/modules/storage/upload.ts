@@ -63,7 +63,6 @@ export class UploadService {
     const keyHash = keyHashOf(this.deps.ctx, request.idempotencyKey);
     const { bytes, declaredType } = request.file;
     if (bytes.length === 0) throw storageErrors.invalidFile('The file is empty');
-    if (!(await this.deps.available())) throw storageErrors.unavailable();
     const sha256 = createHash('sha256').update(bytes).digest('hex');
 
     let order = await this.deps.store.byKeyHash(keyHash);
@@ -74,6 +73,7 @@ export class UploadService {
   }
 
   private async createOrder(keyHash: string, sha256: string, bytes: Buffer, declaredType: string | null): Promise<KeyedOrder> {
+    await this.requireAvailable();
     const image = await inspectImage(bytes, declaredType);
     if ('reason' in image) {
       throw image.status === 400 ? storageErrors.invalidFile(image.message) : storageErrors.unsupportedImage(image.reason, image.message);
@@ -116,6 +116,7 @@ export class UploadService {
   }
 
   private async pay(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen: boolean): Promise<UploadAnswer> {
+    await this.requireAvailable();
     if (!paymentHeader) {
       if (!quoteOpen) throw storageErrors.quoteExpired(order.quoteExpiresAt);
       return this.challenge(order);
@@ -176,7 +177,7 @@ export class UploadService {
       case 'unknown':
         // Money may have moved: the order stays payment_pending until reconcile (by the caller with
         // the transaction hash, or the worker from the chain) confirms or releases it.
-        throw storageErrors.paymentPending();
+        throw storageErrors.paymentPending(outcome.transaction);
     }
   }
 
@@ -233,6 +234,11 @@ export class UploadService {
       if (error instanceof PaymentHeaderError) throw storageErrors.invalidPayment('The payment header is malformed: expected a base64 x402 v2 payment payload');
       throw error;
     }
+  }
+
+  /** Taking a payment needs the store and the facilitator; redeeming a paid order needs only the store (its own 502). */
+  private async requireAvailable(): Promise<void> {
+    if (!(await this.deps.available())) throw storageErrors.unavailable();
   }
 
   private paymentUrl(order: OrderRow): string {
