@@ -155,15 +155,20 @@ describe('Devchain', () => {
   });
 
   it('stops an orphaned anvil left behind by a killed previous run', TIMEOUT, async () => {
-    const port = await freePort();
     const statePath = join(dataDir, 'chain', 'state.json');
     await mkdir(join(dataDir, 'chain'), { recursive: true });
-    const orphan = spawn(resolveAnvilBinary(), ['--port', String(port), '--chain-id', '4663', '--state', statePath], {
-      stdio: 'ignore',
-    });
+    // A port picked free can be taken by another process before anvil binds it: then anvil exits and
+    // someone else answers. Pick again until the orphan itself is the one listening.
+    let port = 0;
+    let orphan!: ReturnType<typeof spawn>;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      port = await freePort();
+      orphan = spawn(resolveAnvilBinary(), ['--port', String(port), '--chain-id', '4663', '--state', statePath], { stdio: 'ignore' });
+      await waitFor(async () => orphan.exitCode !== null || (await answers(`http://127.0.0.1:${port}`)));
+      if (orphan.exitCode === null && orphan.signalCode === null) break;
+    }
     try {
       await writeFile(join(dataDir, 'chain', 'anvil.pid'), `${orphan.pid}\n`);
-      await waitFor(() => answers(`http://127.0.0.1:${port}`));
       const chain = devchain(dataDir, port);
       await chain.start();
       expect(orphan.exitCode !== null || orphan.signalCode !== null).toBe(true);

@@ -367,7 +367,10 @@ export class Devchain {
       return stat === '' || /^\d+ \(.*\) [ZX]/s.test(stat);
     };
     for (let waited = 0; waited < 10_000 && !(await gone()); waited += 50) await sleep(50);
-    if (!(await gone())) process.kill(pid, 'SIGKILL');
+    if (await gone()) return;
+    // Still dumping its state after 10 s (a loaded machine): kill it, and wait until it has let go of the port.
+    process.kill(pid, 'SIGKILL');
+    for (let waited = 0; waited < 5_000 && !(await gone()); waited += 50) await sleep(50);
   }
 
   #keepOutput(chunk: Buffer): void {
