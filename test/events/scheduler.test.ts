@@ -172,6 +172,81 @@ describe('firing', () => {
   });
 });
 
+describe('backfill after downtime and pause/resume', () => {
+  async function downFrom0030To0530(overrides: Partial<ScheduleInput>) {
+    const { schedule } = await scheduleOf({ expression: '0 * * * *', timezone: 'UTC', ...overrides });
+    await h.scheduler.tick();
+    h.clock.set('2026-03-05T05:30:00Z');
+    const pass = await h.scheduler.tick();
+    return { schedule, pass, events: await eventsOf(schedule.id), after: await h.schedules.get(PROJECT, schedule.id) };
+  }
+
+  it('backfill all: every missed tick is enqueued once, oldest first, then it carries on from now', async () => {
+    const { schedule, pass, events, after } = await downFrom0030To0530({ backfill: 'all' });
+    expect(pass.fired).toBe(5);
+    expect(events.map((e) => e.scheduledFor)).toEqual(['01', '02', '03', '04', '05'].map((h) => `2026-03-05T${h}:00:00Z`));
+    // Claims hand them out oldest tick first.
+    const order = [];
+    for (let claimed; (claimed = await h.events.claim(PROJECT, schedule.queueId)); ) order.push(claimed.event.id);
+    expect(order).toEqual(events.map((e) => e.id));
+    expect(after.nextFireAt?.toISOString()).toBe('2026-03-05T06:00:00.000Z');
+    await h.scheduler.tick();
+    expect(await eventsOf(schedule.id)).toHaveLength(5);
+  });
+
+  it('backfill all goes through the overlap policy: skip keeps only the first missed tick', async () => {
+    const { events } = await downFrom0030To0530({ backfill: 'all', overlapPolicy: 'skip' });
+    expect(events.map((e) => e.scheduledFor)).toEqual(['2026-03-05T01:00:00Z']);
+  });
+
+  it('backfill all stops at the 1000 most recent ticks, and schedulers racing over them fire each once', async () => {
+    const { schedule } = await scheduleOf({ expression: '* * * * *', timezone: 'UTC', backfill: 'all' });
+    await h.scheduler.tick();
+    h.clock.set('2026-03-06T00:00:30Z'); // 1440 ticks missed
+    const others = Array.from({ length: 2 }, () => new Scheduler(h.testDatabase.database.db, h.clock, pino({ level: 'silent' }), () => {}));
+    for (let pass = 0; pass < 12; pass++) await Promise.all([h.scheduler.tick(), ...others.map((s) => s.tick())]);
+    const events = await eventsOf(schedule.id);
+    expect(events).toHaveLength(1000);
+    expect(new Set(events.map((e) => e.scheduledFor)).size).toBe(1000);
+    expect(events[0].scheduledFor).toBe('2026-03-05T07:21:00Z');
+    expect(events.at(-1)!.scheduledFor).toBe('2026-03-06T00:00:00Z');
+  });
+
+  it('backfill none: missed ticks are dropped; a tick found within a minute still fires', async () => {
+    const { events, after } = await downFrom0030To0530({ backfill: 'none' });
+    expect(events).toHaveLength(0);
+    expect(after.nextFireAt?.toISOString()).toBe('2026-03-05T06:00:00.000Z');
+    h.clock.set('2026-03-05T06:00:40Z');
+    await h.scheduler.tick();
+    expect((await eventsOf(after.id)).map((e) => e.scheduledFor)).toEqual(['2026-03-05T06:00:00Z']);
+  });
+
+  it('backfill latest (the default) fires the latest missed tick only', async () => {
+    const { events, after } = await downFrom0030To0530({});
+    expect(after.backfill).toBe('latest');
+    expect(events.map((e) => e.scheduledFor)).toEqual(['2026-03-05T05:00:00Z']);
+  });
+
+  it('a paused schedule fires nothing; resumed, it fires from its first tick after the resume', async () => {
+    const { schedule } = await scheduleOf({ expression: '0 * * * *', timezone: 'UTC', backfill: 'all' });
+    await h.scheduler.tick();
+    const paused = await h.schedules.pause(PROJECT, schedule.id);
+    expect(paused.pausedAt?.toISOString()).toBe('2026-03-05T00:00:00.000Z');
+    h.clock.set('2026-03-05T03:30:00Z');
+    expect((await h.scheduler.tick()).fired).toBe(0);
+    expect((await h.schedules.pause(PROJECT, schedule.id)).pausedAt?.toISOString()).toBe('2026-03-05T00:00:00.000Z');
+    const resumed = await h.schedules.resume(PROJECT, schedule.id);
+    expect(resumed).toMatchObject({ pausedAt: null, syncStatus: 'pending' });
+    await h.scheduler.tick();
+    expect(await eventsOf(schedule.id)).toHaveLength(0);
+    expect((await h.schedules.get(PROJECT, schedule.id)).nextFireAt?.toISOString()).toBe('2026-03-05T04:00:00.000Z');
+    await runToNextTick(schedule.id);
+    expect((await eventsOf(schedule.id)).map((e) => e.scheduledFor)).toEqual(['2026-03-05T04:00:00Z']);
+    await expect(h.schedules.pause('project-b', schedule.id)).rejects.toMatchObject({ status: 404 });
+    await expect(h.schedules.resume(PROJECT, 'not-an-id')).rejects.toMatchObject({ status: 404 });
+  });
+});
+
 describe('overlap policies', () => {
   async function twoTicks(overlapPolicy: 'all' | 'skip' | 'latest', leaseFirst = false) {
     const { queue, schedule } = await scheduleOf({ expression: '*/10 * * * *', timezone: 'UTC', overlapPolicy });

@@ -46,19 +46,26 @@ export function nextTick(cron: Cron, after: Date): Date | null {
 const LOOKBACK_WINDOWS_MS = [60e3, 3600e3, 86400e3, 32 * 86400e3, 367 * 86400e3, Number.POSITIVE_INFINITY];
 
 /**
- * The latest tick in [first, now], where `first` (<= now) is itself a tick: the one tick fired
- * after downtime. croner has no "previous tick" arithmetic, so this walks forward from a window.
+ * The last `limit` ticks in [first, now], oldest first, where `first` (<= now) is itself a tick:
+ * the ticks missed during downtime. croner has no "previous tick" arithmetic, so this walks forward
+ * from the smallest window that holds `limit` ticks (or from `first`).
  */
-export function latestTickUpTo(cron: Cron, first: Date, now: Date): Date {
+export function ticksUpTo(cron: Cron, first: Date, now: Date, limit: number): Date[] {
   for (const windowMs of LOOKBACK_WINDOWS_MS) {
-    let cursor = new Date(Math.max(first.getTime(), now.getTime() - windowMs) - 1);
-    let latest: Date | null = null;
+    const from = Math.max(first.getTime(), now.getTime() - windowMs);
+    const ticks: Date[] = [];
+    let cursor = new Date(from - 1);
     for (;;) {
       const next = cron.nextRun(cursor);
       if (!next || next.getTime() > now.getTime()) break;
-      latest = cursor = next;
+      ticks.push((cursor = next));
     }
-    if (latest) return latest;
+    if (ticks.length >= limit || from === first.getTime()) return ticks.slice(-limit);
   }
-  return first;
+  return [];
+}
+
+/** The latest tick in [first, now]: the one tick fired after downtime by default. */
+export function latestTickUpTo(cron: Cron, first: Date, now: Date): Date {
+  return ticksUpTo(cron, first, now, 1)[0] ?? first;
 }

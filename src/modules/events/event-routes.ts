@@ -6,7 +6,10 @@ import { envelope } from '../../platform/http/render.js';
 import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
 import { eventRecord } from './records.js';
+import type { Claimed } from './event-service.js';
+import { LIMITS } from './limits.js';
 import {
+  ackBatchBody,
   ackBody,
   claimBody,
   claimedSchema,
@@ -15,9 +18,16 @@ import {
   eventSchema,
   heartbeatBody,
   heartbeatSchema,
+  leaseResultSchema,
+  nackBatchBody,
   nackBody,
+  publishBatchBody,
   publishBody,
+  publishedSchema,
   queueParams,
+  queueStatsSchema,
+  redriveBody,
+  redrivenSchema,
 } from './schemas.js';
 import type { EventsServices } from './services.js';
 
@@ -41,7 +51,7 @@ function disconnectSignal(reply: FastifyReply): { signal: AbortSignal; dispose()
   return { signal: controller.signal, dispose: () => reply.raw.off('close', onClose) };
 }
 
-export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events }: EventsServices): void {
+export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batches }: EventsServices): void {
   const onRequest = ctx.auth.guard(['project_key']);
   const projectOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request, 'project_key').projectId;
   const record = (row: Parameters<typeof eventRecord>[0]) => eventRecord(row, events.now());
@@ -68,25 +78,53 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events }: Ev
   );
 
   app.post(
+    '/v1/event-queues/:queueId/events/batch',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Publish up to 1000 events in order (extension); each answer says whether it was created or its deduplicationKey was used',
+        params: queueParams,
+        body: publishBatchBody,
+        response: { 200: envelopeSchema(z.array(publishedSchema)), ...errors },
+      },
+    },
+    async (request) => {
+      const published = await batches.publishMany(projectOf(request), request.params.queueId, request.body.events);
+      const created = published.filter((item) => item.created).length;
+      return envelope(
+        published.map(({ event, created }) => ({ created, event: record(event) })),
+        `${created} published, ${published.length - created} already present`,
+      );
+    },
+  );
+
+  app.post(
     '/v1/event-queues/:queueId/claim',
     {
       onRequest,
       schema: {
         tags,
         security,
-        summary: 'Claim the oldest available event (long poll up to waitSeconds); data is null when none',
+        summary:
+          'Claim the oldest available event (long poll up to waitSeconds); data is null when none. With maxEvents (extension): up to that many, data an array (empty when none)',
         params: queueParams,
         body: claimBody,
         response: { 200: envelopeSchema(claimedSchema), ...errors },
       },
     },
     async (request, reply) => {
-      const body = request.body ?? {};
+      const { maxEvents, ...options } = request.body ?? {};
       const disconnect = disconnectSignal(reply);
+      const claimedRecord = (claimed: Claimed) => ({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
       try {
-        const claimed = await events.claim(projectOf(request), request.params.queueId, { ...body, signal: disconnect.signal });
-        if (!claimed) return envelope(null);
-        return envelope({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
+        const claimOptions = { ...options, signal: disconnect.signal };
+        if (maxEvents !== undefined) {
+          return envelope((await batches.claimMany(projectOf(request), request.params.queueId, maxEvents, claimOptions)).map(claimedRecord));
+        }
+        const claimed = await events.claim(projectOf(request), request.params.queueId, claimOptions);
+        return envelope(claimed ? claimedRecord(claimed) : null);
       } finally {
         disconnect.dispose();
       }
@@ -133,6 +171,36 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events }: Ev
     },
   );
 
+  app.post(
+    '/v1/events/ack',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Acknowledge up to 1000 leased events (extension); each lease is answered on its own, in order',
+        body: ackBatchBody,
+        response: { 200: envelopeSchema(z.array(leaseResultSchema)), ...errors },
+      },
+    },
+    async (request) => envelope(await batches.ackMany(projectOf(request), request.body.leases)),
+  );
+
+  app.post(
+    '/v1/events/nack',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Report failed deliveries of up to 1000 leased events (extension); each lease is answered on its own, in order',
+        body: nackBatchBody,
+        response: { 200: envelopeSchema(z.array(leaseResultSchema)), ...errors },
+      },
+    },
+    async (request) => envelope(await batches.nackMany(projectOf(request), request.body.leases)),
+  );
+
   app.get(
     '/v1/events/:eventId',
     { onRequest, schema: { tags, security, summary: 'Get an event', params: eventParams, response: { 200: envelopeSchema(eventSchema), ...errors } } },
@@ -157,6 +225,51 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events }: Ev
       const { limit, before } = request.query;
       const rows = await events.listDead(projectId, request.params.queueId, limit, before ?? null);
       return envelope(rows.map(record));
+    },
+  );
+
+  app.post(
+    '/v1/event-queues/:queueId/dead-events/redrive',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: `Put dead events back to available with fresh attempts (extension): {eventIds} or {all: true} (up to ${LIMITS.redriveAll} a call)`,
+        params: queueParams,
+        body: redriveBody,
+        response: { 200: envelopeSchema(redrivenSchema), ...errors },
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      const target = 'all' in body ? { all: true as const, limit: LIMITS.redriveAll } : { eventIds: body.eventIds };
+      const result = await events.redrive(projectOf(request), request.params.queueId, target);
+      return envelope({ redriven: result.eventIds.length, ...result }, `${result.eventIds.length} dead events redriven`);
+    },
+  );
+
+  app.get(
+    '/v1/event-queues/:queueId/stats',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Depth by state, age of the oldest ready event and lease expiries of a queue (extension)',
+        params: queueParams,
+        response: { 200: envelopeSchema(queueStatsSchema), ...errors },
+      },
+    },
+    async (request) => {
+      const { leaseExpiries, oldestReadyAgeSeconds, ...depth } = await events.stats(projectOf(request), request.params.queueId);
+      return envelope({
+        queueId: request.params.queueId,
+        depth,
+        oldestReadyAgeSeconds: oldestReadyAgeSeconds === null ? null : Number(oldestReadyAgeSeconds),
+        leaseExpiries: Number(leaseExpiries),
+        measuredAt: events.now().toISOString(),
+      });
     },
   );
 }

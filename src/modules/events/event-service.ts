@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db.js';
+import type { ApiError } from '../../platform/http/errors.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import type { SecretHasher } from '../../platform/secrets.js';
 import { eventNotFound, leaseExpired, leaseReleased, leaseTokenMismatch, payloadTooLarge, queueNotFound } from './errors.js';
-import { EventStore, type EventRow, type EventStoreOptions } from './event-store.js';
+import { EventStore, type EventRow, type EventStatus, type EventStoreOptions, type QueueStatsRow } from './event-store.js';
 import { LIMITS, NACK_BACKOFF } from './limits.js';
 import { QueueStore } from './queue-store.js';
 import { rowsOf } from './rows.js';
@@ -27,6 +28,30 @@ export interface Claimed {
   event: EventRow;
   leaseToken: string;
   leaseExpiresAt: Date;
+}
+
+export interface Redriven {
+  /** The events moved back to `available`, by id. */
+  eventIds: string[];
+  /** Named events that were not moved: `status` null when no such event is in the queue's project. */
+  notRedriven: { eventId: string; status: EventStatus | null }[];
+  /** "all" stopped at its limit while dead events remain: call again. */
+  more: boolean;
+}
+
+export type LeaseOperation = 'heartbeat' | 'ack' | 'nack';
+
+/**
+ * Why a lease operation with this token matched no row, or null when there is nothing to refuse
+ * (repeating an ack with the same token answers the acked event: acks are idempotent).
+ */
+export function leaseFailure(row: EventRow | null, tokenHash: string, operation: LeaseOperation): ApiError | null {
+  if (!row) return eventNotFound();
+  if (row.leaseTokenHash !== tokenHash) return leaseTokenMismatch();
+  if (operation === 'ack' && row.status === 'acked') return null;
+  // ack and nack clear lease_expires_at; only a lease that ran out keeps it.
+  if (row.status === 'leased' || row.leaseExpiresAt !== null) return leaseExpired(row.leaseExpiresAt);
+  return leaseReleased(row.status);
 }
 
 /** How often one claim may meet a capped schedule or lose a race before it answers "no work". */
@@ -75,6 +100,22 @@ export class EventService {
 
   /** Leases the oldest claimable event, waiting up to `waitSeconds` for one; null when none came. */
   async claim(projectId: string, queueId: string, options: ClaimOptions = {}): Promise<Claimed | null> {
+    return this.waitForClaim(projectId, queueId, options, {
+      attempt: () => this.tryClaim(projectId, queueId, options.leaseSeconds ?? null),
+      release: (claimed) => this.unclaim(queueId, [claimed]),
+    });
+  }
+
+  /**
+   * Runs `attempt` until it leases something or `waitSeconds` pass (a long poll), in line with the
+   * queue's other waiting claims. `release` undoes a lease nobody received (the client left).
+   */
+  async waitForClaim<T>(
+    projectId: string,
+    queueId: string,
+    options: ClaimOptions,
+    claim: { attempt: () => Promise<T | null>; release: (value: T) => Promise<void> },
+  ): Promise<T | null> {
     if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
     let queueChecked = false;
     // Claims waiting here means the queue is idle: this claim will queue up without trying, so make
@@ -83,12 +124,12 @@ export class EventService {
       queueChecked = true;
       if (!(await this.queues.get(projectId, queueId))) throw queueNotFound();
     }
-    return this.waiters.claim<Claimed>({
+    return this.waiters.claim<T>({
       queueId,
       waitMs: (options.waitSeconds ?? 0) * 1000,
       signal: options.signal,
       attempt: async () => {
-        const claimed = await this.tryClaim(projectId, queueId, options.leaseSeconds ?? null);
+        const claimed = await claim.attempt();
         // "Nothing to claim" may mean "no such queue here": ask once, before waiting on it.
         if (!claimed && !queueChecked) {
           queueChecked = true;
@@ -96,24 +137,39 @@ export class EventService {
         }
         return claimed;
       },
-      release: async (claimed) => {
-        await this.store.unclaim(claimed.event.id, this.hasher.hash(claimed.leaseToken), this.clock.now());
-        this.announce(queueId);
-      },
+      release: claim.release,
     });
   }
 
-  private async tryClaim(projectId: string, queueId: string, leaseSeconds: number | null): Promise<Claimed | null> {
+  /** Undoes leases nobody received: the attempts do not count, and waiting claims may take them. */
+  async unclaim(queueId: string, claimed: readonly Claimed[]): Promise<void> {
+    for (const { event, leaseToken } of claimed) await this.store.unclaim(event.id, this.hasher.hash(leaseToken), this.clock.now());
+    this.announce(queueId);
+  }
+
+  /** Counts leases that ran out and were taken over by a claim (the sweeper counts the rest). */
+  async recordTakeovers(queueId: string, count: number): Promise<void> {
+    await this.store.recordLeaseExpiries(queueId, count);
+  }
+
+  /** One claim without waiting; also the batch claim's path for events of capped schedules. */
+  async tryClaim(projectId: string, queueId: string, leaseSeconds: number | null): Promise<Claimed | null> {
     const skipSchedules: string[] = [];
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const { token, hash } = this.hasher.issueToken();
       const now = this.clock.now();
       const attempt = await this.store.claimNext({ projectId, queueId, leaseSeconds, tokenHash: hash, now, skipSchedules });
       if (attempt.kind === 'none') return null;
-      if (attempt.kind === 'claimed') return { event: attempt.row, leaseToken: token, leaseExpiresAt: attempt.row.leaseExpiresAt! };
-      const capped = await this.claimUnderCap(attempt.eventId, attempt.scheduleId, leaseSeconds, hash, now);
-      if (capped === 'full') skipSchedules.push(attempt.scheduleId);
-      else if (capped) return { event: capped, leaseToken: token, leaseExpiresAt: capped.leaseExpiresAt! };
+      let leased: { row: EventRow; tookOver: boolean } | null = attempt.kind === 'claimed' ? attempt : null;
+      if (attempt.kind === 'capped') {
+        const capped = await this.claimUnderCap(attempt.eventId, attempt.scheduleId, leaseSeconds, hash, now);
+        if (capped === 'full') skipSchedules.push(attempt.scheduleId);
+        else leased = capped;
+      }
+      if (leased) {
+        if (leased.tookOver) await this.recordTakeovers(queueId, 1);
+        return { event: leased.row, leaseToken: token, leaseExpiresAt: leased.row.leaseExpiresAt! };
+      }
     }
     return null;
   }
@@ -177,6 +233,34 @@ export class EventService {
     return rows;
   }
 
+  /**
+   * Puts dead events back to `available` with a fresh set of attempts, each exactly once: the named
+   * ones (`eventIds`), or up to `limit` of the oldest. Named events that are not dead (or not there)
+   * are answered with their status.
+   */
+  async redrive(projectId: string, queueId: string, target: { eventIds: readonly string[] } | { all: true; limit: number }): Promise<Redriven> {
+    const queue = UUID_PATTERN.test(queueId) ? await this.queues.get(projectId, queueId) : null;
+    if (!queue) throw queueNotFound();
+    const named = 'eventIds' in target ? [...new Set(target.eventIds)] : null;
+    const valid = named?.filter((id) => UUID_PATTERN.test(id)) ?? null;
+    const limit = 'limit' in target ? target.limit : valid!.length;
+    const eventIds = limit > 0 ? await this.store.redrive({ projectId, queueId, eventIds: valid, limit, now: this.clock.now() }) : [];
+    if (eventIds.length > 0) this.announce(queueId);
+    if (!named) return { eventIds, notRedriven: [], more: eventIds.length === limit && (await this.store.listDead(projectId, queueId, 1, null)).length > 0 };
+    const moved = new Set(eventIds);
+    const left = named.filter((id) => !moved.has(id));
+    const rows = new Map((await this.store.getMany(projectId, left.filter((id) => UUID_PATTERN.test(id)))).map((row) => [row.id, row]));
+    const notRedriven = left.map((id) => ({ eventId: id, status: rows.get(id)?.status ?? null }));
+    return { eventIds, notRedriven, more: false };
+  }
+
+  /** The queue's depth by state, the age of its oldest ready event, and its lease expiries so far. */
+  async stats(projectId: string, queueId: string): Promise<QueueStatsRow> {
+    const stats = UUID_PATTERN.test(queueId) ? await this.store.stats(projectId, queueId, this.clock.now()) : null;
+    if (!stats) throw queueNotFound();
+    return stats;
+  }
+
   now(): Date {
     return this.clock.now();
   }
@@ -187,14 +271,11 @@ export class EventService {
   }
 
   /** Says precisely why a lease operation matched no row (the UPDATE itself cannot). */
-  private async explainLeaseFailure(input: { projectId: string; eventId: string; tokenHash: string }, operation: 'heartbeat' | 'ack' | 'nack'): Promise<EventRow> {
+  private async explainLeaseFailure(input: { projectId: string; eventId: string; tokenHash: string }, operation: LeaseOperation): Promise<EventRow> {
     const row = await this.store.get(input.projectId, input.eventId);
-    if (!row) throw eventNotFound();
-    if (row.leaseTokenHash !== input.tokenHash) throw leaseTokenMismatch();
-    if (operation === 'ack' && row.status === 'acked') return row;
-    // ack and nack clear lease_expires_at; only a lease that ran out keeps it.
-    if (row.status === 'leased' || row.leaseExpiresAt !== null) throw leaseExpired(row.leaseExpiresAt);
-    throw leaseReleased(row.status);
+    const failure = leaseFailure(row, input.tokenHash, operation);
+    if (failure) throw failure;
+    return row!;
   }
 
   /** Wakes claimers waiting on the queue, here at once and on other nodes by NOTIFY. */

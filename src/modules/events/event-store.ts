@@ -76,15 +76,28 @@ export function toEventRow(raw: RawEventRow): EventRow {
 }
 
 /** An event (alias `e`) that may be handed out now: open, due, within its age limit, attempts left. */
-const CLAIMABLE = (now: SQL) => sql`
+export const CLAIMABLE = (now: SQL) => sql`
   e.status in ('available', 'leased') and e.available_at <= ${now}
   and (e.status = 'available' or e.attempts < e.max_attempts)
   and (e.expires_at is null or e.expires_at > ${now})`;
 
 /** now + the lease: the given seconds, or the queue's defaultLeaseSeconds. */
-const LEASE_END = (now: SQL, leaseSeconds: number | null, queueId: SQL) =>
+export const LEASE_END = (now: SQL, leaseSeconds: number | null, queueId: SQL) =>
   sql`${now} + make_interval(secs => coalesce(${leaseSeconds}::int,
         (select default_lease_seconds from event_queues where id = ${queueId})))`;
+
+export interface QueueStatsRow {
+  ready: number;
+  delayed: number;
+  leased: number;
+  acked: number;
+  dead: number;
+  expired: number;
+  superseded: number;
+  oldestReadyAgeSeconds: number | null;
+  /** bigint, as text */
+  leaseExpiries: string;
+}
 
 export interface PublishInput {
   id: string;
@@ -97,7 +110,8 @@ export interface PublishInput {
 }
 
 export type ClaimAttempt =
-  | { kind: 'claimed'; row: EventRow }
+  /** `tookOver`: the event was leased before and that lease ran out (a lease expiry). */
+  | { kind: 'claimed'; row: EventRow; tookOver: boolean }
   | { kind: 'capped'; eventId: string; scheduleId: string }
   | { kind: 'none' };
 
@@ -127,10 +141,10 @@ export interface EventStoreOptions {
 
 export class EventStore {
   /** A FROM item of every lease statement: switches its implicit transaction to an async commit. */
-  private readonly commitMode: SQL;
+  protected readonly commitMode: SQL;
 
   constructor(
-    private readonly db: Executor,
+    protected readonly db: Executor,
     private readonly options: EventStoreOptions = { asyncLeaseCommits: false, databaseTime: true },
   ) {
     this.commitMode = sql.raw(
@@ -139,7 +153,7 @@ export class EventStore {
   }
 
   /** The statement's "now": see EventStoreOptions.databaseTime. */
-  private at(now: Date): SQL {
+  protected at(now: Date): SQL {
     return this.options.databaseTime ? sql`now()` : sql`${now.toISOString()}::timestamptz`;
   }
 
@@ -187,6 +201,75 @@ export class EventStore {
     return rows.map(toEventRow);
   }
 
+  /** The project's events among `ids` (any order; missing ones are simply absent). */
+  async getMany(projectId: string, ids: readonly string[]): Promise<EventRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await rowsOf<RawEventRow>(
+      this.db,
+      sql`select * from events where id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+            and project_id = ${projectId}`,
+    );
+    return rows.map(toEventRow);
+  }
+
+  /**
+   * Puts dead events of the queue back to `available` with a fresh set of attempts: the ones named
+   * (`eventIds`), or the oldest `limit` dead ones. Conditional on `status = 'dead'`, so of two
+   * concurrent redrives each event moves back exactly once. `last_error` stays (why it died);
+   * the age limit is lifted, since redriving is the operator asking for delivery.
+   */
+  async redrive(input: { projectId: string; queueId: string; eventIds: readonly string[] | null; limit: number; now: Date }): Promise<string[]> {
+    const now = this.at(input.now);
+    const named = input.eventIds
+      ? sql`and id in (select value::uuid from jsonb_array_elements_text(${JSON.stringify(input.eventIds)}::jsonb))`
+      : sql``;
+    const rows = await rowsOf<{ id: string }>(
+      this.db,
+      sql`with picked as (
+            select id from events where queue_id = ${input.queueId} and project_id = ${input.projectId} and status = 'dead' ${named}
+            order by id limit ${input.limit} for update skip locked
+          )
+          update events e set status = 'available', attempts = 0, available_at = ${now}, expires_at = null,
+                 lease_token_hash = null, lease_expires_at = null, finished_at = null, updated_at = ${now}
+          from picked where e.id = picked.id and e.status = 'dead'
+          returning e.id`,
+    );
+    return rows.map((row) => row.id).sort();
+  }
+
+  /**
+   * Depth by state as readers see it (a lease that ran out counts as what the sweeper will make of
+   * it, as in records.effectiveStatus), the age of the oldest ready event, and the queue's count of
+   * leases that ran out. Counted over the (queue_id, status) index; cost grows with the queue's history.
+   */
+  async stats(projectId: string, queueId: string, at: Date): Promise<QueueStatsRow | null> {
+    const now = this.at(at);
+    const state = sql`case when e.status = 'leased' and e.lease_expires_at <= ${now} then
+                             case when e.attempts >= e.max_attempts then 'dead'
+                                  when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
+                                  else 'available' end
+                           else e.status end`;
+    const rows = await rowsOf<QueueStatsRow>(
+      this.db,
+      sql`select q.lease_expiries::text as "leaseExpiries", s.*
+          from event_queues q, lateral (
+            select count(*) filter (where st = 'available' and e.available_at <= ${now})::int as ready,
+                   count(*) filter (where st = 'available' and e.available_at > ${now})::int as delayed,
+                   count(*) filter (where st = 'leased')::int as leased,
+                   count(*) filter (where st = 'acked')::int as acked,
+                   count(*) filter (where st = 'dead')::int as dead,
+                   count(*) filter (where st = 'expired')::int as expired,
+                   count(*) filter (where st = 'superseded')::int as superseded,
+                   extract(epoch from ${now} - min(e.available_at) filter (where st = 'available' and e.available_at <= ${now}))::float8
+                     as "oldestReadyAgeSeconds"
+            from events e, lateral (select ${state} as st) as effective
+            where e.queue_id = q.id
+          ) as s
+          where q.id = ${queueId} and q.project_id = ${projectId}`,
+    );
+    return rows[0] ?? null;
+  }
+
   /**
    * One statement: lock the oldest claimable event of the project's queue (SKIP LOCKED) and lease
    * it. An event of a schedule with a concurrency cap is not leased here: when nothing was leased, a
@@ -205,39 +288,38 @@ export class EventStore {
     const skip = input.skipSchedules.length
       ? sql`and (e.schedule_id is null or not (e.schedule_id = any(${`{${input.skipSchedules.join(',')}}`}::uuid[])))`
       : sql``;
-    const oldest = (filter: SQL) => sql`select e.id, e.schedule_id from events e
+    const oldest = (filter: SQL) => sql`select e.id, e.schedule_id, e.status from events e
       where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} ${skip} ${filter}
       order by e.available_at, e.id limit 1`;
     const capped = sql`exists (select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null)`;
     const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
-    const claimed = await rowsOf<RawEventRow>(
+    const claimed = await rowsOf<RawEventRow & { prior_status: EventStatus }>(
       this.db,
       sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = ${input.tokenHash},
                  lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = (select id from (${oldest(sql``)} for update skip locked) as head)
-            and (e.schedule_id is null or not ${capped})
-          returning e.*`,
+          from (${oldest(sql``)} for update skip locked) as head, ${this.commitMode}
+          where e.id = head.id and (e.schedule_id is null or not ${capped})
+          returning e.*, head.status as prior_status`,
     );
-    if (claimed[0]) return { kind: 'claimed', row: toEventRow(claimed[0]) };
+    if (claimed[0]) return { kind: 'claimed', row: toEventRow(claimed[0]), tookOver: claimed[0].prior_status === 'leased' };
     // Empty, or the oldest event is held back for its schedule's cap: look (without locking) for one.
     const [held] = await rowsOf<{ id: string; schedule_id: string }>(this.db, oldest(sql`and e.schedule_id is not null and ${capped}`));
     return held ? { kind: 'capped', eventId: held.id, scheduleId: held.schedule_id } : { kind: 'none' };
   }
 
   /** Leases one specific event if it is still claimable (the capped-schedule path, inside its lock). */
-  async claimById(input: { eventId: string; leaseSeconds: number | null; tokenHash: string; now: Date }): Promise<EventRow | null> {
+  async claimById(input: { eventId: string; leaseSeconds: number | null; tokenHash: string; now: Date }): Promise<{ row: EventRow; tookOver: boolean } | null> {
     const now = this.at(input.now);
     const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
-    const rows = await rowsOf<RawEventRow>(
+    const rows = await rowsOf<RawEventRow & { prior_status: EventStatus }>(
       this.db,
       sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = ${input.tokenHash},
                  lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = ${input.eventId} and ${CLAIMABLE(now)}
-          returning e.*`,
+          from (select id, status from events where id = ${input.eventId} for update) as prior, ${this.commitMode}
+          where e.id = prior.id and ${CLAIMABLE(now)}
+          returning e.*, prior.status as prior_status`,
     );
-    return rows[0] ? toEventRow(rows[0]) : null;
+    return rows[0] ? { row: toEventRow(rows[0]), tookOver: rows[0].prior_status === 'leased' } : null;
   }
 
   /** Leased events of a schedule whose lease is still running. */
@@ -318,12 +400,12 @@ export class EventStore {
    */
   async sweepExpiredLeases(at: Date, limit: number): Promise<number> {
     const now = this.at(at);
-    const rows = await rowsOf<{ id: string }>(
+    const rows = await rowsOf<{ swept: number }>(
       this.db,
       sql`with due as (
             select id from events where status = 'leased' and available_at <= ${now}
             order by available_at limit ${limit} for update skip locked
-          )
+          ), swept as (
           update events e set
                  status = case when e.attempts >= e.max_attempts then 'dead'
                                when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
@@ -333,9 +415,20 @@ export class EventStore {
                  last_error = 'lease_expired: no ack or nack before ' || to_char(e.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                  updated_at = ${now}
           from due, ${this.commitMode} where e.id = due.id
-          returning e.id`,
+          returning e.queue_id
+          ), counted as (
+            select queue_id, count(*)::int as swept from swept group by queue_id
+          ), recorded as (
+            update event_queues q set lease_expiries = q.lease_expiries + counted.swept from counted where q.id = counted.queue_id
+          )
+          select swept from counted`,
     );
-    return rows.length;
+    return rows.reduce((sum, row) => sum + Number(row.swept), 0);
+  }
+
+  /** Counts leases that ran out and were taken over by a claim before the sweeper saw them. */
+  async recordLeaseExpiries(queueId: string, count: number): Promise<void> {
+    if (count > 0) await rowsOf(this.db, sql`update event_queues set lease_expiries = lease_expiries + ${count}::int where id = ${queueId}`);
   }
 
   /** Marks waiting events past their age limit (`expires_at`) as `expired`; they are never delivered. */
@@ -358,5 +451,5 @@ export class EventStore {
 }
 
 /** The caller holds the event's current lease: leased, same token, not yet expired. */
-const LEASE_HELD = (tokenHash: string, now: SQL) =>
+export const LEASE_HELD = (tokenHash: string | SQL, now: SQL) =>
   sql`e.status = 'leased' and e.lease_token_hash = ${tokenHash} and e.lease_expires_at > ${now}`;

@@ -19,6 +19,12 @@ export const LIMITS = {
   maxConcurrency: { min: 1, max: 1000 },
   maxEventAgeSeconds: { min: 1, max: 30 * 24 * 3600 },
   listLimit: { min: 1, max: 100, default: 50 },
+  /** Events per batch publish, leases per batch ack or nack, ids per redrive. */
+  batchItems: { min: 1, max: 1000 },
+  /** `maxEvents` of a batch claim. */
+  claimMaxEvents: { min: 1, max: 100 },
+  /** Dead events one "redrive all" moves back (call again while `more`). */
+  redriveAll: 10_000,
 } as const;
 
 /** Default nack delay: min(base^attempts, cap) seconds (2, 4, 8, ... 300), attempts counting the failed delivery. */

@@ -23,7 +23,7 @@ export class QueueService {
 
   async create(projectId: string, input: CreateQueueInput): Promise<QueueRow> {
     const now = this.clock.now();
-    const row: QueueRow = { id: newId(now.getTime()), projectId, status: 'active', createdAt: now, updatedAt: now, ...input };
+    const row: QueueRow = { id: newId(now.getTime()), projectId, status: 'active', leaseExpiries: 0, createdAt: now, updatedAt: now, ...input };
     try {
       return await this.store.insert(row);
     } catch (error) {

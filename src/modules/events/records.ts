@@ -1,6 +1,6 @@
 import type { EventRow, EventStatus } from './event-store.js';
 import type { QueueRow } from './queue-store.js';
-import type { OverlapPolicy, ScheduleRow, SyncStatus } from './schedule-store.js';
+import type { BackfillPolicy, OverlapPolicy, ScheduleRow, SyncStatus } from './schedule-store.js';
 
 // Rows -> API records. The only place that decides what a client sees of each resource.
 
@@ -61,6 +61,9 @@ export const scheduleRecord = (row: ScheduleRow) => ({
   overlapPolicy: row.overlapPolicy as OverlapPolicy,
   maxConcurrency: row.maxConcurrency,
   maxEventAgeSeconds: row.maxEventAgeSeconds,
+  backfill: row.backfill as BackfillPolicy,
+  paused: row.pausedAt !== null,
+  pausedAt: iso(row.pausedAt),
   sync: {
     status: row.syncStatus as SyncStatus,
     revision: row.revision,

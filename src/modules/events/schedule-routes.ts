@@ -51,6 +51,29 @@ export function registerScheduleRoutes(app: ZodApp, ctx: AppContext, { schedules
     async (request) => envelope(scheduleRecord(await schedules.get(projectOf(request), request.params.scheduleId))),
   );
 
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(
+      `/v1/schedules/:scheduleId/${action}`,
+      {
+        onRequest,
+        schema: {
+          tags,
+          security,
+          summary:
+            action === 'pause'
+              ? 'Pause a schedule (extension): no ticks fire until resumed; enqueued events stay'
+              : 'Resume a paused schedule (extension): it fires from its first tick after now; ticks of the pause are not backfilled',
+          params: scheduleParams,
+          response: { 200: envelopeSchema(scheduleSchema), ...errors },
+        },
+      },
+      async (request) => {
+        const row = await schedules[action](projectOf(request), request.params.scheduleId);
+        return envelope(scheduleRecord(row), action === 'pause' ? 'Schedule paused' : 'Schedule resumed');
+      },
+    );
+  }
+
   app.delete(
     '/v1/schedules/:scheduleId',
     {

@@ -6,7 +6,7 @@ import { invalidSchedule, queueNotFound, scheduleNotFound } from './errors.js';
 import { assertPayloadSize } from './event-service.js';
 import { QueueStore } from './queue-store.js';
 import { isForeignKeyViolation } from '../../platform/db-errors.js';
-import { ScheduleStore, type OverlapPolicy, type ScheduleRow, type UpsertOutcome } from './schedule-store.js';
+import { ScheduleStore, type BackfillPolicy, type OverlapPolicy, type ScheduleRow, type UpsertOutcome } from './schedule-store.js';
 
 export interface ScheduleInput {
   queueId: string;
@@ -17,6 +17,7 @@ export interface ScheduleInput {
   overlapPolicy: OverlapPolicy;
   maxConcurrency?: number | null;
   maxEventAgeSeconds?: number | null;
+  backfill?: BackfillPolicy;
 }
 
 /**
@@ -62,6 +63,7 @@ export class ScheduleService {
           overlapPolicy: input.overlapPolicy,
           maxConcurrency: input.maxConcurrency ?? null,
           maxEventAgeSeconds: input.maxEventAgeSeconds ?? null,
+          backfill: input.backfill ?? 'latest',
         },
       });
       return { schedule: row, outcome };
@@ -81,6 +83,20 @@ export class ScheduleService {
   list(projectId: string, queueId: string | null): Promise<ScheduleRow[]> {
     if (queueId !== null && !UUID_PATTERN.test(queueId)) return Promise.resolve([]);
     return this.store.list(projectId, queueId);
+  }
+
+  /** Stops ticks until resumed; events already enqueued stay. Pausing a paused schedule changes nothing. */
+  async pause(projectId: string, scheduleId: string): Promise<ScheduleRow> {
+    const row = UUID_PATTERN.test(scheduleId) ? await this.store.pause(projectId, scheduleId, this.clock.now()) : null;
+    if (!row) throw scheduleNotFound();
+    return row;
+  }
+
+  /** Fires again from the first tick after now (ticks of the pause are not backfilled). Idempotent. */
+  async resume(projectId: string, scheduleId: string): Promise<ScheduleRow> {
+    const row = UUID_PATTERN.test(scheduleId) ? await this.store.resume(projectId, scheduleId, this.clock.now()) : null;
+    if (!row) throw scheduleNotFound();
+    return row;
   }
 
   /** Stops future ticks. Events the schedule already enqueued stay and are delivered. */

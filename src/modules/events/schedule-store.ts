@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNotNull, isNull, lte, sql } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from './rows.js';
 import { eventSchedules } from './tables.js';
@@ -6,6 +6,7 @@ import { jsonText } from '../../platform/db-types.js';
 
 export type ScheduleRow = typeof eventSchedules.$inferSelect;
 export type OverlapPolicy = 'all' | 'skip' | 'latest';
+export type BackfillPolicy = 'none' | 'latest' | 'all';
 export type SyncStatus = 'pending' | 'synced' | 'error';
 
 /** The caller-supplied part of a schedule; a change to any of it is a new revision. */
@@ -18,13 +19,15 @@ export interface ScheduleDefinition {
   overlapPolicy: OverlapPolicy;
   maxConcurrency: number | null;
   maxEventAgeSeconds: number | null;
+  backfill: BackfillPolicy;
 }
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
 export type FireOutcome = 'fired' | 'skipped' | 'lost';
 
-type RawSchedule = Omit<ScheduleRow, 'nextFireAt' | 'lastFiredAt' | 'createdAt' | 'updatedAt'> & {
+type RawSchedule = Omit<ScheduleRow, 'nextFireAt' | 'lastFiredAt' | 'pausedAt' | 'createdAt' | 'updatedAt'> & {
   nextFireAt: Timestamp | null;
+  pausedAt: Timestamp | null;
   lastFiredAt: Timestamp | null;
   createdAt: Timestamp;
   updatedAt: Timestamp;
@@ -33,7 +36,7 @@ type RawSchedule = Omit<ScheduleRow, 'nextFireAt' | 'lastFiredAt' | 'createdAt' 
 const SCHEDULE_COLUMNS = sql.raw(
   `s.id, s.project_id as "projectId", s.queue_id as "queueId", s.external_id as "externalId", s.name,
    s.cron_expression as "cronExpression", s.timezone, s.payload, s.overlap_policy as "overlapPolicy",
-   s.max_concurrency as "maxConcurrency", s.max_event_age_seconds as "maxEventAgeSeconds",
+   s.max_concurrency as "maxConcurrency", s.max_event_age_seconds as "maxEventAgeSeconds", s.backfill, s.paused_at as "pausedAt",
    s.sync_status as "syncStatus", s.revision, s.synced_revision as "syncedRevision", s.last_error as "lastError",
    s.next_fire_at as "nextFireAt", s.last_fired_at as "lastFiredAt", s.created_at as "createdAt", s.updated_at as "updatedAt"`,
 );
@@ -41,6 +44,7 @@ const SCHEDULE_COLUMNS = sql.raw(
 const toScheduleRow = (raw: RawSchedule): ScheduleRow => ({
   ...raw,
   nextFireAt: toDate(raw.nextFireAt),
+  pausedAt: toDate(raw.pausedAt),
   lastFiredAt: toDate(raw.lastFiredAt),
   createdAt: toDate(raw.createdAt),
   updatedAt: toDate(raw.updatedAt),
@@ -60,20 +64,21 @@ export class ScheduleStore {
     const rows = await rowsOf<RawSchedule & { inserted: boolean }>(
       this.db,
       sql`insert into event_schedules as s (id, project_id, queue_id, external_id, name, cron_expression, timezone, payload,
-                 overlap_policy, max_concurrency, max_event_age_seconds, sync_status, revision, created_at, updated_at)
+                 overlap_policy, max_concurrency, max_event_age_seconds, backfill, sync_status, revision, created_at, updated_at)
           values (${input.id}, ${input.projectId}, ${d.queueId}, ${input.externalId}, ${d.name}, ${d.cronExpression},
                   ${d.timezone}, ${payload}::jsonb, ${d.overlapPolicy}, ${d.maxConcurrency}::int, ${d.maxEventAgeSeconds}::int,
-                  'pending', 1, ${input.now}, ${input.now})
+                  ${d.backfill}, 'pending', 1, ${input.now}, ${input.now})
           on conflict (project_id, external_id) do update set
                  queue_id = excluded.queue_id, name = excluded.name, cron_expression = excluded.cron_expression,
                  timezone = excluded.timezone, payload = excluded.payload, overlap_policy = excluded.overlap_policy,
                  max_concurrency = excluded.max_concurrency, max_event_age_seconds = excluded.max_event_age_seconds,
-                 revision = s.revision + 1, sync_status = 'pending', last_error = null, next_fire_at = null,
+                 backfill = excluded.backfill, revision = s.revision + 1, sync_status = 'pending', last_error = null, next_fire_at = null,
                  updated_at = excluded.updated_at
-          where (s.queue_id, s.name, s.cron_expression, s.timezone, s.payload, s.overlap_policy, s.max_concurrency, s.max_event_age_seconds)
+          where (s.queue_id, s.name, s.cron_expression, s.timezone, s.payload, s.overlap_policy, s.max_concurrency,
+                 s.max_event_age_seconds, s.backfill)
                 is distinct from
                 (excluded.queue_id, excluded.name, excluded.cron_expression, excluded.timezone, excluded.payload,
-                 excluded.overlap_policy, excluded.max_concurrency, excluded.max_event_age_seconds)
+                 excluded.overlap_policy, excluded.max_concurrency, excluded.max_event_age_seconds, excluded.backfill)
           returning ${SCHEDULE_COLUMNS}, (s.xmax = 0) as inserted`,
     );
     if (rows[0]) {
@@ -118,6 +123,34 @@ export class ScheduleStore {
     return rows.length > 0;
   }
 
+  /** Pauses the schedule (no ticks fire while paused); null when it is not the project's. Repeating it changes nothing. */
+  async pause(projectId: string, id: string, now: Date): Promise<ScheduleRow | null> {
+    const [row] = await this.db
+      .update(eventSchedules)
+      .set({ pausedAt: now, updatedAt: now })
+      .where(and(eq(eventSchedules.projectId, projectId), eq(eventSchedules.id, id), isNull(eventSchedules.pausedAt)))
+      .returning();
+    return row ?? this.get(projectId, id);
+  }
+
+  /**
+   * Resumes a paused schedule. Its registration is redone (`pending`, same revision), so its next
+   * tick is the first after now: ticks that fell in the pause are not backfilled.
+   */
+  async resume(projectId: string, id: string, now: Date): Promise<ScheduleRow | null> {
+    const [row] = await this.db
+      .update(eventSchedules)
+      .set({
+        pausedAt: null,
+        syncStatus: sql`case when ${eventSchedules.syncStatus} = 'synced' then 'pending' else ${eventSchedules.syncStatus} end`,
+        nextFireAt: null,
+        updatedAt: now,
+      })
+      .where(and(eq(eventSchedules.projectId, projectId), eq(eventSchedules.id, id), isNotNull(eventSchedules.pausedAt)))
+      .returning();
+    return row ?? this.get(projectId, id);
+  }
+
   /** Schedules whose current revision the scheduler has not registered yet, oldest change first. */
   async pendingSync(limit: number): Promise<ScheduleRow[]> {
     return this.db
@@ -146,7 +179,7 @@ export class ScheduleStore {
     return this.db
       .select()
       .from(eventSchedules)
-      .where(and(eq(eventSchedules.syncStatus, 'synced'), lte(eventSchedules.nextFireAt, now)))
+      .where(and(eq(eventSchedules.syncStatus, 'synced'), lte(eventSchedules.nextFireAt, now), isNull(eventSchedules.pausedAt)))
       .orderBy(asc(eventSchedules.nextFireAt))
       .limit(limit);
   }
@@ -168,6 +201,7 @@ export class ScheduleStore {
           eq(eventSchedules.revision, schedule.revision),
           eq(eventSchedules.syncStatus, 'synced'),
           eq(eventSchedules.nextFireAt, schedule.nextFireAt!),
+          isNull(eventSchedules.pausedAt),
         ),
       )
       .returning({ id: eventSchedules.id });

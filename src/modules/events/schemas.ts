@@ -59,17 +59,23 @@ export const eventSchema = z.object({
 
 export const eventParams = z.object({ eventId: z.string() });
 
+export const publishBatchBody = z.object({
+  events: z.array(publishBody).min(LIMITS.batchItems.min).max(LIMITS.batchItems.max),
+});
+
+export const publishedSchema = z.object({ created: z.boolean(), event: eventSchema });
+
 // Every field is optional, so an empty body (or none at all: Fastify then gives null) is a valid claim.
 export const claimBody = z
   .object({
     leaseSeconds: int(LIMITS.leaseSeconds).optional().describe("default: the queue's defaultLeaseSeconds"),
     waitSeconds: int(LIMITS.waitSeconds).default(0),
+    maxEvents: int(LIMITS.claimMaxEvents).optional().describe('batch claim (extension): data is then an array of claimed events'),
   })
   .nullish();
 
-export const claimedSchema = z
-  .object({ event: eventSchema, leaseToken: z.string(), leaseExpiresAt: timestamp })
-  .nullable();
+const claimedEvent = z.object({ event: eventSchema, leaseToken: z.string(), leaseExpiresAt: timestamp });
+export const claimedSchema = z.union([claimedEvent.nullable(), z.array(claimedEvent)]);
 
 const leaseToken = z.string().min(1).max(200);
 
@@ -82,12 +88,54 @@ export const nackBody = z.object({
   retryDelaySeconds: int(LIMITS.retryDelaySeconds).optional(),
 });
 
+const batchOf = <T extends z.ZodType>(item: T) => z.array(item).min(LIMITS.batchItems.min).max(LIMITS.batchItems.max);
+
+export const ackBatchBody = z.object({ leases: batchOf(z.object({ eventId: z.string().max(100), leaseToken })) });
+export const nackBatchBody = z.object({ leases: batchOf(nackBody.extend({ eventId: z.string().max(100) })) });
+
+export const leaseResultSchema = z.union([
+  z.object({ eventId: z.string(), ok: z.literal(true), status: eventStatusSchema, availableAt: timestamp.nullable().describe('when it is offered again (nack)') }),
+  z.object({ eventId: z.string(), ok: z.literal(false), error: z.object({ code: z.number().int(), reason: z.string(), message: z.string() }) }),
+]);
+
+export const redriveBody = z.union([
+  z.object({ eventIds: z.array(z.string().max(100)).min(LIMITS.batchItems.min).max(LIMITS.batchItems.max) }).strict(),
+  z.object({ all: z.literal(true) }).strict(),
+]);
+
+export const redrivenSchema = z.object({
+  redriven: z.number().int(),
+  eventIds: z.array(z.string()),
+  notRedriven: z.array(z.object({ eventId: z.string(), status: eventStatusSchema.nullable().describe('null: no such event in the queue') })),
+  more: z.boolean().describe(`all: stopped after ${LIMITS.redriveAll} while dead events remain`),
+});
+
+export const queueStatsSchema = z.object({
+  queueId: z.string(),
+  depth: z.object({
+    ready: z.number().int().describe('available now'),
+    delayed: z.number().int().describe('available later (delaySeconds or nack backoff)'),
+    leased: z.number().int(),
+    acked: z.number().int(),
+    dead: z.number().int(),
+    expired: z.number().int(),
+    superseded: z.number().int(),
+  }),
+  oldestReadyAgeSeconds: z.number().nullable().describe('how long the oldest ready event has waited; null when none'),
+  leaseExpiries: z.number().int().describe('leases of this queue that ran out without ack or nack, since it was created'),
+  measuredAt: timestamp,
+});
+
 export const deadEventsQuery = z.object({
   limit: z.coerce.number().int().min(LIMITS.listLimit.min).max(LIMITS.listLimit.max).default(LIMITS.listLimit.default),
   before: z.uuid().optional().describe('id of the last event of the previous page'),
 });
 
 // ---- schedules
+
+const backfillSchema = z
+  .enum(['none', 'latest', 'all'])
+  .describe('ticks missed while no scheduler ran: none, the latest one (default), or all (the 1000 most recent)');
 
 export const scheduleBody = z.object({
   queueId: z.string(),
@@ -102,6 +150,7 @@ export const scheduleBody = z.object({
   overlapPolicy: z.enum(['all', 'skip', 'latest']).default('all'),
   maxConcurrency: int(LIMITS.maxConcurrency).nullable().optional(),
   maxEventAgeSeconds: int(LIMITS.maxEventAgeSeconds).nullable().optional(),
+  backfill: backfillSchema.default('latest'),
 });
 
 export const scheduleSchema = z.object({
@@ -114,6 +163,9 @@ export const scheduleSchema = z.object({
   overlapPolicy: z.enum(['all', 'skip', 'latest']),
   maxConcurrency: z.number().int().nullable(),
   maxEventAgeSeconds: z.number().int().nullable(),
+  backfill: backfillSchema,
+  paused: z.boolean(),
+  pausedAt: timestamp.nullable(),
   sync: z.object({
     status: z.enum(['pending', 'synced', 'error']),
     revision: z.number().int(),

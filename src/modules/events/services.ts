@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { systemClock } from '../../platform/clock.js';
+import { EventBatchService } from './event-batch-service.js';
 import { EventService } from './event-service.js';
 import { QueueService } from './queue-service.js';
 import { Scheduler } from './scheduler.js';
@@ -12,6 +13,7 @@ import { ClaimWaiters } from './waiters.js';
 export interface EventsServices {
   queues: QueueService;
   events: EventService;
+  batches: EventBatchService;
   schedules: ScheduleService;
   scheduler: Scheduler;
   sweeper: Sweeper;
@@ -36,6 +38,7 @@ export function createEventsServices(ctx: Pick<AppContext, 'database' | 'clock' 
   return {
     queues: new QueueService(database.db, clock),
     events,
+    batches: new EventBatchService(database.db, clock, ctx.hasher, events, storeOptions),
     schedules: new ScheduleService(database.db, clock),
     scheduler: new Scheduler(database.db, clock, ctx.log, (queueId) => events.announce(queueId)),
     sweeper: new Sweeper(database.db, clock, storeOptions),

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../../platform/db-types.js';
 
 // Tables of the Events area. Project ids are the projects module's ids, kept as text without a
@@ -15,6 +15,8 @@ export const eventQueues = pgTable(
     status: text('status').notNull().default('active'),
     defaultLeaseSeconds: integer('default_lease_seconds').notNull(),
     maxAttempts: integer('max_attempts').notNull(),
+    /** Leases of this queue's events that ran out without ack or nack (sweeper and claim takeovers count them). */
+    leaseExpiries: bigint('lease_expiries', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -42,6 +44,10 @@ export const eventSchedules = pgTable(
     overlapPolicy: text('overlap_policy').notNull(),
     maxConcurrency: integer('max_concurrency'),
     maxEventAgeSeconds: integer('max_event_age_seconds'),
+    /** Ticks missed while no scheduler ran: `none`, `latest` (default) or `all` (see scheduler.ts). */
+    backfill: text('backfill').notNull().default('latest'),
+    /** Set while paused: no ticks fire; resuming starts again from the first tick after it. */
+    pausedAt: timestamp('paused_at', { withTimezone: true }),
     syncStatus: text('sync_status').notNull(),
     revision: integer('revision').notNull(),
     syncedRevision: integer('synced_revision'),

@@ -1,0 +1,167 @@
+import type { Clock } from '../../platform/clock.js';
+import type { Db } from '../../platform/db.js';
+import type { ApiError } from '../../platform/http/errors.js';
+import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
+import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import type { SecretHasher } from '../../platform/secrets.js';
+import { eventNotFound, queueNotFound } from './errors.js';
+import { EventBatchStore, type LeaseItem } from './event-batch-store.js';
+import { assertPayloadSize, leaseFailure, type Claimed, type ClaimOptions, type EventService, type LeaseOperation, type PublishInput } from './event-service.js';
+import type { EventRow, EventStatus, EventStoreOptions } from './event-store.js';
+import { NACK_BACKOFF } from './limits.js';
+import { QueueStore } from './queue-store.js';
+
+/** One item's answer in a batch ack or nack: each lease succeeds or fails on its own. */
+export type LeaseResult =
+  | ({ eventId: string; ok: true } & Outcome)
+  | { eventId: string; ok: false; error: { code: number; reason: string; message: string } };
+
+export interface NackInput {
+  eventId: string;
+  leaseToken: string;
+  error?: string;
+  retryDelaySeconds?: number;
+}
+
+/**
+ * Batches of the Events API (extensions): publish, claim, ack and nack many events per request.
+ * Each is one statement for the whole batch, with the single-event semantics per event: the same
+ * deduplication, the same lease tokens and expiry, the same precise answers when a lease is gone.
+ */
+export class EventBatchService {
+  private readonly store: EventBatchStore;
+  private readonly queues: QueueStore;
+
+  constructor(
+    db: Db,
+    private readonly clock: Clock,
+    private readonly hasher: SecretHasher,
+    private readonly events: EventService,
+    storeOptions: EventStoreOptions,
+  ) {
+    this.store = new EventBatchStore(db, storeOptions);
+    this.queues = new QueueStore(db);
+  }
+
+  /**
+   * Publishes the events in order (ids ascending, so claims hand them out in that order). Each
+   * answer is the new event (`created`) or the one that already held its deduplication key.
+   */
+  async publishMany(projectId: string, queueId: string, inputs: readonly PublishInput[]): Promise<{ event: EventRow; created: boolean }[]> {
+    if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
+    inputs.forEach((input) => assertPayloadSize(input.payload));
+    const now = this.clock.now();
+    // Ids generated in one millisecond are random past their timestamp: sort them to keep input order.
+    const ids = inputs.map(() => newId(now.getTime())).sort();
+    const items = inputs.map((input, i) => ({
+      id: ids[i],
+      payload: input.payload,
+      deduplicationKey: input.deduplicationKey ?? null,
+      delaySeconds: input.delaySeconds ?? 0,
+    }));
+    const inserted = new Map((await this.store.insertMany({ projectId, queueId, items, now })).map((row) => [row.id, row]));
+    if (inserted.size === 0 && !(await this.queues.get(projectId, queueId))) throw queueNotFound();
+    if ([...inserted.values()].some((row) => row.availableAt <= row.createdAt)) this.events.announce(queueId);
+
+    const missingKeys = items.filter((item) => !inserted.has(item.id)).map((item) => item.deduplicationKey!);
+    const existing = new Map((await this.store.findByDeduplicationKeys(projectId, queueId, missingKeys)).map((row) => [row.deduplicationKey, row]));
+    return items.map((item) => {
+      const created = inserted.get(item.id);
+      if (created) return { event: created, created: true };
+      const held = existing.get(item.deduplicationKey);
+      // Inserted nowhere and held by no event: the key's holder was deleted meanwhile (its queue went).
+      if (!held) throw queueNotFound();
+      return { event: held, created: false };
+    });
+  }
+
+  /**
+   * Leases up to `maxEvents` of the oldest claimable events, waiting up to `waitSeconds` for the
+   * first one; an empty list when none came. Events of capped schedules are leased one at a time
+   * under their schedule's lock, after the uncapped ones.
+   */
+  async claimMany(projectId: string, queueId: string, maxEvents: number, options: ClaimOptions = {}): Promise<Claimed[]> {
+    const claimed = await this.events.waitForClaim<Claimed[]>(projectId, queueId, options, {
+      attempt: async () => {
+        const leased = await this.tryClaimMany(projectId, queueId, maxEvents, options.leaseSeconds ?? null);
+        return leased.length > 0 ? leased : null;
+      },
+      release: (leased) => this.events.unclaim(queueId, leased),
+    });
+    return claimed ?? [];
+  }
+
+  private async tryClaimMany(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null): Promise<Claimed[]> {
+    const tokens = Array.from({ length: maxEvents }, () => this.hasher.issueToken());
+    const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
+    const claimed: Claimed[] = rows.map(({ row, slot }) => ({ event: row, leaseToken: tokens[slot].token, leaseExpiresAt: row.leaseExpiresAt! }));
+    const takeovers = rows.filter((row) => row.tookOver).length;
+    if (takeovers > 0) await this.events.recordTakeovers(queueId, takeovers);
+    // A short batch may mean events of capped schedules are waiting: those go one by one.
+    while (claimed.length < maxEvents) {
+      const one = await this.events.tryClaim(projectId, queueId, leaseSeconds);
+      if (!one) break;
+      claimed.push(one);
+    }
+    return claimed;
+  }
+
+  /** Acks each lease on its own; repeating an ack with the same token answers the acked event. */
+  async ackMany(projectId: string, leases: readonly { eventId: string; leaseToken: string }[]): Promise<LeaseResult[]> {
+    const items = this.leaseItems(leases);
+    const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
+    const acked = valid.length ? await this.store.ackMany({ projectId, items: valid, now: this.clock.now() }) : new Set<string>();
+    return this.answer(projectId, items, 'ack', new Map([...acked].map((id) => [id, { status: 'acked', availableAt: null }])));
+  }
+
+  /** Nacks each lease on its own: retried after its delay (default backoff), or `dead` after the last attempt. */
+  async nackMany(projectId: string, leases: readonly NackInput[]): Promise<LeaseResult[]> {
+    const items = this.leaseItems(leases).map((item, i) => ({
+      ...item,
+      error: leases[i].error ?? 'nacked without an error message',
+      retryDelaySeconds: leases[i].retryDelaySeconds ?? null,
+    }));
+    const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
+    const now = this.clock.now();
+    const rows = valid.length ? await this.store.nackMany({ projectId, items: valid, backoff: NACK_BACKOFF, now }) : [];
+    const due = rows.filter((row) => row.status === 'available' && row.availableAt <= now);
+    for (const queueId of new Set(due.map((row) => row.queueId))) this.events.announce(queueId);
+    return this.answer(projectId, items, 'nack', new Map(rows.map((row) => [row.id, outcomeOf(row)])));
+  }
+
+  private leaseItems(leases: readonly { eventId: string; leaseToken: string }[]): LeaseItem[] {
+    return leases.map((lease) => ({ eventId: lease.eventId, tokenHash: this.hasher.hash(lease.leaseToken) }));
+  }
+
+  /**
+   * Each item's answer, in input order: the event's new status, or why its lease was refused (the
+   * refused events are read once, together). An event named twice is changed once; its repeat is
+   * answered as a repeated single call would be (a second ack with the same token is fine).
+   */
+  private async answer(projectId: string, items: readonly LeaseItem[], operation: LeaseOperation, changed: Map<string, Outcome>): Promise<LeaseResult[]> {
+    const firsts = new Set<number>();
+    const seen = new Set<string>();
+    items.forEach((item, i) => {
+      if (changed.has(item.eventId) && !seen.has(item.eventId)) firsts.add(i);
+      seen.add(item.eventId);
+    });
+    const refusedIds = items.filter((item, i) => !firsts.has(i) && UUID_PATTERN.test(item.eventId)).map((item) => item.eventId);
+    const current = new Map((await this.store.getMany(projectId, [...new Set(refusedIds)])).map((row) => [row.id, row]));
+    return items.map((item, i) => {
+      if (firsts.has(i)) return { eventId: item.eventId, ok: true, ...changed.get(item.eventId)! };
+      const row = current.get(item.eventId) ?? null;
+      const failure = UUID_PATTERN.test(item.eventId) ? leaseFailure(row, item.tokenHash, operation) : eventNotFound();
+      return failure ? { eventId: item.eventId, ok: false, error: itemError(failure) } : { eventId: item.eventId, ok: true, ...outcomeOf(row!) };
+    });
+  }
+}
+
+/** What a changed event became: its status, and when it is offered again (after a nack to `available`). */
+interface Outcome {
+  status: EventStatus;
+  availableAt: string | null;
+}
+
+const outcomeOf = (row: EventRow): Outcome => ({ status: row.status, availableAt: row.status === 'available' ? row.availableAt.toISOString() : null });
+
+const itemError = (error: ApiError) => ({ code: envelopeCodeFor(error.status), reason: error.code, message: error.message });

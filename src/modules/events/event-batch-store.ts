@@ -1,0 +1,143 @@
+import { sql } from 'drizzle-orm';
+import { jsonText } from '../../platform/db-types.js';
+import { CLAIMABLE, EventStore, LEASE_END, LEASE_HELD, toEventRow, type EventRow, type EventStatus, type RawEventRow } from './event-store.js';
+import { rowsOf } from './rows.js';
+
+// The batch statements of events: one statement per request, whatever its size. Each keeps the
+// single-event statement's concurrency argument (event-store.ts): a claim locks with SKIP LOCKED and
+// every lease change is conditional on the caller's token, so a batch is N single operations that
+// happen to share a round trip. Items travel as one JSON parameter (jsonb_to_recordset): the same
+// statement text for any batch size, so it is planned once per connection.
+
+export interface BatchPublishItem {
+  id: string;
+  payload: Record<string, unknown>;
+  deduplicationKey: string | null;
+  delaySeconds: number;
+}
+
+export interface LeaseItem {
+  eventId: string;
+  tokenHash: string;
+}
+
+export interface NackItem extends LeaseItem {
+  error: string;
+  retryDelaySeconds: number | null;
+}
+
+export interface ClaimedRow {
+  row: EventRow;
+  /** Index of the lease token (in the given order) this event was leased with. */
+  slot: number;
+  /** The event was leased before and that lease ran out. */
+  tookOver: boolean;
+}
+
+export class EventBatchStore extends EventStore {
+  /**
+   * Inserts the events into the project's queue (durable commit) and returns the inserted rows.
+   * Items whose deduplication key exists (or repeats inside the batch) are left out; so are all of
+   * them when the queue is not the project's.
+   */
+  async insertMany(input: { projectId: string; queueId: string; items: readonly BatchPublishItem[]; now: Date }): Promise<EventRow[]> {
+    const now = this.at(input.now);
+    const items = input.items.map((item) => ({ id: item.id, payload: item.payload, key: item.deduplicationKey, delay: item.delaySeconds }));
+    const rows = await rowsOf<RawEventRow>(
+      this.db,
+      sql`insert into events (id, project_id, queue_id, payload, deduplication_key, status, attempts,
+                              max_attempts, available_at, created_at, updated_at)
+          select x.id, q.project_id, q.id, x.payload, x.key, 'available', 0, q.max_attempts,
+                 ${now} + make_interval(secs => x.delay), ${now}, ${now}
+          from event_queues q, jsonb_to_recordset(${jsonText(items)}::jsonb) as x(id uuid, payload jsonb, key text, delay int)
+          where q.id = ${input.queueId} and q.project_id = ${input.projectId}
+          on conflict (queue_id, deduplication_key) where deduplication_key is not null do nothing
+          returning *`,
+    );
+    return rows.map(toEventRow);
+  }
+
+  /** The queue's events holding any of these deduplication keys. */
+  async findByDeduplicationKeys(projectId: string, queueId: string, keys: readonly string[]): Promise<EventRow[]> {
+    if (keys.length === 0) return [];
+    const rows = await rowsOf<RawEventRow>(
+      this.db,
+      sql`select * from events where queue_id = ${queueId}
+            and deduplication_key in (select value from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
+            and project_id = ${projectId}`,
+    );
+    return rows.map(toEventRow);
+  }
+
+  /**
+   * Leases up to `tokenHashes.length` of the oldest claimable events, one token each, in one
+   * statement. Events of schedules with a concurrency cap are left to the single-event path, which
+   * counts running leases under the schedule's lock.
+   */
+  async claimMany(input: { projectId: string; queueId: string; leaseSeconds: number | null; tokenHashes: readonly string[]; now: Date }): Promise<ClaimedRow[]> {
+    const now = this.at(input.now);
+    const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
+    const uncapped = sql`(e.schedule_id is null or not exists (
+      select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null))`;
+    // FOR UPDATE cannot sit beside a window function: lock first, number the locked rows outside.
+    const rows = await rowsOf<RawEventRow & { slot: string | number; prior_status: EventStatus }>(
+      this.db,
+      sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = t.hash,
+                 lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
+          from (
+            select locked.id, locked.status, row_number() over (order by locked.available_at, locked.id) as slot
+            from (
+              select e.id, e.status, e.available_at from events e
+              where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped}
+              order by e.available_at, e.id limit ${input.tokenHashes.length}
+              for update skip locked
+            ) as locked
+          ) as head
+          join jsonb_array_elements_text(${JSON.stringify(input.tokenHashes)}::jsonb) with ordinality as t(hash, slot)
+            on t.slot = head.slot,
+          ${this.commitMode}
+          where e.id = head.id
+          returning e.*, head.slot, head.status as prior_status`,
+    );
+    return rows
+      .map((raw) => ({ row: toEventRow(raw), slot: Number(raw.slot) - 1, tookOver: raw.prior_status === 'leased' }))
+      .sort((a, b) => a.slot - b.slot);
+  }
+
+  /** Acks every item whose lease the caller still holds; returns the ids acked. */
+  async ackMany(input: { projectId: string; items: readonly LeaseItem[]; now: Date }): Promise<Set<string>> {
+    const now = this.at(input.now);
+    const items = input.items.map((item) => ({ id: item.eventId, hash: item.tokenHash }));
+    const rows = await rowsOf<{ id: string }>(
+      this.db,
+      sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
+          from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as l(id uuid, hash text), ${this.commitMode}
+          where e.id = l.id and e.project_id = ${input.projectId} and ${LEASE_HELD(sql`l.hash`, now)}
+          returning e.id`,
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /**
+   * Nacks every item whose lease the caller still holds, each with its own error and delay (null:
+   * the default backoff); `dead` after the last attempt. Returns the changed rows.
+   */
+  async nackMany(input: { projectId: string; items: readonly NackItem[]; backoff: { base: number; cap: number }; now: Date }): Promise<EventRow[]> {
+    const now = this.at(input.now);
+    const items = input.items.map((item) => ({ id: item.eventId, hash: item.tokenHash, error: item.error, delay: item.retryDelaySeconds }));
+    const exhausted = sql`e.attempts >= e.max_attempts`;
+    const delay = sql`coalesce(l.delay, least(power(${input.backoff.base}::int, e.attempts), ${input.backoff.cap}::int))`;
+    const rows = await rowsOf<RawEventRow>(
+      this.db,
+      sql`update events e set
+                 status = case when ${exhausted} then 'dead' else 'available' end,
+                 available_at = case when ${exhausted} then e.available_at else ${now} + make_interval(secs => ${delay}) end,
+                 finished_at = case when ${exhausted} then ${now} end,
+                 last_error = l.error, lease_expires_at = null, updated_at = ${now}
+          from jsonb_to_recordset(${jsonText(items)}::jsonb) as l(id uuid, hash text, error text, delay int), ${this.commitMode}
+          where e.id = l.id and e.project_id = ${input.projectId} and ${LEASE_HELD(sql`l.hash`, now)}
+          returning e.*`,
+    );
+    return rows.map(toEventRow);
+  }
+}
