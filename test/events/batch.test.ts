@@ -181,8 +181,9 @@ describe('dead letters and stats', () => {
 
   it('redrives named dead events once, with fresh attempts; others are answered with their status', async () => {
     const { queueId, ids } = await deadQueue(3);
+    const elsewhere = (await deadQueue(1)).ids[0];
     const unknown = '019cbb4b-4c00-7000-8000-000000000001';
-    const redriven = await call('POST', `/v1/event-queues/${queueId}/dead-events/redrive`, { eventIds: [ids[0], ids[1], unknown, 'bad'] });
+    const redriven = await call('POST', `/v1/event-queues/${queueId}/dead-events/redrive`, { eventIds: [ids[0], ids[1], unknown, 'bad', elsewhere] });
     expect(redriven.status).toBe(200);
     expect(redriven.body.data).toEqual({
       redriven: 2,
@@ -190,6 +191,7 @@ describe('dead letters and stats', () => {
       notRedriven: [
         { eventId: unknown, status: null },
         { eventId: 'bad', status: null },
+        { eventId: elsewhere, status: null },
       ],
       more: false,
     });
@@ -198,6 +200,7 @@ describe('dead letters and stats', () => {
     const event = (await call('GET', `/v1/events/${ids[0]}`)).body.data;
     expect(event).toMatchObject({ status: 'available', attempts: 0, lastError: 'poison', finishedAt: null });
     expect((await claimMany(queueId, 10)).map((c) => c.event.id).sort()).toEqual([ids[0], ids[1]].sort());
+    expect((await call('GET', `/v1/events/${elsewhere}`)).body.data.status).toBe('dead');
     expect((await call('GET', `/v1/event-queues/${queueId}/dead-events`)).body.data.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
   });
 

@@ -33,7 +33,7 @@ export interface Claimed {
 export interface Redriven {
   /** The events moved back to `available`, by id. */
   eventIds: string[];
-  /** Named events that were not moved: `status` null when no such event is in the queue's project. */
+  /** Named events that were not moved: `status` null when the queue holds no such event. */
   notRedriven: { eventId: string; status: EventStatus | null }[];
   /** "all" stopped at its limit while dead events remain: call again. */
   more: boolean;
@@ -250,7 +250,8 @@ export class EventService {
     const moved = new Set(eventIds);
     const left = named.filter((id) => !moved.has(id));
     const rows = new Map((await this.store.getMany(projectId, left.filter((id) => UUID_PATTERN.test(id)))).map((row) => [row.id, row]));
-    const notRedriven = left.map((id) => ({ eventId: id, status: rows.get(id)?.status ?? null }));
+    const statusOf = (id: string) => (rows.get(id)?.queueId === queueId ? rows.get(id)!.status : null);
+    const notRedriven = left.map((id) => ({ eventId: id, status: statusOf(id) }));
     return { eventIds, notRedriven, more: false };
   }
 
