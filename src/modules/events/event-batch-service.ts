@@ -45,9 +45,10 @@ export class EventBatchService {
 
   /**
    * Publishes the events in order (ids ascending, so claims hand them out in that order). Each
-   * answer is the new event (`created`) or the one that already held its deduplication key.
+   * answer is the new event's id (`created`), or the id of the event that already held its
+   * deduplication key.
    */
-  async publishMany(projectId: string, queueId: string, inputs: readonly PublishInput[]): Promise<{ event: EventRow; created: boolean }[]> {
+  async publishMany(projectId: string, queueId: string, inputs: readonly PublishInput[]): Promise<{ id: string; created: boolean }[]> {
     if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
     inputs.forEach((input) => assertPayloadSize(input.payload));
     const now = this.clock.now();
@@ -59,19 +60,18 @@ export class EventBatchService {
       deduplicationKey: input.deduplicationKey ?? null,
       delaySeconds: input.delaySeconds ?? 0,
     }));
-    const inserted = new Map((await this.store.insertMany({ projectId, queueId, items, now })).map((row) => [row.id, row]));
+    const inserted = await this.store.insertMany({ projectId, queueId, items, now });
     if (inserted.size === 0 && !(await this.queues.get(projectId, queueId))) throw queueNotFound();
-    if ([...inserted.values()].some((row) => row.availableAt <= row.createdAt)) this.events.announce(queueId);
+    if (items.some((item) => item.delaySeconds === 0 && inserted.has(item.id))) this.events.announce(queueId);
 
     const missingKeys = items.filter((item) => !inserted.has(item.id)).map((item) => item.deduplicationKey!);
-    const existing = new Map((await this.store.findByDeduplicationKeys(projectId, queueId, missingKeys)).map((row) => [row.deduplicationKey, row]));
+    const holders = await this.store.idsByDeduplicationKeys(projectId, queueId, missingKeys);
     return items.map((item) => {
-      const created = inserted.get(item.id);
-      if (created) return { event: created, created: true };
-      const held = existing.get(item.deduplicationKey);
+      if (inserted.has(item.id)) return { id: item.id, created: true };
+      const held = holders.get(item.deduplicationKey!);
       // Inserted nowhere and held by no event: the key's holder was deleted meanwhile (its queue went).
       if (!held) throw queueNotFound();
-      return { event: held, created: false };
+      return { id: held, created: false };
     });
   }
 

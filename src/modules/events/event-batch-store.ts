@@ -1,6 +1,6 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { jsonText } from '../../platform/db-types.js';
-import { CLAIMABLE, EventStore, LEASE_END, LEASE_HELD, toEventRow, type EventRow, type EventStatus, type RawEventRow } from './event-store.js';
+import { CLAIMABLE, EventStore, toEventRow, type EventRow, type EventStatus, type RawEventRow } from './event-store.js';
 import { rowsOf } from './rows.js';
 
 // The batch statements of events: one statement per request, whatever its size. Each keeps the
@@ -36,14 +36,14 @@ export interface ClaimedRow {
 
 export class EventBatchStore extends EventStore {
   /**
-   * Inserts the events into the project's queue (durable commit) and returns the inserted rows.
+   * Inserts the events into the project's queue (durable commit) and returns the ids inserted.
    * Items whose deduplication key exists (or repeats inside the batch) are left out; so are all of
    * them when the queue is not the project's.
    */
-  async insertMany(input: { projectId: string; queueId: string; items: readonly BatchPublishItem[]; now: Date }): Promise<EventRow[]> {
+  async insertMany(input: { projectId: string; queueId: string; items: readonly BatchPublishItem[]; now: Date }): Promise<Set<string>> {
     const now = this.at(input.now);
     const items = input.items.map((item) => ({ id: item.id, payload: item.payload, key: item.deduplicationKey, delay: item.delaySeconds }));
-    const rows = await rowsOf<RawEventRow>(
+    const rows = await rowsOf<{ id: string }>(
       this.db,
       sql`insert into events (id, project_id, queue_id, payload, deduplication_key, status, attempts,
                               max_attempts, available_at, created_at, updated_at)
@@ -52,21 +52,21 @@ export class EventBatchStore extends EventStore {
           from event_queues q, jsonb_to_recordset(${jsonText(items)}::jsonb) as x(id uuid, payload jsonb, key text, delay int)
           where q.id = ${input.queueId} and q.project_id = ${input.projectId}
           on conflict (queue_id, deduplication_key) where deduplication_key is not null do nothing
-          returning *`,
+          returning id`,
     );
-    return rows.map(toEventRow);
+    return new Set(rows.map((row) => row.id));
   }
 
-  /** The queue's events holding any of these deduplication keys. */
-  async findByDeduplicationKeys(projectId: string, queueId: string, keys: readonly string[]): Promise<EventRow[]> {
-    if (keys.length === 0) return [];
-    const rows = await rowsOf<RawEventRow>(
+  /** The ids of the queue's events holding any of these deduplication keys, by key. */
+  async idsByDeduplicationKeys(projectId: string, queueId: string, keys: readonly string[]): Promise<Map<string, string>> {
+    if (keys.length === 0) return new Map();
+    const rows = await rowsOf<{ id: string; deduplication_key: string }>(
       this.db,
-      sql`select * from events where queue_id = ${queueId}
+      sql`select id, deduplication_key from events where queue_id = ${queueId}
             and deduplication_key in (select value from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
             and project_id = ${projectId}`,
     );
-    return rows.map(toEventRow);
+    return new Map(rows.map((row) => [row.deduplication_key, row.id]));
   }
 
   /**
@@ -76,13 +76,16 @@ export class EventBatchStore extends EventStore {
    */
   async claimMany(input: { projectId: string; queueId: string; leaseSeconds: number | null; tokenHashes: readonly string[]; now: Date }): Promise<ClaimedRow[]> {
     const now = this.at(input.now);
-    const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
+    // The queue's default lease is read once (a join), not once per row as LEASE_END would.
+    const leaseEnd = sql`${now} + make_interval(secs => coalesce(${input.leaseSeconds}::int, q.default_lease_seconds))`;
     const uncapped = sql`(e.schedule_id is null or not exists (
       select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null))`;
+    const hashes = `{${input.tokenHashes.join(',')}}`;
     // FOR UPDATE cannot sit beside a window function: lock first, number the locked rows outside.
+    // Each row takes the token hash of its slot (hashes are hex: the array literal needs no quoting).
     const rows = await rowsOf<RawEventRow & { slot: string | number; prior_status: EventStatus }>(
       this.db,
-      sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = t.hash,
+      sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = (${hashes}::text[])[head.slot],
                  lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
           from (
             select locked.id, locked.status, row_number() over (order by locked.available_at, locked.id) as slot
@@ -92,11 +95,9 @@ export class EventBatchStore extends EventStore {
               order by e.available_at, e.id limit ${input.tokenHashes.length}
               for update skip locked
             ) as locked
-          ) as head
-          join jsonb_array_elements_text(${JSON.stringify(input.tokenHashes)}::jsonb) with ordinality as t(hash, slot)
-            on t.slot = head.slot,
-          ${this.commitMode}
-          where e.id = head.id
+          ) as head,
+          event_queues q, ${this.commitMode}
+          where e.id = head.id and q.id = ${input.queueId}
           returning e.*, head.slot, head.status as prior_status`,
     );
     return rows
@@ -107,12 +108,12 @@ export class EventBatchStore extends EventStore {
   /** Acks every item whose lease the caller still holds; returns the ids acked. */
   async ackMany(input: { projectId: string; items: readonly LeaseItem[]; now: Date }): Promise<Set<string>> {
     const now = this.at(input.now);
-    const items = input.items.map((item) => ({ id: item.eventId, hash: item.tokenHash }));
+    const { ids, leases } = leaseArrays(input.items);
     const rows = await rowsOf<{ id: string }>(
       this.db,
       sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
-          from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as l(id uuid, hash text), ${this.commitMode}
-          where e.id = l.id and e.project_id = ${input.projectId} and ${LEASE_HELD(sql`l.hash`, now)}
+          from ${this.commitMode}
+          where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
           returning e.id`,
     );
     return new Set(rows.map((row) => row.id));
@@ -124,20 +125,42 @@ export class EventBatchStore extends EventStore {
    */
   async nackMany(input: { projectId: string; items: readonly NackItem[]; backoff: { base: number; cap: number }; now: Date }): Promise<EventRow[]> {
     const now = this.at(input.now);
-    const items = input.items.map((item) => ({ id: item.eventId, hash: item.tokenHash, error: item.error, delay: item.retryDelaySeconds }));
+    const { ids, leases, firsts } = leaseArrays(input.items);
+    const slot = sql`array_position(${ids}::uuid[], e.id)`;
+    const errors = jsonText(firsts.map((item) => item.error));
+    const delays = jsonText(firsts.map((item) => item.retryDelaySeconds));
+    const delay = sql`coalesce((${delays}::jsonb ->> (${slot} - 1))::int, least(power(${input.backoff.base}::int, e.attempts), ${input.backoff.cap}::int))`;
     const exhausted = sql`e.attempts >= e.max_attempts`;
-    const delay = sql`coalesce(l.delay, least(power(${input.backoff.base}::int, e.attempts), ${input.backoff.cap}::int))`;
     const rows = await rowsOf<RawEventRow>(
       this.db,
       sql`update events e set
                  status = case when ${exhausted} then 'dead' else 'available' end,
                  available_at = case when ${exhausted} then e.available_at else ${now} + make_interval(secs => ${delay}) end,
                  finished_at = case when ${exhausted} then ${now} end,
-                 last_error = l.error, lease_expires_at = null, updated_at = ${now}
-          from jsonb_to_recordset(${jsonText(items)}::jsonb) as l(id uuid, hash text, error text, delay int), ${this.commitMode}
-          where e.id = l.id and e.project_id = ${input.projectId} and ${LEASE_HELD(sql`l.hash`, now)}
+                 last_error = ${errors}::jsonb ->> (${slot} - 1), lease_expires_at = null, updated_at = ${now}
+          from ${this.commitMode}
+          where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
           returning e.*`,
     );
     return rows.map(toEventRow);
   }
+}
+
+/**
+ * The event holds one of these leases ("<id> <token hash>" pairs): an exact pairing, checked as
+ * one array membership. Events are found by `e.id = any(ids)` (primary key); a join against a
+ * recordset of the items let the planner scan every leased event instead.
+ */
+const HELD_BY_ONE_OF = (leases: string, now: SQL) =>
+  sql`e.status = 'leased' and (e.id::text || ' ' || e.lease_token_hash) = any(${leases}::text[]) and e.lease_expires_at > ${now}`;
+
+/** Array literals of the items (ids are UUIDs, hashes hex: nothing to quote). An id named twice keeps its first item. */
+function leaseArrays<T extends LeaseItem>(items: readonly T[]): { ids: string; leases: string; firsts: T[] } {
+  const seen = new Set<string>();
+  const firsts = items.filter((item) => !seen.has(item.eventId) && seen.add(item.eventId));
+  return {
+    ids: `{${firsts.map((item) => item.eventId).join(',')}}`,
+    leases: `{${firsts.map((item) => `"${item.eventId} ${item.tokenHash}"`).join(',')}}`,
+    firsts,
+  };
 }

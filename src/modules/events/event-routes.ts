@@ -84,7 +84,7 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
       schema: {
         tags,
         security,
-        summary: 'Publish up to 1000 events in order (extension); each answer says whether it was created or its deduplicationKey was used',
+        summary: 'Publish up to 1000 events in order (extension); each answer is the event id and whether it was created (false: its deduplicationKey was used)',
         params: queueParams,
         body: publishBatchBody,
         response: { 200: envelopeSchema(z.array(publishedSchema)), ...errors },
@@ -93,10 +93,7 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
     async (request) => {
       const published = await batches.publishMany(projectOf(request), request.params.queueId, request.body.events);
       const created = published.filter((item) => item.created).length;
-      return envelope(
-        published.map(({ event, created }) => ({ created, event: record(event) })),
-        `${created} published, ${published.length - created} already present`,
-      );
+      return envelope(published, `${created} published, ${published.length - created} already present`);
     },
   );
 

@@ -63,7 +63,7 @@ export const publishBatchBody = z.object({
   events: z.array(publishBody).min(LIMITS.batchItems.min).max(LIMITS.batchItems.max),
 });
 
-export const publishedSchema = z.object({ created: z.boolean(), event: eventSchema });
+export const publishedSchema = z.object({ id: z.string(), created: z.boolean().describe('false: the event already holding the deduplicationKey') });
 
 // Every field is optional, so an empty body (or none at all: Fastify then gives null) is a valid claim.
 export const claimBody = z
