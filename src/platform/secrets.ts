@@ -40,6 +40,15 @@ export class SecretHasher {
     return { token, hash: this.hash(token) };
   }
 
+  /** `count` lease tokens from one draw of randomness (a batch claim issues up to 100 at once). */
+  issueTokens(count: number): { token: string; hash: string }[] {
+    const random = randomBytes(32 * count);
+    return Array.from({ length: count }, (_, i) => {
+      const token = random.subarray(32 * i, 32 * (i + 1)).toString('base64url');
+      return { token, hash: this.hash(token) };
+    });
+  }
+
   matches(secret: string, storedHash: string): boolean {
     const a = Buffer.from(this.hash(secret), 'hex');
     const b = Buffer.from(storedHash, 'hex');

@@ -92,7 +92,7 @@ export class EventBatchService {
   }
 
   private async tryClaimMany(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null): Promise<Claimed[]> {
-    const tokens = Array.from({ length: maxEvents }, () => this.hasher.issueToken());
+    const tokens = this.hasher.issueTokens(maxEvents);
     const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
     const claimed: Claimed[] = rows.map(({ row, slot }) => ({ event: row, leaseToken: tokens[slot].token, leaseExpiresAt: row.leaseExpiresAt! }));
     const takeovers = rows.filter((row) => row.tookOver).length;
