@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { jsonText } from '../../platform/db-types.js';
-import { CLAIMABLE, EventStore, toEventRow, type EventRow, type EventStatus, type RawEventRow } from './event-store.js';
+import { CLAIMABLE, EventStore, toEventRow, type EventRow, type RawEventRow } from './event-store.js';
 import { rowsOf } from './rows.js';
 
 // The batch statements of events: one statement per request, whatever its size. Each keeps the
@@ -81,27 +81,29 @@ export class EventBatchStore extends EventStore {
     const uncapped = sql`(e.schedule_id is null or not exists (
       select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null))`;
     const hashes = `{${input.tokenHashes.join(',')}}`;
-    // FOR UPDATE cannot sit beside a window function: lock first, number the locked rows outside.
-    // Each row takes the token hash of its slot (hashes are hex: the array literal needs no quoting).
-    const rows = await rowsOf<RawEventRow & { slot: string | number; prior_status: EventStatus }>(
+    // Lock first (SKIP LOCKED), then update the locked rows found by primary key (`= any(ids)`: a join
+    // on them let the planner hash-join the whole table). Each row takes the token hash of its slot,
+    // its place in claim order (hashes are hex: the array literal needs no quoting).
+    const rows = await rowsOf<RawEventRow & { slot: number; took_over: boolean }>(
       this.db,
-      sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = (${hashes}::text[])[head.slot],
+      sql`with locked as (
+            select e.id, e.status, e.available_at from events e
+            where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped}
+            order by e.available_at, e.id limit ${input.tokenHashes.length}
+            for update skip locked
+          ), head as (
+            select array(select id from locked order by available_at, id) as ids,
+                   array(select id from locked where status = 'leased') as taken
+          )
+          update events e set status = 'leased', attempts = e.attempts + 1,
+                 lease_token_hash = (${hashes}::text[])[array_position(head.ids, e.id)],
                  lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
-          from (
-            select locked.id, locked.status, row_number() over (order by locked.available_at, locked.id) as slot
-            from (
-              select e.id, e.status, e.available_at from events e
-              where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped}
-              order by e.available_at, e.id limit ${input.tokenHashes.length}
-              for update skip locked
-            ) as locked
-          ) as head,
-          event_queues q, ${this.commitMode}
-          where e.id = head.id and q.id = ${input.queueId}
-          returning e.*, head.slot, head.status as prior_status`,
+          from head, event_queues q, ${this.commitMode}
+          where e.id = any(head.ids) and q.id = ${input.queueId}
+          returning e.*, array_position(head.ids, e.id) as slot, e.id = any(head.taken) as took_over`,
     );
     return rows
-      .map((raw) => ({ row: toEventRow(raw), slot: Number(raw.slot) - 1, tookOver: raw.prior_status === 'leased' }))
+      .map((raw) => ({ row: toEventRow(raw), slot: Number(raw.slot) - 1, tookOver: raw.took_over }))
       .sort((a, b) => a.slot - b.slot);
   }
 
