@@ -1,19 +1,17 @@
+import net from 'node:net';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import { adminCommands, AdminCommandError } from './admin/commands.js';
-import { callAdminSocket } from './admin/socket.js';
-import { instantiateModules } from './app.js';
+import { AdminCommandError } from './admin/commands.js';
+import { adminSocketPath, callAdminSocket } from './admin/socket.js';
 import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config.js';
-import { createContext } from './context.js';
-import { moduleFactories } from './modules/index.js';
-import { readBuildInfo } from './modules/system/build-info.js';
-import { systemClock } from './platform/clock.js';
-import { openConfiguredDatabase, startServer } from './server.js';
-import { startChainService } from './chain/service.js';
 import type { Module } from './modules/module.js';
 
-const USAGE = `Usage: tollgate <command>
+// The service itself (app, modules, chain, database) is imported only by the commands that run it:
+// help, status and commands a running instance answers through its socket never load it.
+
+const USAGE = `Usage: tollgate <command> (tollgate <command> --help for one command)
   serve [--roles api,facilitator,relay,assets,worker]   run the service (default: every role)
+  status                                                 the running instance's origins and background loops
   migrate                                                apply database migrations and exit
   mgmt-credential create --name NAME                     print a new wallet management credential once
   mgmt-credential revoke --id ID                         revoke a wallet management credential
@@ -21,7 +19,29 @@ const USAGE = `Usage: tollgate <command>
   dev fund ADDRESS AMOUNT                                mint devchain USDG (decimal) and gas to ADDRESS
   admin COMMAND [--id ID] [--name NAME]                  run an operator command (e.g. merchant.disable --id ID)`;
 
+/** One command's help (`tollgate <command> --help`). */
+const HELP: Record<string, string> = {
+  serve: `tollgate serve [--roles api,facilitator,relay,assets,worker]
+  Runs the service: each origin's listener and (role worker) the background loops. Default: every role.
+  Configuration comes from the environment (README, Configuration); data lives in $TOLLGATE_DATA_DIR (./.data).`,
+  status: `tollgate status
+  Asks the instance running on $TOLLGATE_DATA_DIR (through its admin socket) for its origins, roles and each
+  background loop's last run, lag, consecutive failures and last error. Exit 1 when no instance answers.`,
+  migrate: `tollgate migrate
+  Applies the database migrations and exits (they also run at every start).`,
+  'mgmt-credential': `tollgate mgmt-credential create --name NAME   print a new wallet management credential (shown once)
+tollgate mgmt-credential revoke --id ID       revoke one`,
+  dev: `tollgate dev token --sub USER [--ttl SECONDS]   an identity token from the dev issuer (default 12 h)
+tollgate dev fund ADDRESS AMOUNT               mint devchain USDG (decimal amount) and gas to ADDRESS`,
+  admin: `tollgate admin COMMAND [--id ID] [--name NAME]
+  Operator switches: merchant.disable, merchant.enable, project.disable, project.enable, project-key.disable,
+  project-key.revoke, wallet.retry-provisioning (each --id ID); wallet.payments-reconciler (its last run and lag).`,
+};
+
 class UsageError extends Error {}
+
+/** Refused before it could mislead: the CLI would otherwise act on a data dir no running instance uses. */
+class WrongInstanceError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
   const [command, sub, ...rest] = argv;
@@ -29,11 +49,27 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    const help = HELP[command];
+    if (!help) throw new UsageError(`unknown command ${command}`);
+    console.log(help);
+    return 0;
+  }
   const config = loadConfig();
   switch (command) {
+    case 'status': {
+      const status = await callAdminSocket(config.dataDir, 'status', {});
+      if (status === null) {
+        console.error(`tollgate: no instance answers on ${adminSocketPath(path.resolve(config.dataDir))} (data dir ${path.resolve(config.dataDir)})`);
+        return 1;
+      }
+      printStatus(status as InstanceStatus);
+      return 0;
+    }
     case 'serve':
       return serve(config, [sub, ...rest].filter((a): a is string => a !== undefined));
     case 'migrate': {
+      const { openConfiguredDatabase } = await import('./server.js');
       const database = await openConfiguredDatabase(config);
       await database.close();
       console.log('migrations applied');
@@ -100,6 +136,7 @@ async function serve(config: Config, args: string[]): Promise<number> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   });
+  const { startServer } = await import('./server.js');
   const server = await startServer({ config, roles: roles as Role[], onDatabaseLost: (code) => databaseLost(code) });
   for (const [origin, url] of Object.entries(server.urls)) {
     if (server.origins[origin as keyof typeof server.origins]) console.log(`${origin.padEnd(12)} ${url}`);
@@ -128,6 +165,30 @@ async function serve(config: Config, args: string[]): Promise<number> {
 async function runAdminCommand(config: Config, name: string, args: Record<string, unknown>): Promise<unknown> {
   const viaSocket = await callAdminSocket(config.dataDir, name, args);
   if (viaSocket !== null) return viaSocket;
+  // Nothing answers on this data dir's socket. If the api port is taken, an instance is most likely
+  // running on another data dir: what we would write here (a credential, a token signed with this
+  // dir's dev keys) would not work there. Say so instead.
+  if (config.ports.api !== 0 && (await portInUse(config.host, config.ports.api))) {
+    const dataDir = path.resolve(config.dataDir);
+    throw new WrongInstanceError(
+      `no Tollgate instance answers on the admin socket of data dir ${dataDir}, but ${config.host}:${config.ports.api} (API_PORT) is in use:\n` +
+        `an instance is probably running with another data dir. Point the CLI at it, e.g.\n` +
+        `  TOLLGATE_DATA_DIR=/path/to/its/data npx tollgate ${process.argv.slice(2).join(' ')}\n` +
+        `(npm start prints its data dir), or stop that instance to use ${dataDir}.`,
+    );
+  }
+  const [{ default: pino }, { adminCommands }, { instantiateModules }, { createContext }, { moduleFactories }, { readBuildInfo }, { systemClock }, { openConfiguredDatabase }, { startChainService }] =
+    await Promise.all([
+      import('pino'),
+      import('./admin/commands.js'),
+      import('./app.js'),
+      import('./context.js'),
+      import('./modules/index.js'),
+      import('./modules/system/build-info.js'),
+      import('./platform/clock.js'),
+      import('./server.js'),
+      import('./chain/service.js'),
+    ]);
   const database = await openConfiguredDatabase(config);
   const log = pino({ level: 'warn' });
   // The chain too (embedded: the devchain on the data dir's state), so `dev fund` works offline.
@@ -149,12 +210,49 @@ async function runAdminCommand(config: Config, name: string, args: Record<string
   }
 }
 
+interface InstanceStatus {
+  dataDir: string;
+  roles: string[];
+  origins: Record<string, string>;
+  loops: { name: string; active: boolean; intervalMs: number; lastRunAt: string | null; lagMs: number; consecutiveFailures: number; lastError: { message: string; at: string } | null }[];
+}
+
+function printStatus(status: InstanceStatus): void {
+  console.log(`data dir     ${path.resolve(status.dataDir)}`);
+  console.log(`roles        ${status.roles.join(', ')}`);
+  for (const [origin, url] of Object.entries(status.origins)) console.log(`${origin.padEnd(12)} ${url}`);
+  if (status.loops.length === 0) console.log('loops        none (no worker role here)');
+  for (const loop of status.loops) {
+    const state = loop.active ? `last run ${loop.lastRunAt ?? 'not yet'}, lag ${loop.lagMs} ms, ${loop.consecutiveFailures} failures in a row` : 'idle (another node leads it)';
+    const error = loop.lastError ? `; last error at ${loop.lastError.at}: ${loop.lastError.message}` : '';
+    console.log(`loop ${loop.name}: ${state}${error}`);
+  }
+}
+
+/** Whether something accepts TCP connections on host:port (within half a second). */
+function portInUse(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: host === '0.0.0.0' ? '127.0.0.1' : host, port });
+    const done = (inUse: boolean) => {
+      socket.destroy();
+      resolve(inUse);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof ConfigError) {
       console.error(error.message);
       process.exit(2);
+    }
+    if (error instanceof WrongInstanceError) {
+      console.error(`tollgate: ${error.message}`);
+      process.exit(3);
     }
     if (error instanceof UsageError || error instanceof AdminCommandError) {
       console.error(`tollgate: ${error.message}\n\n${USAGE}`);

@@ -112,7 +112,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     }
     let admin: AdminSocket | null = null;
     if (options.adminSocket !== false) {
-      admin = await startAdminSocket(ctx, adminCommands(ctx, modules));
+      // `status` reads this process: its origins, roles and loops.
+      const status = async () => ({
+        dataDir: config.dataDir,
+        roles,
+        origins: Object.fromEntries(Object.keys(origins).map((origin) => [origin, ctx.urls[origin as OriginName]])),
+        loops: runner.report(),
+      });
+      admin = await startAdminSocket(ctx, { ...adminCommands(ctx, modules), status });
       stops.push(() => admin!.close());
     }
   } catch (error) {

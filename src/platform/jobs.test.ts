@@ -45,3 +45,29 @@ describe('LoopRunner.stop', () => {
     expect(await within(runner.stop(), 2_000)).toBe('done');
   });
 });
+
+describe('LoopRunner.report', () => {
+  it('tells operators each loop\'s last run, failures in a row and last error, which outlives a later good run', async () => {
+    let calls = 0;
+    const runner = new LoopRunner({} as Database, log);
+    runner.start([
+      {
+        name: 'flaky',
+        intervalMs: 100, // the retry after the failure waits 2 intervals: time to read the failure
+        run: async () => {
+          calls += 1;
+          if (calls === 1) throw new Error('upstream down');
+        },
+      },
+    ]);
+    while (!runner.report()[0].lastError) await new Promise((resolve) => setTimeout(resolve, 5));
+    const failed = runner.report()[0];
+    expect(failed).toMatchObject({ name: 'flaky', active: true, consecutiveFailures: 1, lastError: { message: 'upstream down' } });
+    while (calls < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const [recovered] = runner.report();
+    expect(recovered).toMatchObject({ consecutiveFailures: 0, lastError: { message: 'upstream down', at: failed.lastError!.at } });
+    expect(Date.parse(recovered.lastRunAt!)).toBeGreaterThanOrEqual(Date.parse(failed.lastRunAt!));
+    await runner.stop();
+  });
+});

@@ -23,6 +23,10 @@ export interface LoopState {
   /** When a run last ended without throwing (or when the loop became active). */
   lastOkAt: number | null;
   consecutiveFailures: number;
+  /** When a run last ended, well or not. */
+  lastRunAt: number | null;
+  /** The last failure's message and time (kept after later good runs, for operators). */
+  lastError: { message: string; at: number } | null;
 }
 
 /** A loop is lagging when its last good run is this many intervals old (and at least LAG_FLOOR_MS). */
@@ -43,7 +47,7 @@ export class LoopRunner {
 
   start(loops: BackgroundLoop[]): void {
     for (const loop of loops) {
-      this.states.set(loop.name, { name: loop.name, intervalMs: loop.intervalMs, active: false, lastOkAt: null, consecutiveFailures: 0 });
+      this.states.set(loop.name, { name: loop.name, intervalMs: loop.intervalMs, active: false, lastOkAt: null, consecutiveFailures: 0, lastRunAt: null, lastError: null });
       this.running.push(this.spin(loop));
     }
   }
@@ -59,6 +63,20 @@ export class LoopRunner {
       if (state.consecutiveFailures >= FAILURES_UNREADY || lagMs > Math.max(LAG_INTERVALS * state.intervalMs, LAG_FLOOR_MS)) lagging.push(state.name);
     }
     return lagging.length ? { ok: false, reason: `failing or lagging: ${lagging.join(', ')}`, detail } : { ok: true, detail };
+  }
+
+  /** Every loop of this node as operators read it (`tollgate status`): last run, lag, failures, last error. */
+  report(now = Date.now()) {
+    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    return [...this.states.values()].map((state) => ({
+      name: state.name,
+      active: state.active,
+      intervalMs: state.intervalMs,
+      lastRunAt: iso(state.lastRunAt),
+      lagMs: state.active && state.lastOkAt !== null ? now - state.lastOkAt : 0,
+      consecutiveFailures: state.consecutiveFailures,
+      lastError: state.lastError ? { message: state.lastError.message, at: iso(state.lastError.at) } : null,
+    }));
   }
 
   /** Runs a loop now instead of at its next tick (used after an event that makes work). */
@@ -107,8 +125,10 @@ export class LoopRunner {
           state.lastOkAt = Date.now();
         } catch (error) {
           state.consecutiveFailures += 1;
+          state.lastError = { message: error instanceof Error ? error.message : String(error), at: Date.now() };
           this.log.error({ err: error, loop: loop.name }, 'background loop failed');
         }
+        state.lastRunAt = Date.now();
         const failures = state.consecutiveFailures;
         // The sleep is not lag: the good run is dated when the sleep ends.
         if (!more) {

@@ -34,7 +34,8 @@ async function cli(env: Record<string, string>, ...args: string[]) {
 
 describe('tollgate dev fund', () => {
   it('funds with no instance running; the devchain state in the data dir keeps it', { timeout: 120_000 }, async () => {
-    const env = { TOLLGATE_DATA_DIR: dataDir(), DEVCHAIN_PORT: '0' };
+    // API_PORT 0: no port to find taken, whatever else runs on this machine (see the CLI's wrong-instance guard).
+    const env = { TOLLGATE_DATA_DIR: dataDir(), DEVCHAIN_PORT: '0', API_PORT: '0' };
     const address = randomAddress();
     const first = await cli(env, 'dev', 'fund', address, '2.5');
     expect(first.code).toBe(0);
@@ -65,7 +66,7 @@ describe('tollgate dev fund', () => {
   it('is refused when CHAIN_RPC_URL points at a real chain', { timeout: 120_000 }, async () => {
     const chain = await startEphemeralDevchain();
     try {
-      const out = await cli({ TOLLGATE_DATA_DIR: dataDir(), CHAIN_RPC_URL: chain.rpcUrl }, 'dev', 'fund', randomAddress(), '1');
+      const out = await cli({ TOLLGATE_DATA_DIR: dataDir(), CHAIN_RPC_URL: chain.rpcUrl, API_PORT: '0' }, 'dev', 'fund', randomAddress(), '1');
       expect(out.code).toBe(2);
       expect(out.stderr).toContain('dev fund needs the embedded devchain');
     } finally {
