@@ -71,6 +71,33 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
     if (register) await register(app);
   }
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  installMetrics(app, ctx, origin);
   await app.ready();
   return app;
+}
+
+/**
+ * Request metrics (route pattern, method, status, duration) and `GET /metrics` (Prometheus text).
+ * The histogram's child per (route, method, status) is looked up once and kept: a request then
+ * costs one map lookup and one observe.
+ */
+function installMetrics(app: ZodApp, ctx: AppContext, origin: OriginName): void {
+  const { registry, httpRequests, httpDuration } = ctx.metrics;
+  const children = new Map<string, { count: ReturnType<typeof httpRequests.labels>; time: ReturnType<typeof httpDuration.labels> }>();
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = children.get(key);
+    if (!child) {
+      const labels = { origin, method: request.method, route, status: String(reply.statusCode) };
+      children.set(key, (child = { count: httpRequests.labels(labels), time: httpDuration.labels(labels) }));
+    }
+    child.count.inc();
+    child.time.observe(reply.elapsedTime / 1000);
+    done();
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
 }

@@ -10,6 +10,7 @@ import type { Database, Db } from './platform/db.js';
 import { pingDatabase } from './platform/db-watchdog.js';
 import { RateLimiter } from './platform/rate-limiter.js';
 import { Readiness } from './platform/readiness.js';
+import { createMetrics, type Metrics } from './platform/metrics.js';
 import { SecretHasher } from './platform/secrets.js';
 import { randomBytes } from 'node:crypto';
 import { createX402, type X402Parts } from './x402/wiring.js';
@@ -55,6 +56,8 @@ export interface AppContext {
   facilitator: X402Parts['facilitator'];
   /** The checks behind `GET /ready`; parts of the process add theirs. */
   readiness: Readiness;
+  /** Prometheus metrics of this process (`GET /metrics` on every origin); parts of the process add theirs. */
+  metrics: Metrics;
 }
 
 export interface ContextDeps {
@@ -103,6 +106,7 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     roles,
     ...x402,
     readiness: baseReadiness(database, deps.chain, x402.facilitator),
+    metrics: createMetrics(),
     services: {} as Services,
     db: database.db,
     hasher,

@@ -104,6 +104,17 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     if (roles.includes('worker')) runner.start(modules.flatMap((module) => module.loops ?? []));
     stops.push(() => runner.stop());
     ctx.readiness.add('loops', async () => runner.check());
+    const loopGauge = (name: string, help: string, value: (loop: ReturnType<LoopRunner['report']>[number]) => number | null) =>
+      ctx.metrics.gauge(name, help, ['loop'], (set) => {
+        for (const loop of runner.report()) {
+          const v = value(loop);
+          if (v !== null) set({ loop: loop.name }, v);
+        }
+      });
+    loopGauge('tollgate_loop_active', 'Background loops running on this node (1), or idle because another node leads them (0)', (l) => (l.active ? 1 : 0));
+    loopGauge('tollgate_loop_lag_seconds', 'Time since the loop last ran well (active loops)', (l) => l.lagMs / 1000);
+    loopGauge('tollgate_loop_consecutive_failures', 'Failed runs in a row', (l) => l.consecutiveFailures);
+    loopGauge('tollgate_loop_last_run_timestamp_seconds', 'When the loop last ran', (l) => (l.lastRunAt ? Date.parse(l.lastRunAt) / 1000 : null));
     if (options.onDatabaseLost) {
       const { intervalMs, failuresBeforeExit } = config.databaseWatchdog;
       const watchdog = new DatabaseWatchdog({ database, log, intervalMs, failuresBeforeExit, onFatal: options.onDatabaseLost });

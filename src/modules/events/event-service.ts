@@ -262,6 +262,11 @@ export class EventService {
     return stats;
   }
 
+  /** Open events of all queues by state and all lease expiries: operators' totals (/metrics), not any tenant's view. */
+  openTotals() {
+    return this.store.openTotals(this.clock.now());
+  }
+
   now(): Date {
     return this.clock.now();
   }

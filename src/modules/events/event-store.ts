@@ -270,6 +270,20 @@ export class EventStore {
     return rows[0] ?? null;
   }
 
+  /** Open events of all queues by state, and all queues' lease expiries (for /metrics). */
+  async openTotals(at: Date): Promise<{ ready: number; delayed: number; leased: number; dead: number; leaseExpiries: number }> {
+    const now = this.at(at);
+    const [row] = await rowsOf<{ ready: number; delayed: number; leased: number; dead: number; leaseExpiries: string }>(
+      this.db,
+      sql`select (select count(*) from events where status = 'available' and available_at <= ${now})::int as ready,
+                 (select count(*) from events where status = 'available' and available_at > ${now})::int as delayed,
+                 (select count(*) from events where status = 'leased')::int as leased,
+                 (select count(*) from events where status = 'dead')::int as dead,
+                 (select coalesce(sum(lease_expiries), 0) from event_queues)::text as "leaseExpiries"`,
+    );
+    return { ready: row.ready, delayed: row.delayed, leased: row.leased, dead: row.dead, leaseExpiries: Number(row.leaseExpiries) };
+  }
+
   /**
    * One statement: lock the oldest claimable event of the project's queue (SKIP LOCKED) and lease
    * it. An event of a schedule with a concurrency cap is not leased here: when nothing was leased, a

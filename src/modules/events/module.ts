@@ -4,6 +4,7 @@ import { registerEventRoutes } from './event-routes.js';
 import { EVENTS_CHANNEL } from './limits.js';
 import { registerQueueRoutes } from './queue-routes.js';
 import { registerScheduleRoutes } from './schedule-routes.js';
+import { registerEventMetrics } from './metrics.js';
 import { createEventsServices, type EventsOptions } from './services.js';
 
 /** Events: queues, lease-based consumption with long polls, and cron schedules. */
@@ -19,6 +20,7 @@ async function createEventsModule(ctx: AppContext, options: EventsOptions = {}):
   const services = createEventsServices(ctx, options);
   // Publishes on any node (and schedule ticks) NOTIFY the queue id; waiting claims here wake up.
   const unlisten = await ctx.database.listen(EVENTS_CHANNEL, (queueId) => services.waiters.wake(queueId));
+  registerEventMetrics(ctx, services);
   return {
     name: 'events',
     routes: {
