@@ -1,36 +1,18 @@
 // The operator CLI cannot mislead: --help on every command, `status` of the running instance, and a
 // refusal (naming the data dir it used and how to point it elsewhere) when it would act on a data
 // dir that no running instance uses while another instance holds the api port.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cli, dataDirs } from '../helpers/cli.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 
-const run = promisify(execFile);
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function dataDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
-  dirs.push(dir);
-  return dir;
-}
-
-async function cli(env: Record<string, string>, ...args: string[]) {
-  try {
-    const { stdout } = await run(process.execPath, ['bin/tollgate.js', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 60_000 });
-    return { code: 0, stdout, stderr: '' };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const dirs = dataDirs();
+afterAll(dirs.removeAll);
+const dataDir = () => dirs.create();
 
 /** A port nothing listens on right now. */
 async function freePort(): Promise<number> {

@@ -1,36 +1,16 @@
 // `tollgate dev fund ADDRESS AMOUNT`: in-process with no instance running (the devchain state in the
 // data dir keeps the money), through the admin socket of a running instance, and refused in production.
-import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cli, dataDirs } from '../helpers/cli.js';
 import { Devchain, startEphemeralDevchain } from '../../src/chain/devchain.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 import { randomAddress } from './support.js';
 
-const run = promisify(execFile);
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-
-function dataDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
-  dirs.push(dir);
-  return dir;
-}
-
-async function cli(env: Record<string, string>, ...args: string[]) {
-  try {
-    const { stdout } = await run(process.execPath, ['bin/tollgate.js', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 60_000 });
-    return { code: 0, stdout, stderr: '' };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const dirs = dataDirs();
+afterAll(dirs.removeAll);
+const dataDir = () => dirs.create();
 
 describe('tollgate dev fund', () => {
   it('funds with no instance running; the devchain state in the data dir keeps it', { timeout: 120_000 }, async () => {
