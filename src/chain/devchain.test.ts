@@ -28,15 +28,6 @@ function devchain(dir: string | null = dataDir, port = 0): Devchain {
   return chain;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -157,16 +148,18 @@ describe('Devchain', () => {
   it('stops an orphaned anvil left behind by a killed previous run', TIMEOUT, async () => {
     const statePath = join(dataDir, 'chain', 'state.json');
     await mkdir(join(dataDir, 'chain'), { recursive: true });
-    // A port picked free can be taken by another process before anvil binds it: then anvil exits and
-    // someone else answers. Pick again until the orphan itself is the one listening.
-    let port = 0;
-    let orphan!: ReturnType<typeof spawn>;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      port = await freePort();
-      orphan = spawn(resolveAnvilBinary(), ['--port', String(port), '--chain-id', '4663', '--state', statePath], { stdio: 'ignore' });
-      await waitFor(async () => orphan.exitCode !== null || (await answers(`http://127.0.0.1:${port}`)));
-      if (orphan.exitCode === null && orphan.signalCode === null) break;
-    }
+    // The orphan binds a port of the OS's choosing (--port 0) and says which: a port picked free first
+    // could be taken by another test's process before anvil binds it, and that process would answer.
+    const orphan = spawn(resolveAnvilBinary(), ['--port', '0', '--chain-id', '4663', '--state', statePath], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const port = await new Promise<number>((resolve, reject) => {
+      let output = '';
+      orphan.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        const listening = output.match(/Listening on [\d.]+:(\d+)/);
+        if (listening) resolve(Number(listening[1]));
+      });
+      orphan.once('exit', () => reject(new Error(`the orphan anvil exited: ${output}`)));
+    });
     try {
       await writeFile(join(dataDir, 'chain', 'anvil.pid'), `${orphan.pid}\n`);
       const chain = devchain(dataDir, port);
