@@ -11,7 +11,8 @@
 // Run: npx tsx bench/queue/run.ts. Knobs: BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/test, a fresh
 // database is created and dropped), BENCH_EVENTS (10000 per round), BENCH_ROUNDS (5), BENCH_CONCURRENCY (8),
 // BENCH_BATCH (100), BENCH_ROUND_TIMEOUT_S (300), BENCH_OUT (bench/queue/results.md), BENCH_ONLY (a name substring:
-// run only those contenders, to probe one), BENCH_PROFILE (a directory: the server writes a CPU profile there).
+// run only those contenders, to probe one), BENCH_PROFILE (a directory: the server writes a CPU profile there),
+// BENCH_ASYNC_LEASES=1 (the server commits lease changes asynchronously, the opt-in of EventStoreOptions).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

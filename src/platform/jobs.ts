@@ -34,6 +34,9 @@ const LAG_INTERVALS = 3;
 const LAG_FLOOR_MS = 30_000;
 const FAILURES_UNREADY = 3;
 
+/** How long ago an active loop last ran well; an idle (not leading) loop has no lag. */
+const lagOf = (state: LoopState, now: number) => (state.active && state.lastOkAt !== null ? now - state.lastOkAt : 0);
+
 export class LoopRunner {
   private readonly controller = new AbortController();
   private readonly running: Promise<void>[] = [];
@@ -57,7 +60,7 @@ export class LoopRunner {
     const lagging: string[] = [];
     const detail: Record<string, unknown> = {};
     for (const state of this.states.values()) {
-      const lagMs = state.active && state.lastOkAt !== null ? now - state.lastOkAt : 0;
+      const lagMs = lagOf(state, now);
       detail[state.name] = { active: state.active, lagMs, failures: state.consecutiveFailures };
       if (!state.active) continue;
       if (state.consecutiveFailures >= FAILURES_UNREADY || lagMs > Math.max(LAG_INTERVALS * state.intervalMs, LAG_FLOOR_MS)) lagging.push(state.name);
@@ -73,7 +76,7 @@ export class LoopRunner {
       active: state.active,
       intervalMs: state.intervalMs,
       lastRunAt: iso(state.lastRunAt),
-      lagMs: state.active && state.lastOkAt !== null ? now - state.lastOkAt : 0,
+      lagMs: lagOf(state, now),
       consecutiveFailures: state.consecutiveFailures,
       lastError: state.lastError ? { message: state.lastError.message, at: iso(state.lastError.at) } : null,
     }));

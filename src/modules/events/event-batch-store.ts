@@ -6,8 +6,9 @@ import { rowsOf } from './rows.js';
 // The batch statements of events: one statement per request, whatever its size. Each keeps the
 // single-event statement's concurrency argument (event-store.ts): a claim locks with SKIP LOCKED and
 // every lease change is conditional on the caller's token, so a batch is N single operations that
-// happen to share a round trip. Items travel as one JSON parameter (jsonb_to_recordset): the same
-// statement text for any batch size, so it is planned once per connection.
+// happen to share a round trip. Items travel as one parameter whatever their number (a JSON
+// recordset to insert, array literals to find events by primary key): the same statement text for
+// any batch size, so it is planned once per connection.
 
 export interface BatchPublishItem {
   id: string;

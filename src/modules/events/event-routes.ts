@@ -263,8 +263,8 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
       return envelope({
         queueId: request.params.queueId,
         depth,
-        oldestReadyAgeSeconds: oldestReadyAgeSeconds === null ? null : Number(oldestReadyAgeSeconds),
-        leaseExpiries: Number(leaseExpiries),
+        oldestReadyAgeSeconds,
+        leaseExpiries,
         measuredAt: events.now().toISOString(),
       });
     },

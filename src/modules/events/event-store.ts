@@ -82,7 +82,7 @@ export const CLAIMABLE = (now: SQL) => sql`
   and (e.expires_at is null or e.expires_at > ${now})`;
 
 /** now + the lease: the given seconds, or the queue's defaultLeaseSeconds. */
-export const LEASE_END = (now: SQL, leaseSeconds: number | null, queueId: SQL) =>
+const LEASE_END = (now: SQL, leaseSeconds: number | null, queueId: SQL) =>
   sql`${now} + make_interval(secs => coalesce(${leaseSeconds}::int,
         (select default_lease_seconds from event_queues where id = ${queueId})))`;
 
@@ -95,8 +95,7 @@ export interface QueueStatsRow {
   expired: number;
   superseded: number;
   oldestReadyAgeSeconds: number | null;
-  /** bigint, as text */
-  leaseExpiries: string;
+  leaseExpiries: number;
 }
 
 export interface PublishInput {
@@ -249,7 +248,7 @@ export class EventStore {
                                   when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
                                   else 'available' end
                            else e.status end`;
-    const rows = await rowsOf<QueueStatsRow>(
+    const rows = await rowsOf<Omit<QueueStatsRow, 'leaseExpiries'> & { leaseExpiries: string }>(
       this.db,
       sql`select q.lease_expiries::text as "leaseExpiries", s.*
           from event_queues q, lateral (
@@ -267,7 +266,8 @@ export class EventStore {
           ) as s
           where q.id = ${queueId} and q.project_id = ${projectId}`,
     );
-    return rows[0] ?? null;
+    // The counter is a bigint: drivers return it as text.
+    return rows[0] ? { ...rows[0], leaseExpiries: Number(rows[0].leaseExpiries) } : null;
   }
 
   /** Open events of all queues by state, and all queues' lease expiries (for /metrics). */
@@ -465,5 +465,5 @@ export class EventStore {
 }
 
 /** The caller holds the event's current lease: leased, same token, not yet expired. */
-export const LEASE_HELD = (tokenHash: string | SQL, now: SQL) =>
+const LEASE_HELD = (tokenHash: string, now: SQL) =>
   sql`e.status = 'leased' and e.lease_token_hash = ${tokenHash} and e.lease_expires_at > ${now}`;
