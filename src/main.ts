@@ -69,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return serve(config, [sub, ...rest].filter((a): a is string => a !== undefined));
     case 'migrate': {
-      const { openConfiguredDatabase } = await import('./server.js');
+      const { openConfiguredDatabase } = await import('./platform/configured-database.js');
       const database = await openConfiguredDatabase(config);
       await database.close();
       console.log('migrations applied');
@@ -186,7 +186,7 @@ async function runAdminCommand(config: Config, name: string, args: Record<string
       import('./modules/index.js'),
       import('./modules/system/build-info.js'),
       import('./platform/clock.js'),
-      import('./server.js'),
+      import('./platform/configured-database.js'),
       import('./chain/service.js'),
     ]);
   const database = await openConfiguredDatabase(config);

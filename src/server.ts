@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { buildOrigin, instantiateModules } from './app.js';
 import { ORIGINS, type Config, type OriginName, type Role } from './config.js';
@@ -9,10 +7,10 @@ import { startAdminSocket, type AdminSocket } from './admin/socket.js';
 import { moduleFactories } from './modules/index.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 import { systemClock, type Clock } from './platform/clock.js';
-import { openDatabase, type Database } from './platform/db.js';
+import type { Database } from './platform/db.js';
+import { openConfiguredDatabase } from './platform/configured-database.js';
 import { DatabaseWatchdog } from './platform/db-watchdog.js';
 import { LoopRunner } from './platform/jobs.js';
-import { runMigrations } from './platform/migrate.js';
 import { readBuildInfo } from './modules/system/build-info.js';
 import { startChainService } from './chain/service.js';
 
@@ -40,16 +38,6 @@ export interface StartOptions {
    * row (`serve` stops and exits with it). Without it no watchdog runs.
    */
   onDatabaseLost?: (code: number) => void;
-}
-
-export const pgliteDir = (config: Config) => path.join(config.dataDir, 'pg');
-
-/** Opens the database the config names (PGlite in the data dir, or PostgreSQL) and migrates it. */
-export async function openConfiguredDatabase(config: Config): Promise<Database> {
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const database = await openDatabase({ url: config.databaseUrl, pgliteDir: pgliteDir(config), poolSize: config.databasePoolSize });
-  await runMigrations(database);
-  return database;
 }
 
 /** Starts the roles asked for: listeners for origins, background loops for `worker`. */
