@@ -100,13 +100,14 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     relayerSigners: deps.chain.facilitatorSigners(), // every key of this node's relayer pool; none on a keyless node
     configured: config.facilitatorSigners,
   });
-  const x402 = createX402({ config, db: database.db, clock, log: deps.log, chain: deps.chain, roles, urls });
+  const metrics = createMetrics();
+  const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls });
   return {
     ...deps,
     roles,
     ...x402,
     readiness: baseReadiness(database, deps.chain, x402.facilitator),
-    metrics: createMetrics(),
+    metrics,
     services: {} as Services,
     db: database.db,
     hasher,

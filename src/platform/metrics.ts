@@ -15,7 +15,11 @@ export interface Metrics {
   /** Adds a gauge whose value is read at scrape time (from memory or one cheap query). */
   gauge(name: string, help: string, labelNames: readonly string[], collect: (set: (labels: Record<string, string>, value: number) => void) => Promise<void> | void): void;
   counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L>;
+  /** A latency histogram in seconds (buckets from 1 ms to 30 s unless given). */
+  histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets?: number[]): Histogram<L>;
 }
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** Scrape-time collectors get this long; one that does not answer leaves its gauge empty, never hangs the scrape. */
 const COLLECT_TIMEOUT_MS = 2_000;
@@ -32,7 +36,7 @@ export function createMetrics(): Metrics {
     name: 'tollgate_http_request_duration_seconds',
     help: 'HTTP request latency by origin, method, route pattern and status',
     labelNames: ['origin', 'method', 'route', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
   return {
@@ -58,6 +62,9 @@ export function createMetrics(): Metrics {
     },
     counter(name, help, labelNames) {
       return new Counter({ name, help, labelNames, registers: [registry] });
+    },
+    histogram(name, help, labelNames, buckets = LATENCY_BUCKETS) {
+      return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
     },
   };
 }

@@ -7,9 +7,11 @@ import type { ChainService } from '../chain/service.js';
 import type { Config, OriginName, Role } from '../config.js';
 import type { Clock } from '../platform/clock.js';
 import type { Db } from '../platform/db.js';
+import type { Metrics } from '../platform/metrics.js';
 import { Facilitator, type FacilitatorOptions } from './facilitator/facilitator.js';
 import { httpFacilitatorClient, localFacilitatorClient } from './server/facilitator-clients.js';
 import { X402Service } from './server/service.js';
+import { facilitatorObserver, observedFacilitatorClient, registerRelayerMetrics } from './metrics.js';
 
 export interface X402Parts {
   x402: X402Service;
@@ -21,6 +23,7 @@ export interface X402WiringDeps {
   db: Db;
   clock: Clock;
   log: Logger;
+  metrics: Metrics;
   chain: ChainService;
   roles: readonly Role[];
   /** Live object: listeners fill in their addresses after the context is built. */
@@ -41,18 +44,20 @@ export function createX402(deps: X402WiringDeps): X402Parts {
             replaceAfterMs: config.facilitatorReplacement.replaceAfterMs,
             maxReplacements: config.facilitatorReplacement.maxReplacements,
             lowGasWei: config.facilitatorLowGasWei,
+            observer: facilitatorObserver(deps.metrics),
             ...deps.facilitatorOptions,
           },
         )
       : null;
+  if (facilitator) registerRelayerMetrics(deps.metrics, facilitator);
   let client: FacilitatorClient | null = null;
   const facilitatorClient = (): FacilitatorClient => {
     if (client) return client;
     if (!config.facilitatorUrl && facilitator && deps.roles.includes('facilitator')) {
-      client = localFacilitatorClient(facilitator);
+      client = observedFacilitatorClient(localFacilitatorClient(facilitator), deps.metrics, 'local');
     } else {
       const url = config.facilitatorUrl;
-      client = httpFacilitatorClient({ url: () => url ?? deps.urls.facilitator });
+      client = observedFacilitatorClient(httpFacilitatorClient({ url: () => url ?? deps.urls.facilitator }), deps.metrics, 'http');
     }
     return client;
   };

@@ -5,6 +5,11 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { createProjectKey } from '../events/harness.js';
+import { wrapFetchWithPayment } from '@x402/fetch';
+import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
+import { testPayer } from '../../templates/paid-server/test/helpers.js';
+import { requirementsFor, settle } from '../facilitator/support.js';
+import { signAuthorization } from '../x402/support.js';
 
 interface Sample {
   labels: Record<string, string>;
@@ -81,5 +86,35 @@ describe('/metrics', () => {
     }
     const lastRun = Number(find(families.get('tollgate_loop_last_run_timestamp_seconds'), { loop: 'events.sweeper' })?.value);
     expect(Math.abs(lastRun - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it('counts settlements by outcome and reason, facilitator latency, relayer gas and nonce gap, and indexer lag', async () => {
+    const payer = testPayer();
+    await app.ctx.chain.devchain!.fund(payer.account.address, '1');
+    const paid = await wrapFetchWithPayment(fetch, payer.http)(`${app.urls.api}/x402-test/ping`);
+    expect(paid.status, await paid.clone().text()).toBe(200);
+    // A settle refused: the payer holds no USDG.
+    const broke = privateKeyToAccount(generatePrivateKey());
+    const requirements = requirementsFor(app);
+    expect((await settle(app, await signAuthorization(broke, requirements), requirements)).body).toMatchObject({ success: false });
+
+    const families = await scrape('facilitator');
+    const settlements = families.get('tollgate_facilitator_settlements_total');
+    expect(find(settlements, { outcome: 'settled', reason: '' })?.value).toBe('1');
+    expect(find(settlements, { outcome: 'failed', reason: 'invalid_exact_evm_insufficient_balance' })?.value).toBe('1');
+    expect(families.get('tollgate_facilitator_duration_seconds')?.type).toBe('HISTOGRAM');
+    expect(families.get('tollgate_facilitator_client_duration_seconds')?.type).toBe('HISTOGRAM');
+    const text = await (await fetch(`${app.urls.facilitator}/metrics`)).text();
+    // The paid endpoint's verify and settle (in-process here) and the engine's two settles and one verify.
+    expect(text).toContain('tollgate_facilitator_client_duration_seconds_count{facilitator="local",operation="settle",outcome="ok"} 1');
+    expect(text).toContain('tollgate_facilitator_duration_seconds_count{operation="settle",outcome="rejected"} 1');
+
+    const relayer = app.ctx.chain.relayers[0]!.address;
+    expect(Number(find(families.get('tollgate_relayer_balance_wei'), { address: relayer })?.value)).toBeGreaterThan(0);
+    expect(find(families.get('tollgate_relayer_nonce_gap'), { address: relayer })?.value).toBe('0');
+    // The indexer catches up with the settlement's block within a few ticks.
+    await expect
+      .poll(async () => Number(find((await scrape('api')).get('tollgate_indexer_lag_blocks'), { chain_id: String(app.ctx.chain.chainId) })?.value), { timeout: 15_000 })
+      .toBe(0);
   });
 });

@@ -18,6 +18,7 @@ import {
 } from './schemas.js';
 import { TransactionService } from './service.js';
 import { indexerLoop } from './worker.js';
+import { registerIndexerMetrics } from './metrics.js';
 
 /** The chain the indexer follows; null serves the API over whatever is already indexed. */
 export interface TxapiChain {
@@ -38,8 +39,10 @@ export function createTxapiModule(resolveChain: (ctx: AppContext) => TxapiChain 
     const service = new TransactionService({ db: ctx.db, primaryChainId, indexedChainIds: [primaryChainId], signer: signer.address });
     const module: Module = { name: 'txapi', routes: { api: (app) => routes(app, service) } };
     if (chain) {
+      const store = new PaymentIndexStore(ctx.db);
+      registerIndexerMetrics(ctx.metrics, store, chain.client, chain.chainId);
       const indexer = new ChainIndexer({
-        sink: new PaymentIndexStore(ctx.db),
+        sink: store,
         client: chain.client,
         chainId: chain.chainId,
         tokens: chain.tokens,

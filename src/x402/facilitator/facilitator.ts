@@ -62,6 +62,13 @@ export interface FacilitatorOptions {
   /** relayerStatus() flags a key whose balance is below this (default 0.01 ETH). */
   lowGasWei?: bigint;
   hooks?: SignerHooks;
+  /** Told of every verify and settle answer (metrics). */
+  observer?: FacilitatorObserver;
+}
+
+/** One verify or settle answered: `isValid`/`success`, its reason when not, or `error` when it threw. */
+export interface FacilitatorObserver {
+  answered(operation: 'verify' | 'settle', answer: { ok: boolean; reason?: string } | 'error', seconds: number): void;
 }
 
 // transferWithAuthorization costs ~60-85k gas (more when the payee's balance slot is new); only used gas is paid.
@@ -85,6 +92,7 @@ export class Facilitator {
   readonly #client: PublicClient;
   readonly #network: string;
   readonly #log: Logger;
+  readonly #observer: FacilitatorObserver | null;
   readonly #clock: Clock;
   readonly #inflight = new Map<string, Promise<SettleResponse>>();
   readonly #joinWaitMs: number;
@@ -107,6 +115,7 @@ export class Facilitator {
     this.#log = deps.log;
     this.#clock = deps.clock;
     this.#joinWaitMs = options.joinWaitMs ?? 20_000;
+    this.#observer = options.observer ?? null;
     this.#reconcileAfterMs = options.reconcileAfterMs ?? 15_000;
     this.#ownerLeaseMs = options.ownerLeaseMs ?? (options.confirmationTimeoutMs ?? 30_000) + 60_000;
     this.#chainId = deps.chain.chainId;
@@ -149,7 +158,11 @@ export class Facilitator {
   }
 
   /** Off-chain checks plus a simulation; no state is written. Throws ChainUnavailableError when the RPC does not answer. */
-  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    return this.#observed('verify', this.#verify(payload, requirements), (answer) => ({ ok: answer.isValid, reason: answer.invalidReason }));
+  }
+
+  async #verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return { isValid: false, invalidReason: pre.reason, invalidMessage: pre.message, payer: pre.payer };
     const outOfBounds = await this.#timeBounds(pre.eip3009, requirements);
@@ -166,7 +179,28 @@ export class Facilitator {
    * `settlement_pending` answer means the transaction may be in flight (retry the same settle).
    * Throws ChainUnavailableError only when nothing can have been broadcast.
    */
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    return this.#observed('settle', this.#settle(payload, requirements), (answer) => ({ ok: answer.success, reason: answer.errorReason }));
+  }
+
+  /** Logs (debug) and reports each answer: the line carries the request id of the call it answers. */
+  async #observed<T>(operation: 'verify' | 'settle', answering: Promise<T>, outcome: (answer: T) => { ok: boolean; reason?: string }): Promise<T> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const answer = await answering;
+      const { ok, reason } = outcome(answer);
+      this.#log.debug({ operation, ok, reason, ms: Math.round(seconds() * 1000) }, `${operation} answered`);
+      this.#observer?.answered(operation, { ok, reason }, seconds());
+      return answer;
+    } catch (error) {
+      this.#log.debug({ operation, err: error, ms: Math.round(seconds() * 1000) }, `${operation} failed`);
+      this.#observer?.answered(operation, 'error', seconds());
+      throw error;
+    }
+  }
+
+  async #settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return failure(requirements.network, pre.reason, pre.message, pre.payer);
     const paymentId = paymentIdOf(payload);
@@ -178,7 +212,7 @@ export class Facilitator {
     const running = this.#inflight.get(id);
     if (running) {
       await running.catch(() => undefined);
-      return this.settle(payload, requirements);
+      return this.#settle(payload, requirements);
     }
     const call: SettleCall = { key: pre.key, payloadHash: payloadHashOf(pre.key, requirements, pre.eip3009), paymentId: paymentId.id, eip3009: pre.eip3009 };
     const settling = this.#settleKey(call, payload, requirements);
