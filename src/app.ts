@@ -9,6 +9,7 @@ import { installCorsAndRequestId } from './platform/http/cors-and-request-id.js'
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
+import { installRequestContext } from './platform/request-context.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 
 const ORIGIN_TITLES: Record<OriginName, string> = {
@@ -48,6 +49,7 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('principal', null);
   installCorsAndRequestId(app);
+  installRequestContext(app);
   installErrorHandling(app, origin);
   installJsonGuard(app);
 

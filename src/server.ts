@@ -1,4 +1,5 @@
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './platform/request-context.js';
 import { buildOrigin, instantiateModules } from './app.js';
 import { ORIGINS, type Config, type OriginName, type Role } from './config.js';
 import { createContext, type AppContext } from './context.js';
@@ -43,7 +44,7 @@ export interface StartOptions {
 /** Starts the roles asked for: listeners for origins, background loops for `worker`. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config, roles } = options;
-  const log = options.log ?? pino({ level: config.logLevel });
+  const log = options.log ?? createLogger(config.logLevel);
   // A database handed in belongs to the caller, who closes it.
   const database = options.database ?? (await openConfiguredDatabase(config));
   const closeDatabase = options.database ? async () => {} : () => database.close();

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { loadConfig, ROLES, type Config, type Role } from '../../src/config.js';
 import type { ModuleFactory } from '../../src/modules/module.js';
 import type { Clock } from '../../src/platform/clock.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { createLogger } from '../../src/platform/request-context.js';
 import { openTestDatabase, type TestDatabase } from './database.js';
 
 export interface TestAppOptions {
@@ -57,7 +58,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       ephemeralSecrets: true,
       adminSocket: false,
       onDatabaseLost: options.onDatabaseLost,
-      log: options.log ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+      log: options.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     });
   } catch (error) {
     await testDatabase.close();

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { REQUEST_LOGGER } from '../request-context.js';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -53,7 +54,7 @@ class LazyChildLogger {
   }
 
   private real(): FastifyBaseLogger {
-    return (this.#child ??= this.parent.child(this.bindings));
+    return (this.#child ??= Object.assign(this.parent.child(this.bindings), { [REQUEST_LOGGER]: true }));
   }
 }
 

@@ -7,6 +7,13 @@ import { ChainUnavailableError } from '../../chain/errors.js';
 import type { Facilitator } from '../facilitator/facilitator.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
 import { parseGuardedJson } from '../../platform/json-guard.js';
+import { currentRequestId } from '../../platform/request-context.js';
+
+/** The paid request's id, so the facilitator's logs of this call carry it too. */
+const requestIdHeader = (): Record<string, string> => {
+  const id = currentRequestId();
+  return id === undefined ? {} : { 'x-request-id': id };
+};
 
 export function localFacilitatorClient(facilitator: Facilitator): FacilitatorClient {
   const unavailable = (error: unknown) => {
@@ -49,7 +56,7 @@ export function httpFacilitatorClient(options: HttpFacilitatorOptions): Facilita
     try {
       response = await fetch(`${options.url()}/${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...requestIdHeader() },
         body,
         signal: AbortSignal.timeout(timeoutMs),
       });
