@@ -1,0 +1,40 @@
+# Tollgate: the compiled build on Node 20, run as the unprivileged `node` user.
+#   docker build -t tollgate .
+#   docker run -p 8402-8405:8402-8405 -v tollgate-data:/data tollgate
+# compose.yaml runs it with PostgreSQL 15; README "How it scales" lists what to set in production.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/client/package.json packages/client/
+COPY templates/paid-server/package.json templates/paid-server/
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY bin bin
+COPY src src
+RUN node bin/build.js
+
+FROM node:20-bookworm-slim
+# What /health reports (there is no git in the image): docker build --build-arg BUILD_COMMIT=$(git rev-parse HEAD)
+ARG BUILD_COMMIT=unknown
+ARG BUILD_BRANCH=unknown
+ENV NODE_ENV=production \
+    BUILD_COMMIT=$BUILD_COMMIT \
+    BUILD_BRANCH=$BUILD_BRANCH \
+    HOST=0.0.0.0 \
+    TOLLGATE_DATA_DIR=/data
+WORKDIR /app
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+COPY package.json ./
+COPY bin bin
+COPY migrations migrations
+COPY contracts/USDG.json contracts/Multicall3.json contracts/
+# No src/ in the image: bin/tollgate.js then runs dist/ as built above, never rebuilding.
+RUN mkdir /data && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 8402 8403 8404 8405
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
+  CMD node -e "fetch('http://127.0.0.1:' + (process.env.API_PORT || 8402) + '/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+ENTRYPOINT ["node", "bin/tollgate.js"]
+CMD ["serve"]
