@@ -26,24 +26,27 @@ function timeCommand(variant: Variant, args: string[], extraEnv: NodeJS.ProcessE
   return performance.now() - started;
 }
 
-/** The first command after a clone: no dist/ yet (compiled), or an empty tsx cache (tsx keeps it under TMPDIR). */
-function timeFirstCommand(variant: Variant): number {
+/**
+ * As right after a clone: no dist/ yet (compiled, which builds first), or an empty tsx cache (tsx keeps it
+ * under TMPDIR, so a fresh TMPDIR is a cold cache).
+ */
+async function asAfterClone<T>(variant: Variant, run: (extraEnv: NodeJS.ProcessEnv) => T | Promise<T>): Promise<T> {
   if (variant === 'compiled') {
     fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
-    return timeCommand(variant, ['--help']);
+    return run({});
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-tsx-cache-'));
   try {
-    return timeCommand(variant, ['--help'], { TMPDIR: tmp });
+    return await run({ TMPDIR: tmp });
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
 
 /** Spawn → the api origin's GET /ready answers 200, then a clean stop. */
-async function timeRestart(variant: Variant): Promise<number> {
+async function timeRestart(variant: Variant, extraEnv: NodeJS.ProcessEnv = {}): Promise<number> {
   const started = performance.now();
-  const { child, match } = await startProcess(process.execPath, [...variants[variant], 'serve'], env, /^api\s+(http:\/\/\S+)$/m);
+  const { child, match } = await startProcess(process.execPath, [...variants[variant], 'serve'], { ...env, ...extraEnv }, /^api\s+(http:\/\/\S+)$/m);
   try {
     for (;;) {
       const response = await fetch(`${match[1]}/ready`).catch(() => null);
@@ -75,7 +78,8 @@ console.log(`machine: ${machine()}; ${rounds} rounds, compiled and tsx alternati
 try {
   for (let round = 1; round <= rounds; round += 1) {
     for (const variant of (round % 2 ? ['compiled', 'tsx'] : ['tsx', 'compiled']) as Variant[]) {
-      record('first --help after a clone', variant, timeFirstCommand(variant));
+      record('first --help after a clone', variant, await asAfterClone(variant, (extra) => timeCommand(variant, ['--help'], extra)));
+      record('first start after a clone → /ready 200', variant, await asAfterClone(variant, (extra) => timeRestart(variant, extra)));
       record('tollgate --help', variant, timeCommand(variant, ['--help']));
       record('tollgate migrate (no instance)', variant, timeCommand(variant, ['migrate']));
       record('restart → /ready 200', variant, await timeRestart(variant));
@@ -92,9 +96,11 @@ try {
   console.log(`${'figure'.padEnd(42)} ${'compiled median (min–max)'.padEnd(30)} ${'tsx median (min–max)'.padEnd(30)} target`);
   for (const [name, byVariant] of Object.entries(figures)) {
     const [compiled, tsx] = [stats(byVariant.compiled), stats(byVariant.tsx)];
-    const target = name.startsWith('restart') ? 3000 : 1000; // first --help: ≤ 1 s too (the build is part of it)
+    // The issue's targets: CLI commands ≤ 1 s, a restart healthy ≤ 3 s; the first start after a clone has none.
+    const target = name.startsWith('restart') ? 3000 : name.startsWith('first start') ? null : 1000;
     const cell = (s: ReturnType<typeof stats>) => `${show(s.median)} (${show(s.min)}–${show(s.max)})`.padEnd(30);
-    console.log(`${name.padEnd(42)} ${cell(compiled)} ${cell(tsx)} ≤ ${show(target)} ${compiled.median <= target ? 'PASS' : 'MISS'}`);
+    const verdict = target === null ? '—' : `≤ ${show(target)} ${compiled.median <= target ? 'PASS' : 'MISS'}`;
+    console.log(`${name.padEnd(42)} ${cell(compiled)} ${cell(tsx)} ${verdict}`);
   }
 } finally {
   fs.rmSync(dataDir, { recursive: true, force: true });
