@@ -58,6 +58,8 @@ const envSchema = z.object({
   X402_TEST_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   STORAGE_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   IPFS_API_URL: optionalUrl,
+  CREDITS_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
+  CREDITS_RECONCILE_AFTER_SECONDS: positiveInt(60),
   STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
   STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   RELAY_IDEMPOTENCY_RETENTION_HOURS: positiveInt(72),
@@ -152,6 +154,12 @@ export interface Config {
     ipfsApiUrl: string | null;
     sweepIntervalMs: number;
     /** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
+    reconcileAfterSeconds: number;
+  };
+  credits: {
+    /** Where top-up payments go; unset: a dev receiver key in the data dir on the devchain, else top-ups are unavailable. */
+    payTo: string | null;
+    /** A settling top-up younger than this belongs to a live request; the worker leaves it alone. */
     reconcileAfterSeconds: number;
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
@@ -255,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
+    credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS },
     relay: {
       retentionSeconds: e.RELAY_IDEMPOTENCY_RETENTION_HOURS * 3600,
       capacity: e.RELAY_IDEMPOTENCY_CAPACITY,

@@ -17,6 +17,7 @@ const USAGE = `Usage: tollgate <command> (tollgate <command> --help for one comm
   mgmt-credential revoke --id ID                         revoke a wallet management credential
   dev token --sub USER [--ttl SECONDS]                   print an identity token from the dev issuer
   dev fund ADDRESS AMOUNT                                mint devchain USDG (decimal) and gas to ADDRESS
+  credits grant --sub USER --cents N [--note TEXT]       grant credits to a user (recorded with the note)
   admin COMMAND [--id ID] [--name NAME]                  run an operator command (e.g. merchant.disable --id ID)`;
 
 /** One command's help (`tollgate <command> --help`). */
@@ -33,6 +34,9 @@ const HELP: Record<string, string> = {
 tollgate mgmt-credential revoke --id ID       revoke one`,
   dev: `tollgate dev token --sub USER [--ttl SECONDS]   an identity token from the dev issuer (default 12 h)
 tollgate dev fund ADDRESS AMOUNT               mint devchain USDG (decimal amount) and gas to ADDRESS`,
+  credits: `tollgate credits grant --sub USER --cents N [--note TEXT]
+  Grants N credit cents to the identity-token subject USER, from the grants account, recorded with the note
+  (default "operator grant"). Prints the balance after.`,
   admin: `tollgate admin COMMAND [--id ID] [--name NAME]
   Operator switches: merchant.disable, merchant.enable, project.disable, project.enable, project-key.disable,
   project-key.revoke, wallet.retry-provisioning (each --id ID); wallet.payments-reconciler (its last run and lag).`,
@@ -106,6 +110,13 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       throw new UsageError(`unknown dev command ${sub ?? ''}`);
+    }
+    case 'credits': {
+      if (sub !== 'grant') throw new UsageError(`unknown credits command ${sub ?? ''}`);
+      const { values } = parseArgs({ args: rest, options: { sub: { type: 'string' }, cents: { type: 'string' }, note: { type: 'string' } } });
+      const granted = (await runAdminCommand(config, 'credits.grant', values)) as { sub: string; grantedUsdCents: number; balanceUsdCents: number };
+      console.log(`granted ${granted.grantedUsdCents} cents to ${granted.sub}; balance ${granted.balanceUsdCents} cents`);
+      return 0;
     }
     case 'admin': {
       if (!sub) throw new UsageError('admin needs a COMMAND');

@@ -1,4 +1,6 @@
 import type { ModuleFactory } from './module.js';
+import { agentsModule } from './agents/routes.js';
+import { creditsModule } from './credits/module.js';
 import { devModule } from './dev/routes.js';
 import { eventsModule } from './events/module.js';
 import { facilitatorModule } from './facilitator/routes.js';
@@ -12,4 +14,4 @@ import { walletsModule } from './wallets/routes.js';
 import { x402TestModule } from './x402-test/routes.js';
 
 /** Every module of the service, in registration order. */
-export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule];
+export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule];

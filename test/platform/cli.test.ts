@@ -33,6 +33,7 @@ describe('tollgate CLI', () => {
       [['mgmt-credential', 'create', '--help'], 'tollgate mgmt-credential create'],
       [['dev', 'token', '--help'], 'tollgate dev token'],
       [['admin', '--help'], 'tollgate admin'],
+      [['credits', 'grant', '--help'], 'tollgate credits grant'],
     ] as const) {
       const out = await cli(env, ...args);
       expect(out.code, args.join(' ')).toBe(0);

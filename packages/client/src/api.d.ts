@@ -5763,6 +5763,381 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in user's credits balance (US cents) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                balanceUsdCents: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credits/top-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Buy credits with an x402 payment in USDG (extension)
+         * @description Without PAYMENT-SIGNATURE: 402 with the x402 challenge for amountUsdCents × 10,000 atomic USDG. With it: settle, then credit once; 200 with the top-up, the balance after, and PAYMENT-RESPONSE. Sending the same payment again answers the same top-up and credits nothing.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description credit cents to buy (100–100000); the x402 price is this × 10,000 atomic USDG */
+                        amountUsdCents: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                topUp: {
+                                    id: string;
+                                    amountUsdCents: number;
+                                    /** @enum {string} */
+                                    status: "settling" | "settled" | "failed";
+                                    payer: string;
+                                    transaction: string | null;
+                                    createdAt: string;
+                                };
+                                balanceUsdCents: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {number} */
+                            x402Version: 2;
+                            resource: {
+                                url: string;
+                                description: string;
+                                mimeType: string;
+                                serviceName: string;
+                            };
+                            accepts: {
+                                /** @enum {string} */
+                                scheme: "exact";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                maxTimeoutSeconds: number;
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            error?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in user's agents, newest first, each with its runtimeInstance */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "runtime_a" | "runtime_b";
+                                /** @enum {string} */
+                                spec: "monthly";
+                                /** @description pending until its runtime is deployed */
+                                status: string;
+                                attempts: number;
+                                lastError: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                runtimeInstance: {
+                                    id: string;
+                                    appName: string;
+                                    url: string;
+                                    cpus: number;
+                                    memoryMb: number;
+                                    volumeSizeGb: number;
+                                    startedAt: string | null;
+                                    expiresAt: string | null;
+                                    stoppedAt: string | null;
+                                    removedAt: string | null;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Buy an agent: charges 1000 credit cents and queues a one-month runtime deployment
+         * @description 402 (data.reason insufficient_balance, with the balance and the price) when the credits do not cover it; nothing is charged or created then.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @enum {string} */
+                        type: "runtime_a" | "runtime_b";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                agent: {
+                                    id: string;
+                                    userId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "runtime_a" | "runtime_b";
+                                    /** @enum {string} */
+                                    spec: "monthly";
+                                    /** @description pending until its runtime is deployed */
+                                    status: string;
+                                    attempts: number;
+                                    lastError: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                charge: {
+                                    amountUsdCents: number;
+                                    balanceAfterUsdCents: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

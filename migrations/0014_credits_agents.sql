@@ -1,0 +1,69 @@
+CREATE TABLE "agents" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"user_id" text NOT NULL,
+	"name" text NOT NULL,
+	"type" text NOT NULL,
+	"spec" text NOT NULL,
+	"status" text NOT NULL,
+	"attempts" integer NOT NULL,
+	"last_error" text,
+	"created_at" timestamp with time zone NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "agents_type_check" CHECK ("agents"."type" in ('runtime_a', 'runtime_b'))
+);
+--> statement-breakpoint
+CREATE TABLE "credit_balances" (
+	"user_id" text PRIMARY KEY NOT NULL,
+	"balance_cents" bigint NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "credit_balances_non_negative" CHECK ("credit_balances"."balance_cents" >= 0)
+);
+--> statement-breakpoint
+CREATE TABLE "credit_top_ups" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"user_id" text NOT NULL,
+	"amount_cents" bigint NOT NULL,
+	"status" text NOT NULL,
+	"network" text NOT NULL,
+	"asset" text NOT NULL,
+	"pay_to" text NOT NULL,
+	"amount_atomic" numeric(78, 0) NOT NULL,
+	"payer" text NOT NULL,
+	"nonce" text NOT NULL,
+	"valid_before" numeric(78, 0) NOT NULL,
+	"transaction_hash" text,
+	"failure" text,
+	"created_at" timestamp with time zone NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "credit_top_ups_authorization_unique" UNIQUE("network","asset","payer","nonce"),
+	CONSTRAINT "credit_top_ups_transaction_unique" UNIQUE("transaction_hash"),
+	CONSTRAINT "credit_top_ups_status_check" CHECK ("credit_top_ups"."status" in ('settling', 'settled', 'failed')),
+	CONSTRAINT "credit_top_ups_settled_check" CHECK (("credit_top_ups"."status" = 'settled') = ("credit_top_ups"."transaction_hash" is not null)),
+	CONSTRAINT "credit_top_ups_amount_positive" CHECK ("credit_top_ups"."amount_cents" > 0)
+);
+--> statement-breakpoint
+CREATE TABLE "credit_transfers" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"from_account" text NOT NULL,
+	"to_account" text NOT NULL,
+	"amount_cents" bigint NOT NULL,
+	"cause" text NOT NULL,
+	"agent_id" uuid,
+	"top_up_id" uuid,
+	"refund_of" uuid,
+	"note" text,
+	"created_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "credit_transfers_top_up_unique" UNIQUE("top_up_id"),
+	CONSTRAINT "credit_transfers_refund_unique" UNIQUE("refund_of"),
+	CONSTRAINT "credit_transfers_amount_positive" CHECK ("credit_transfers"."amount_cents" > 0),
+	CONSTRAINT "credit_transfers_two_sides" CHECK ("credit_transfers"."from_account" <> "credit_transfers"."to_account"),
+	CONSTRAINT "credit_transfers_cause_check" CHECK ("credit_transfers"."cause" in ('grant', 'top_up', 'agent_purchase', 'refund')),
+	CONSTRAINT "credit_transfers_traceable" CHECK (case "credit_transfers"."cause" when 'agent_purchase' then "credit_transfers"."agent_id" is not null when 'top_up' then "credit_transfers"."top_up_id" is not null when 'refund' then "credit_transfers"."refund_of" is not null else "credit_transfers"."note" is not null end)
+);
+--> statement-breakpoint
+CREATE INDEX "agents_user_idx" ON "agents" USING btree ("user_id","created_at");--> statement-breakpoint
+CREATE INDEX "credit_top_ups_settling_idx" ON "credit_top_ups" USING btree ("updated_at") WHERE "credit_top_ups"."status" = 'settling';--> statement-breakpoint
+CREATE INDEX "credit_top_ups_user_idx" ON "credit_top_ups" USING btree ("user_id","created_at");--> statement-breakpoint
+CREATE UNIQUE INDEX "credit_transfers_agent_purchase_unique" ON "credit_transfers" USING btree ("agent_id") WHERE "credit_transfers"."cause" = 'agent_purchase';--> statement-breakpoint
+CREATE INDEX "credit_transfers_to_idx" ON "credit_transfers" USING btree ("to_account","created_at");--> statement-breakpoint
+CREATE INDEX "credit_transfers_from_idx" ON "credit_transfers" USING btree ("from_account","created_at");

@@ -1,0 +1,92 @@
+import type { AppContext } from '../../context.js';
+import { devReceiver } from '../../chain/dev-receiver.js';
+import { AdminCommandError } from '../../admin/commands.js';
+import { principalOf } from '../../platform/auth/authenticator.js';
+import { envelope } from '../../platform/http/render.js';
+import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import { paymentRequiredSchema } from '../../x402/schemas.js';
+import { toApiError } from '../../x402/server/service.js';
+import type { Module } from '../module.js';
+import { TopUpReconciler, topUpReconcileLoop } from './reconcile.js';
+import { balanceSchema, topUpBody, topUpResult } from './schemas.js';
+import { CreditsService } from './service.js';
+import { TopUpService } from './top-up.js';
+
+declare module '../../context.js' {
+  interface Services {
+    /** Users' credits: balance, grants, and spending inside another module's transaction. */
+    credits: CreditsService;
+  }
+}
+
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
+
+/** Where top-up payments go: CREDITS_PAY_TO, or on the devchain a receiver key kept in the data dir. */
+function payToOf(ctx: AppContext): string | null {
+  if (ctx.config.credits.payTo) return ctx.config.credits.payTo;
+  return ctx.chain.devchain ? devReceiver(ctx.config.dataDir, 'credits-receiver-key') : null;
+}
+
+/** Credits (extension paths, docs/agents.md): balance, x402 top-ups, operator grants, and the top-up reconciler. */
+export function creditsModule(ctx: AppContext): Module {
+  const service = new CreditsService(ctx);
+  ctx.services.credits = service;
+  const topUps = new TopUpService(ctx, service.store, payToOf(ctx));
+  const reconciler = new TopUpReconciler(ctx, service.store, topUps);
+  const signedIn = ctx.auth.guard(['identity']);
+  const security = [{ bearer: [] }];
+  const tags = ['credits'];
+
+  return {
+    name: 'credits',
+    adminCommands: {
+      'credits.grant': async (args) => {
+        const cents = Number(args.cents);
+        if (typeof args.sub !== 'string' || !args.sub) throw new AdminCommandError('--sub is required');
+        if (!Number.isInteger(cents) || cents < 1) throw new AdminCommandError('--cents must be a whole number of cents ≥ 1');
+        const note = typeof args.note === 'string' && args.note ? args.note : 'operator grant';
+        const moved = await service.grant(args.sub, cents, note);
+        return { sub: args.sub, grantedUsdCents: cents, balanceUsdCents: moved.balanceCents, transferId: moved.transferId };
+      },
+    },
+    loops: [topUpReconcileLoop(reconciler)],
+    routes: {
+      api: (app) => {
+        app.get(
+          '/credits',
+          { onRequest: signedIn, schema: { tags, summary: "The signed-in user's credits balance (US cents)", security, response: { 200: envelopeSchema(balanceSchema), ...errors(401) } } },
+          async (request) => envelope({ balanceUsdCents: await service.balance(principalOf(request, 'identity').userId) }),
+        );
+        app.post(
+          '/credits/top-up',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags,
+              summary: 'Buy credits with an x402 payment in USDG (extension)',
+              description:
+                'Without PAYMENT-SIGNATURE: 402 with the x402 challenge for amountUsdCents × 10,000 atomic USDG. With it: settle, then credit once; ' +
+                '200 with the top-up, the balance after, and PAYMENT-RESPONSE. Sending the same payment again answers the same top-up and credits nothing.',
+              security,
+              body: topUpBody,
+              response: { 200: envelopeSchema(topUpResult), 402: paymentRequiredSchema, ...errors(400, 401, 409, 503) },
+            },
+          },
+          async (request, reply) => {
+            let payment;
+            try {
+              payment = ctx.x402.readPayment(request);
+            } catch (error) {
+              throw toApiError(error);
+            }
+            const answer = await topUps.topUp(principalOf(request, 'identity').userId, request.body.amountUsdCents, payment);
+            if (answer.status === 402) return ctx.x402.sendPaymentRequired(reply, answer.paymentRequired, answer.settlement);
+            if (answer.settlement) ctx.x402.writePaymentResponse(reply, answer.settlement);
+            reply.header('cache-control', 'no-store');
+            return envelope({ topUp: answer.topUp, balanceUsdCents: answer.balanceUsdCents });
+          },
+        );
+      },
+    },
+  };
+}

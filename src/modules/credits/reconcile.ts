@@ -1,0 +1,54 @@
+import type { AppContext } from '../../context.js';
+import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import type { BackgroundLoop } from '../../platform/jobs.js';
+import type { CreditsStore, TopUpRow } from './store.js';
+import type { TopUpService } from './top-up.js';
+
+/** How far back the worker looks for the transaction of an authorization the chain says is used. */
+const LOOKBACK_BLOCKS = 10_000n;
+const BATCH = 20;
+
+/**
+ * Resolves top-ups left `settling` (an unknown settle outcome, or a crash after the claim) from what the
+ * chain says: the transaction that used the authorization to pay this top-up's amount to its payee
+ * credits it (once: see TopUpService.creditSettled); an authorization unused past its validBefore can
+ * never move money, so the top-up fails and nothing is credited.
+ */
+export class TopUpReconciler {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: CreditsStore,
+    private readonly topUps: TopUpService,
+  ) {}
+
+  async sweep(): Promise<{ checked: number; resolved: number }> {
+    const olderThan = new Date(this.ctx.clock.now().getTime() - this.ctx.config.credits.reconcileAfterSeconds * 1000);
+    const rows = await this.store.settlingTopUps(olderThan, BATCH);
+    let resolved = 0;
+    for (const row of rows) {
+      try {
+        if (await this.resolve(row)) resolved += 1;
+      } catch (error) {
+        this.ctx.log.warn({ err: error, topUpId: row.id }, 'top-up reconcile failed');
+      }
+    }
+    return { checked: rows.length, resolved };
+  }
+
+  private async resolve(topUp: TopUpRow): Promise<boolean> {
+    const expected: ExpectedPayment = { asset: topUp.asset, payer: topUp.payer, nonce: topUp.nonce, payTo: topUp.payTo, amount: topUp.amountAtomic };
+    const client = this.ctx.chain.publicClient;
+    const state = await authorizationOnChain(client, expected, BigInt(topUp.validBefore), LOOKBACK_BLOCKS);
+    if (!state.used) return state.dead ? this.store.markTopUpFailed(topUp.id, 'authorization_expired', this.ctx.clock.now()) : false;
+    if (!state.transactionHash) return false;
+    const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, this.ctx.config.txapi.confirmations);
+    // Used by a transaction that did not pay this top-up: nothing to credit; it stays for an operator.
+    if (verdict.kind !== 'confirmed') return false;
+    await this.topUps.creditSettled(topUp, state.transactionHash);
+    return true;
+  }
+}
+
+export function topUpReconcileLoop(reconciler: TopUpReconciler): BackgroundLoop {
+  return { name: 'credits.top-up-reconcile', intervalMs: 15_000, leader: true, run: async () => (await reconciler.sweep()).checked === BATCH };
+}
