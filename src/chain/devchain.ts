@@ -242,11 +242,14 @@ export class Devchain {
 
   async #launch(): Promise<void> {
     const statePath = this.statePath;
+    let reaped = false;
     if (statePath) {
-      await this.#reapOrphan(statePath); // first: its SIGTERM dump is the freshest state
+      reaped = await this.#reapOrphan(statePath); // first: its SIGTERM dump is the freshest state
       await this.#prepareStateFile(statePath);
     }
-    await assertPortFree(this.#port);
+    // A reaped anvil's leader thread shows as a zombie while a sibling thread may still hold the socket
+    // for a moment: give its port a few seconds to come free.
+    await assertPortFree(this.#port, reaped ? 5_000 : 0);
     const args = [
       '--chain-id', String(this.chainId),
       '--host', '127.0.0.1',
@@ -351,13 +354,13 @@ export class Devchain {
    * holds the port and the state file. The pid file finds it; /proc/<pid>/cmdline proves it is that
    * anvil (not a reused pid) before we stop it.
    */
-  async #reapOrphan(statePath: string): Promise<void> {
+  async #reapOrphan(statePath: string): Promise<boolean> {
     const pidPath = this.#pidPath;
-    if (!pidPath) return;
+    if (!pidPath) return false;
     const pid = Number((await readFile(pidPath, 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) return;
+    if (!Number.isInteger(pid) || pid <= 0) return false;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (!cmdline.split('\0').includes(statePath)) return;
+    if (!cmdline.split('\0').includes(statePath)) return false;
     this.#log.warn(`devchain: stopping orphaned anvil pid ${pid} from a previous run`);
     process.kill(pid, 'SIGTERM');
     // Dead means reaped or a zombie: cmdline empties before the kernel closes the process's sockets,
@@ -367,10 +370,11 @@ export class Devchain {
       return stat === '' || /^\d+ \(.*\) [ZX]/s.test(stat);
     };
     for (let waited = 0; waited < 10_000 && !(await gone()); waited += 50) await sleep(50);
-    if (await gone()) return;
+    if (await gone()) return true;
     // Still dumping its state after 10 s (a loaded machine): kill it, and wait until it has let go of the port.
     process.kill(pid, 'SIGKILL');
     for (let waited = 0; waited < 5_000 && !(await gone()); waited += 50) await sleep(50);
+    return true;
   }
 
   #keepOutput(chunk: Buffer): void {
@@ -461,15 +465,19 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Fails fast when something else owns the port, instead of probing a foreign node by mistake. */
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`devchain port ${port} is already in use`) : err),
-    );
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
-  });
+/** Fails (after `waitMs`) when something else owns the port, instead of probing a foreign node by mistake. */
+async function assertPortFree(port: number, waitMs = 0): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const free = await new Promise<boolean>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(false) : reject(err)));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return;
+    if (Date.now() >= deadline) throw new Error(`devchain port ${port} is already in use`);
+    await sleep(50);
+  }
 }
 
 async function exitsWithin(exited: Promise<void>, ms: number): Promise<boolean> {
