@@ -1,3 +1,23 @@
+CREATE TABLE "agent_instances" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"agent_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"app_name" text NOT NULL,
+	"url" text NOT NULL,
+	"cpus" integer NOT NULL,
+	"memory_mb" integer NOT NULL,
+	"volume_size_gb" integer NOT NULL,
+	"volume_ref" text NOT NULL,
+	"machine_ref" text,
+	"started_at" timestamp with time zone,
+	"expires_at" timestamp with time zone,
+	"stopped_at" timestamp with time zone,
+	"removed_at" timestamp with time zone,
+	"created_at" timestamp with time zone NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "agent_instances_agent_unique" UNIQUE("agent_id")
+);
+--> statement-breakpoint
 CREATE TABLE "agents" (
 	"id" uuid PRIMARY KEY NOT NULL,
 	"user_id" text NOT NULL,
@@ -7,9 +27,11 @@ CREATE TABLE "agents" (
 	"status" text NOT NULL,
 	"attempts" integer NOT NULL,
 	"last_error" text,
+	"next_attempt_at" timestamp with time zone,
 	"created_at" timestamp with time zone NOT NULL,
 	"updated_at" timestamp with time zone NOT NULL,
-	CONSTRAINT "agents_type_check" CHECK ("agents"."type" in ('runtime_a', 'runtime_b'))
+	CONSTRAINT "agents_type_check" CHECK ("agents"."type" in ('runtime_a', 'runtime_b')),
+	CONSTRAINT "agents_status_check" CHECK ("agents"."status" in ('pending', 'running', 'expired', 'failed'))
 );
 --> statement-breakpoint
 CREATE TABLE "credit_balances" (
@@ -61,7 +83,9 @@ CREATE TABLE "credit_transfers" (
 	CONSTRAINT "credit_transfers_traceable" CHECK (case "credit_transfers"."cause" when 'agent_purchase' then "credit_transfers"."agent_id" is not null when 'top_up' then "credit_transfers"."top_up_id" is not null when 'refund' then "credit_transfers"."refund_of" is not null else "credit_transfers"."note" is not null end)
 );
 --> statement-breakpoint
+CREATE INDEX "agent_instances_expiry_idx" ON "agent_instances" USING btree ("expires_at") WHERE "agent_instances"."stopped_at" is null;--> statement-breakpoint
 CREATE INDEX "agents_user_idx" ON "agents" USING btree ("user_id","created_at");--> statement-breakpoint
+CREATE INDEX "agents_pending_idx" ON "agents" USING btree ("next_attempt_at") WHERE "agents"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX "credit_top_ups_settling_idx" ON "credit_top_ups" USING btree ("updated_at") WHERE "credit_top_ups"."status" = 'settling';--> statement-breakpoint
 CREATE INDEX "credit_top_ups_user_idx" ON "credit_top_ups" USING btree ("user_id","created_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "credit_transfers_agent_purchase_unique" ON "credit_transfers" USING btree ("agent_id") WHERE "credit_transfers"."cause" = 'agent_purchase';--> statement-breakpoint

@@ -5999,8 +5999,11 @@ export interface paths {
                                 type: "runtime_a" | "runtime_b";
                                 /** @enum {string} */
                                 spec: "monthly";
-                                /** @description pending until its runtime is deployed */
-                                status: string;
+                                /**
+                                 * @description pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "running" | "expired" | "failed";
                                 attempts: number;
                                 lastError: string | null;
                                 createdAt: string;
@@ -6076,8 +6079,11 @@ export interface paths {
                                     type: "runtime_a" | "runtime_b";
                                     /** @enum {string} */
                                     spec: "monthly";
-                                    /** @description pending until its runtime is deployed */
-                                    status: string;
+                                    /**
+                                     * @description pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)
+                                     * @enum {string}
+                                     */
+                                    status: "pending" | "running" | "expired" | "failed";
                                     attempts: number;
                                     lastError: string | null;
                                     createdAt: string;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
@@ -6,18 +7,30 @@ import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas
 import type { Module } from '../module.js';
 import { createAgentBody, createAgentResult, listedAgentSchema } from './schemas.js';
 import { AgentsService } from './service.js';
+import { AgentDeployer, agentLoops } from './deployer.js';
+import { LocalRuntimeProvider } from './local-provider.js';
+import type { RuntimeProvider } from './runtime-provider.js';
 
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
-/** Hosted agents (the spec's Agents section): list and buy. Needs the credits module. */
-export function agentsModule(ctx: AppContext): Module {
+export interface AgentsModuleOptions {
+  /** Where runtimes run; default: processes on this machine, volumes under <data dir>/agents. */
+  provider?: (ctx: AppContext) => RuntimeProvider;
+}
+
+/** Hosted agents (the spec's Agents section): list and buy; the worker deploys. Needs the credits module. */
+export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: AppContext): Module => {
   const service = new AgentsService(ctx);
+  const provider = options.provider?.(ctx) ?? new LocalRuntimeProvider(path.join(ctx.config.dataDir, 'agents'), ctx.log.child({ component: 'agent-runtimes' }));
+  const deployer = new AgentDeployer(ctx, service.store, provider);
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];
   const tags = ['agents'];
 
   return {
     name: 'agents',
+    loops: agentLoops(deployer),
+    close: () => provider.close(),
     routes: {
       api: (app) => {
         app.get(
@@ -43,4 +56,6 @@ export function agentsModule(ctx: AppContext): Module {
       },
     },
   };
-}
+};
+
+export const agentsModule = createAgentsModule();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AGENT_TYPES } from './tables.js';
+import { AGENT_STATUSES, AGENT_TYPES } from './tables.js';
 
 /** What an agent costs: one month of a hosted runtime, in credit cents (the spec's 10 USD). */
 export const AGENT_PRICE_CENTS = 1000;
@@ -28,7 +28,7 @@ export const agentSchema = z.object({
   name: z.string(),
   type: z.enum(AGENT_TYPES),
   spec: z.literal('monthly'),
-  status: z.string().describe('pending until its runtime is deployed'),
+  status: z.enum(AGENT_STATUSES).describe('pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)'),
   attempts: z.number().int(),
   lastError: z.string().nullable(),
   createdAt: z.string(),
@@ -43,3 +43,4 @@ export const createAgentResult = z.object({
 });
 
 export type AgentView = z.infer<typeof agentSchema>;
+export type RuntimeInstanceView = z.infer<typeof runtimeInstanceSchema>;

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
-import { AGENT_PRICE_CENTS, type AgentView } from './schemas.js';
+import { AGENT_PRICE_CENTS, type AgentView, type RuntimeInstanceView } from './schemas.js';
 import type { AgentType } from './tables.js';
 import { AgentsStore } from './store.js';
-import { agentView } from './views.js';
+import { agentView, instanceView } from './views.js';
 
 /**
  * Hosted agents. Creating one buys a month of runtime: the agent row and its payment from the user's
@@ -17,9 +17,8 @@ export class AgentsService {
     this.store = new AgentsStore(ctx.db);
   }
 
-  async list(userId: string): Promise<Array<AgentView & { runtimeInstance: null }>> {
-    // Runtimes are not deployed yet (issue 15): every agent is listed without an instance.
-    return (await this.store.listByUser(userId)).map((row) => ({ ...agentView(row), runtimeInstance: null }));
+  async list(userId: string): Promise<Array<AgentView & { runtimeInstance: RuntimeInstanceView | null }>> {
+    return (await this.store.listByUser(userId)).map(({ agent, instance }) => ({ ...agentView(agent), runtimeInstance: instance && instanceView(instance) }));
   }
 
   async create(userId: string, input: { name: string; type: AgentType }) {
@@ -28,7 +27,7 @@ export class AgentsService {
     const now = this.ctx.clock.now();
     const created = await this.ctx.db.transaction(async (tx) => {
       const paid = await credits.spendOnAgent(tx, userId, AGENT_PRICE_CENTS, id);
-      const agent = await this.store.insert(tx, { id, userId, name: input.name, type: input.type, spec: 'monthly', status: 'pending', attempts: 0, lastError: null, createdAt: now, updatedAt: now });
+      const agent = await this.store.insert(tx, { id, userId, name: input.name, type: input.type, spec: 'monthly', status: 'pending', attempts: 0, lastError: null, nextAttemptAt: now, createdAt: now, updatedAt: now });
       return { agent, balanceAfter: paid.balanceCents };
     });
     return { agent: agentView(created.agent), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: created.balanceAfter } };

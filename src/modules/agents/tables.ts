@@ -1,12 +1,16 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { check, index, integer, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 export const AGENT_TYPES = ['runtime_a', 'runtime_b'] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
 
+/** pending (bought, deployment queued or retrying) → running → expired (the month is over); failed: deployment gave up, refunded. */
+export const AGENT_STATUSES = ['pending', 'running', 'expired', 'failed'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
 /**
  * Hosted agents. Created together with their purchase (credits) in one transaction; `pending` until the
- * worker deploys the runtime (`attempts`, `lastError` count its tries).
+ * worker deploys the runtime (`attempts`, `lastError` count its tries; `nextAttemptAt` spaces them).
  */
 export const agents = pgTable(
   'agents',
@@ -16,14 +20,49 @@ export const agents = pgTable(
     name: text('name').notNull(),
     type: text('type').$type<AgentType>().notNull(),
     spec: text('spec').notNull(),
-    status: text('status').notNull(),
+    status: text('status').$type<AgentStatus>().notNull(),
     attempts: integer('attempts').notNull(),
     lastError: text('last_error'),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [
     check('agents_type_check', sql`${t.type} in ('runtime_a', 'runtime_b')`),
+    check('agents_status_check', sql`${t.status} in ('pending', 'running', 'expired', 'failed')`),
     index('agents_user_idx').on(t.userId, t.createdAt),
+    // The deployer's queue: only agents waiting for a (re)try.
+    index('agents_pending_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+  ],
+);
+
+/**
+ * The runtime of an agent (one per agent, kept across redeploys so its volume is adopted, never replaced).
+ * `provider` says who hosts it; `volumeRef` and `machineRef` are that provider's handles.
+ */
+export const agentInstances = pgTable(
+  'agent_instances',
+  {
+    id: uuid('id').primaryKey(),
+    agentId: uuid('agent_id').notNull(),
+    provider: text('provider').notNull(),
+    appName: text('app_name').notNull(),
+    url: text('url').notNull(),
+    cpus: integer('cpus').notNull(),
+    memoryMb: integer('memory_mb').notNull(),
+    volumeSizeGb: integer('volume_size_gb').notNull(),
+    volumeRef: text('volume_ref').notNull(),
+    machineRef: text('machine_ref'),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    stoppedAt: timestamp('stopped_at', { withTimezone: true }),
+    removedAt: timestamp('removed_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    unique('agent_instances_agent_unique').on(t.agentId),
+    // The expiry sweep: running instances by when their month ends.
+    index('agent_instances_expiry_idx').on(t.expiresAt).where(sql`${t.stoppedAt} is null`),
   ],
 );

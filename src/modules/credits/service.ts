@@ -37,4 +37,15 @@ export class CreditsService {
     if (!moved) throw creditsErrors.insufficientBalance(await this.store.balance(userId, executor), cents);
     return moved;
   }
+
+  /**
+   * Gives back what an agent cost (its deployment failed for good), inside the caller's transaction. Once:
+   * a refund is unique per refunded transfer, so a second call fails and rolls the caller back.
+   */
+  async refundAgentPurchase(executor: Executor, agentId: string): Promise<Moved | null> {
+    const purchase = await this.store.purchaseOf(executor, agentId);
+    if (!purchase) return null;
+    const ref = { cause: 'refund' as const, refundOf: purchase.id, agentId };
+    return this.store.credit(executor, purchase.userId, SYSTEM_ACCOUNTS.agents, purchase.amountCents, ref, newId(), this.ctx.clock.now());
+  }
 }

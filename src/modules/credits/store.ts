@@ -82,6 +82,15 @@ export class CreditsStore {
     return row ? { transferId, balanceCents: Number(row.balance_cents) } : null;
   }
 
+  /** The transfer that bought an agent, if any. */
+  async purchaseOf(executor: Executor, agentId: string): Promise<{ id: string; userId: string; amountCents: number } | null> {
+    const [row] = await rows<{ id: string; from_account: string; amount_cents: string | number }>(
+      executor,
+      sql`select id, from_account, amount_cents from credit_transfers where cause = 'agent_purchase' and agent_id = ${agentId}`,
+    );
+    return row ? { id: row.id, userId: row.from_account.slice('user:'.length), amountCents: Number(row.amount_cents) } : null;
+  }
+
   /** Σ in − Σ out over the transfers: what the kept balance must equal (tests and audits). */
   async ledgerBalance(account: string): Promise<number> {
     const [row] = await rows<{ balance: string | number }>(

@@ -1,0 +1,75 @@
+// The agent runtime: one process per hosted agent, with its own port and data directory (its volume).
+// Started by a runtime provider (src/modules/agents/local-provider.ts runs it on this machine); it
+// imports nothing from the service. Every route but /health needs the bearer token it was started with.
+//   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any)
+import { timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`agent runtime: ${name} is required`);
+    process.exit(2);
+  }
+  return value;
+};
+
+const agentId = env('AGENT_ID');
+const agentType = env('AGENT_TYPE');
+const instanceId = env('INSTANCE_ID');
+const token = Buffer.from(env('AGENT_RUNTIME_TOKEN'));
+const dataDir = env('AGENT_RUNTIME_DATA_DIR');
+const port = Number(process.env.AGENT_RUNTIME_PORT ?? 0);
+
+interface RuntimeConfig {
+  id: string;
+  instanceId: string;
+  createdAt: string;
+  updatedAt: string;
+  models: string[] | null;
+  botSettings: Record<string, unknown> | null;
+}
+
+/** The runtime's configuration lives on its volume: a redeploy on the same volume keeps it (and its id). */
+function loadConfig(): RuntimeConfig {
+  const file = path.join(dataDir, 'config.json');
+  const now = new Date().toISOString();
+  const existing = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeConfig) : null;
+  const config: RuntimeConfig = existing
+    ? { ...existing, instanceId, updatedAt: existing.instanceId === instanceId ? existing.updatedAt : now }
+    : { id: crypto.randomUUID(), instanceId, createdAt: now, updatedAt: now, models: null, botSettings: null };
+  fs.mkdirSync(dataDir, { recursive: true });
+  const temporary = `${file}.${process.pid}`;
+  fs.writeFileSync(temporary, JSON.stringify(config, null, 2));
+  fs.renameSync(temporary, file);
+  return config;
+}
+
+const config = loadConfig();
+
+function authorized(request: http.IncomingMessage): boolean {
+  const presented = Buffer.from((request.headers.authorization ?? '').replace(/^Bearer /, ''));
+  return presented.length === token.length && timingSafeEqual(presented, token);
+}
+
+const send = (response: http.ServerResponse, status: number, body: unknown) =>
+  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+const server = http.createServer((request, response) => {
+  const url = new URL(request.url ?? '/', 'http://runtime');
+  if (request.method === 'GET' && url.pathname === '/health') return send(response, 200, { ok: true, agentId, type: agentType, instanceId });
+  if (!authorized(request)) return send(response, 401, { error: 'unauthorized' });
+  if (request.method === 'GET' && url.pathname === '/config') return send(response, 200, config);
+  return send(response, 404, { error: 'not found' });
+});
+
+server.listen(port, '127.0.0.1', () => {
+  const { port: bound } = server.address() as { port: number };
+  console.log(`agent runtime listening http://127.0.0.1:${bound}`);
+});
+
+const stop = () => server.close(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);

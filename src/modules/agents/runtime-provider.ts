@@ -1,0 +1,50 @@
+import type { AgentType } from './tables.js';
+
+/** What one agent's runtime gets. `volumeRef` names an existing volume to adopt (a redeploy), else null. */
+export interface RuntimeSpec {
+  agentId: string;
+  instanceId: string;
+  appName: string;
+  type: AgentType;
+  cpus: number;
+  memoryMb: number;
+  volumeSizeGb: number;
+  volumeRef: string | null;
+}
+
+/** A started runtime: where it answers, the token it accepts, and the provider's handles. */
+export interface DeployedRuntime {
+  url: string;
+  token: string;
+  volumeRef: string;
+  machineRef: string | null;
+}
+
+/** The provider's handles on an instance (as stored in agent_instances). */
+export interface InstanceRef {
+  agentId: string;
+  appName: string;
+  volumeRef: string;
+  machineRef: string | null;
+}
+
+/**
+ * Where agent runtimes run. The local provider runs each as a process on this machine; a hosting adapter
+ * (Fly Machines API shape) implements the same calls. deploy() adopts `volumeRef` when given: a redeploy
+ * never replaces a volume with an empty one.
+ */
+export interface RuntimeProvider {
+  readonly name: string;
+  deploy(spec: RuntimeSpec): Promise<DeployedRuntime>;
+  /** Whether the instance answers now (after a restart of the service, a local runtime does not). */
+  isRunning(instance: InstanceRef): Promise<boolean>;
+  /** The address and token to call a running instance with; null when this provider cannot reach it. */
+  connection(instance: InstanceRef): { url: string; token: string } | null;
+  stop(instance: InstanceRef): Promise<void>;
+  /** Deletes the volume: the runtime's data is gone. */
+  remove(instance: InstanceRef): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What each runtime gets (recorded on the instance): one CPU, 512 MB of memory, a 1 GB volume. */
+export const RUNTIME_RESOURCES = { cpus: 1, memoryMb: 512, volumeSizeGb: 1 } as const;

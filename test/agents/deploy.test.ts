@@ -1,0 +1,116 @@
+// Agent runtimes on this machine (the local provider): a bought agent is deployed by the worker as its own
+// process with its own port and volume; a runtime that died is started again on the same volume (its
+// configuration kept); at the end of the month it is stopped, a week later its volume removed. A deployment
+// that keeps failing gives up after 5 tries and refunds the purchase, once.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCommands } from '../../src/admin/commands.js';
+import { ManualClock } from '../../src/platform/clock.js';
+import { agentsModule, createAgentsModule } from '../../src/modules/agents/routes.js';
+import { LocalRuntimeProvider } from '../../src/modules/agents/local-provider.js';
+import { moduleFactories } from '../../src/modules/index.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+
+const clock = new ManualClock();
+let app: TestApp;
+beforeAll(async () => {
+  // No worker role: the test runs the loops itself, against the manual clock.
+  app = await buildTestApp({ roles: ['api'], clock });
+});
+afterAll(async () => app?.close());
+
+const loop = (target: TestApp, name: string) => target.modules.find((m) => m.name === 'agents')!.loops!.find((l) => l.name === name)!;
+const run = (target: TestApp, name: string) => loop(target, name).run(new AbortController().signal);
+
+async function buyAgent(target: TestApp, sub: string) {
+  await adminCommands(target.ctx, target.modules)['credits.grant']!({ sub, cents: 1000, note: 'test' });
+  const token = await target.identityToken(sub);
+  const response = await fetch(`${target.urls.api}/agents`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'deployed', type: 'runtime_a' }),
+  });
+  expect(response.status).toBe(201);
+  const list = async () => {
+    const answer = (await (await fetch(`${target.urls.api}/agents`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: any[] };
+    return answer.data[0];
+  };
+  return { id: ((await response.json()) as { data: { agent: { id: string } } }).data.agent.id, list };
+}
+
+describe('agent runtimes (local provider)', () => {
+  it('deploys a bought agent as its own process, restarts it on its volume, stops it after a month and removes it a week later', async () => {
+    const { list } = await buyAgent(app, 'runner');
+    expect((await list()).status).toBe('pending');
+    await run(app, 'agents.deploy');
+
+    const agent = await list();
+    expect(agent).toMatchObject({ status: 'running', attempts: 1, lastError: null });
+    const instance = agent.runtimeInstance;
+    expect(instance).toMatchObject({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), cpus: 1, memoryMb: 512, volumeSizeGb: 1, stoppedAt: null, removedAt: null });
+    expect(new Date(instance.expiresAt).getTime() - new Date(instance.startedAt).getTime()).toBe(30 * 24 * 3600_000);
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as { ok: boolean; instanceId: string };
+    expect(health).toMatchObject({ ok: true, instanceId: instance.id });
+    expect((await fetch(`${instance.url}/config`)).status).toBe(401); // the runtime's token stays with the service
+    const [row] = await app.ctx.database.query<{ volume_ref: string; machine_ref: string }>(sql`select volume_ref, machine_ref from agent_instances where id = ${instance.id}`);
+    const config = JSON.parse(fs.readFileSync(path.join(row!.volume_ref, 'config.json'), 'utf8')) as { id: string; createdAt: string };
+
+    // The runtime dies (as after a restart of the service): the sweep starts it again on the same volume.
+    process.kill(Number(row!.machine_ref), 'SIGKILL');
+    await expect.poll(async () => (await fetch(`${instance.url}/health`).catch(() => null))?.ok ?? false).toBe(false);
+    await run(app, 'agents.runtimes');
+    const restarted = (await list()).runtimeInstance;
+    expect(restarted).toMatchObject({ id: instance.id, startedAt: instance.startedAt, expiresAt: instance.expiresAt });
+    expect((await fetch(`${restarted.url}/health`)).ok).toBe(true);
+    expect(JSON.parse(fs.readFileSync(path.join(row!.volume_ref, 'config.json'), 'utf8'))).toMatchObject(config);
+
+    // The month ends: stopped; a week later the volume is removed.
+    clock.advance(30 * 24 * 3600_000);
+    await run(app, 'agents.runtimes');
+    const expired = await list();
+    expect(expired.status).toBe('expired');
+    expect(expired.runtimeInstance.stoppedAt).toBe(clock.now().toISOString());
+    expect(await fetch(`${restarted.url}/health`).catch(() => null)).toBeNull();
+    expect(fs.existsSync(row!.volume_ref)).toBe(true);
+    clock.advance(7 * 24 * 3600_000);
+    await run(app, 'agents.runtimes');
+    expect((await list()).runtimeInstance.removedAt).toBe(clock.now().toISOString());
+    expect(fs.existsSync(row!.volume_ref)).toBe(false);
+  });
+
+  it('gives up after 5 failed deployments, keeping the last error, and refunds the purchase once', async () => {
+    // A volumes dir under a regular file: every deployment fails for real (ENOTDIR).
+    const blocked = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-blocked-'));
+    fs.writeFileSync(path.join(blocked, 'file'), '');
+    const provider = createAgentsModule({ provider: (ctx) => new LocalRuntimeProvider(path.join(blocked, 'file', 'agents'), ctx.log) });
+    const failing = await buildTestApp({ roles: ['api'], clock, factories: moduleFactories.map((factory) => (factory === agentsModule ? provider : factory)) });
+    try {
+      const { list } = await buyAgent(failing, 'unlucky');
+      const credits = failing.ctx.services.credits;
+      expect(await credits.balance('unlucky')).toBe(0);
+      for (let attempt = 1; attempt <= 5; attempt += 1) {
+        await run(failing, 'agents.deploy');
+        const agent = await list();
+        expect(agent.attempts).toBe(attempt);
+        expect(agent.lastError).toMatch(/ENOTDIR|not a directory/i);
+        expect(agent.status).toBe(attempt < 5 ? 'pending' : 'failed');
+        // Not tried again before its next attempt is due.
+        await run(failing, 'agents.deploy');
+        expect((await list()).attempts).toBe(attempt);
+        clock.advance(31_000);
+      }
+      expect(await credits.balance('unlucky')).toBe(1000);
+      await run(failing, 'agents.deploy');
+      expect(await credits.balance('unlucky')).toBe(1000);
+      const transfers = await credits.store.transfersOf('user:unlucky');
+      expect(transfers.map((t) => t.cause)).toEqual(['grant', 'agent_purchase', 'refund']);
+      expect(transfers[2]!.refund_of).toBe(transfers[1]!.id);
+    } finally {
+      await failing.close();
+      fs.rmSync(blocked, { recursive: true, force: true });
+    }
+  });
+});
