@@ -3,8 +3,8 @@
 // creates a funded wallet and hands its key to the bench client, so both paths sign with one key.
 // Started by run.ts; prints one `BENCH_READY {json}` line, stops on SIGTERM.
 import { sql } from 'drizzle-orm';
-import { loadMasterKey } from '../../src/modules/wallets/master-key.js';
-import { KeySealer } from '../../src/modules/wallets/sealing.js';
+import { loadMasterKey } from '../../src/platform/master-key.js';
+import { KeySealer } from '../../src/platform/sealing.js';
 import { startBenchServer } from '../bench-server.js';
 
 const apiPort = process.env.BENCH_API_PORT!;

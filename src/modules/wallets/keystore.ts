@@ -1,6 +1,6 @@
 import { privateKeyToAccount, generatePrivateKey, type PrivateKeyAccount } from 'viem/accounts';
 import type { ProvisionedKey, WalletProvider } from './provider.js';
-import type { KeySealer } from './sealing.js';
+import type { KeySealer } from '../../platform/sealing.js';
 
 const CACHE_LIMIT = 1_000;
 

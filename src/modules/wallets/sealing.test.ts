@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { privateKeyToAccount } from 'viem/accounts';
 import { LocalKeystoreProvider } from './keystore.js';
-import { KeySealer } from './sealing.js';
+import { KeySealer } from '../../platform/sealing.js';
 
 describe('KeySealer', () => {
   const sealer = new KeySealer(randomBytes(32));

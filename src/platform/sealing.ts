@@ -3,9 +3,10 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 const VERSION = 'v1';
 
 /**
- * AES-256-GCM sealing of wallet keys under the master key. The wallet id is bound as associated
- * data, so a sealed key copied onto another wallet row does not open. The master key's id is kept
- * in the blob, so a wrong master key fails with a clear message instead of a bare auth error.
+ * AES-256-GCM sealing of secrets at rest (wallet keys, agents' model-provider keys) under the master key.
+ * The owner (e.g. the wallet id) is bound as associated data, so a sealed value copied onto another row
+ * does not open. The master key's id is kept in the blob, so a wrong master key fails with a clear
+ * message instead of a bare auth error.
  */
 export class KeySealer {
   readonly keyId: string;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../../config.js';
-import { loadOrCreateDevSecret } from '../../platform/data-dir.js';
+import type { Config } from '../config.js';
+import { loadOrCreateDevSecret } from './data-dir.js';
 
 export interface MasterKey {
   key: Buffer;
