@@ -18,6 +18,17 @@ CREATE TABLE "agent_instances" (
 	CONSTRAINT "agent_instances_agent_unique" UNIQUE("agent_id")
 );
 --> statement-breakpoint
+CREATE TABLE "agent_provider_keys" (
+	"agent_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"sealed_key" text NOT NULL,
+	"key_hint" text NOT NULL,
+	"created_at" timestamp with time zone NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "agent_provider_keys_agent_id_provider_pk" PRIMARY KEY("agent_id","provider"),
+	CONSTRAINT "agent_provider_keys_provider_check" CHECK ("agent_provider_keys"."provider" in ('openai', 'anthropic', 'openrouter'))
+);
+--> statement-breakpoint
 CREATE TABLE "agents" (
 	"id" uuid PRIMARY KEY NOT NULL,
 	"user_id" text NOT NULL,

@@ -60,6 +60,9 @@ const envSchema = z.object({
   IPFS_API_URL: optionalUrl,
   CREDITS_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   CREDITS_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  AGENT_OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  AGENT_ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com/v1'),
+  AGENT_OPENROUTER_BASE_URL: z.url().default('https://openrouter.ai/api/v1'),
   STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
   STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   RELAY_IDEMPOTENCY_RETENTION_HOURS: positiveInt(72),
@@ -156,6 +159,8 @@ export interface Config {
     /** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
     reconcileAfterSeconds: number;
   };
+  /** Base URLs of the model providers agents call (the real APIs by default; tests point them at stand-ins). */
+  agentProviders: { openai: string; anthropic: string; openrouter: string };
   credits: {
     /** Where top-up payments go; unset: a dev receiver key in the data dir on the devchain, else top-ups are unavailable. */
     payTo: string | null;
@@ -264,6 +269,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS },
+    agentProviders: {
+      openai: trimSlash(e.AGENT_OPENAI_BASE_URL)!,
+      anthropic: trimSlash(e.AGENT_ANTHROPIC_BASE_URL)!,
+      openrouter: trimSlash(e.AGENT_OPENROUTER_BASE_URL)!,
+    },
     relay: {
       retentionSeconds: e.RELAY_IDEMPOTENCY_RETENTION_HOURS * 3600,
       capacity: e.RELAY_IDEMPOTENCY_CAPACITY,

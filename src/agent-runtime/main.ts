@@ -6,6 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { complete, ProviderError, type ChatMessage, type ProviderCall } from './models.js';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -57,12 +58,59 @@ function authorized(request: http.IncomingMessage): boolean {
 const send = (response: http.ServerResponse, status: number, body: unknown) =>
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
-const server = http.createServer((request, response) => {
+/** Each session's history is one JSON file on the volume, named by the session's hex (any 1–100 chars are safe). */
+const sessionFile = (session: string) => path.join(dataDir, 'sessions', `${Buffer.from(session).toString('hex')}.json`);
+
+function history(session: string): ChatMessage[] {
+  const file = sessionFile(session);
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as ChatMessage[]) : [];
+}
+
+function saveHistory(session: string, messages: ChatMessage[]): void {
+  const file = sessionFile(session);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(messages));
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+// One chat at a time per session: the history is read, extended and written as a whole.
+const sessionQueues = new Map<string, Promise<unknown>>();
+function inSession<T>(session: string, fn: () => Promise<T>): Promise<T> {
+  const run = (sessionQueues.get(session) ?? Promise.resolve()).then(fn, fn);
+  sessionQueues.set(session, run.catch(() => undefined));
+  return run;
+}
+
+/** The service sends the conversation's new messages and the provider to use; the history is the runtime's. */
+async function chat(body: { session: string; messages: ChatMessage[]; provider: ProviderCall }) {
+  return inSession(body.session, async () => {
+    const messages = [...history(body.session), ...body.messages];
+    const reply = await complete(body.provider, messages);
+    const message: ChatMessage = { role: 'assistant', content: reply.text };
+    saveHistory(body.session, [...messages, message]);
+    return { message, raw: reply.raw, text: reply.text, usage: reply.usage };
+  });
+}
+
+async function readJson(request: http.IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+const server = http.createServer(async (request, response) => {
   const url = new URL(request.url ?? '/', 'http://runtime');
   if (request.method === 'GET' && url.pathname === '/health') return send(response, 200, { ok: true, agentId, type: agentType, instanceId });
   if (!authorized(request)) return send(response, 401, { error: 'unauthorized' });
-  if (request.method === 'GET' && url.pathname === '/config') return send(response, 200, config);
-  return send(response, 404, { error: 'not found' });
+  try {
+    if (request.method === 'GET' && url.pathname === '/config') return send(response, 200, config);
+    if (request.method === 'GET' && url.pathname === '/history') return send(response, 200, { messages: history(url.searchParams.get('session') ?? 'main'), raw: null });
+    if (request.method === 'POST' && url.pathname === '/chat') return send(response, 200, await chat((await readJson(request)) as Parameters<typeof chat>[0]));
+    return send(response, 404, { error: 'not found' });
+  } catch (error) {
+    if (error instanceof ProviderError) return send(response, 502, { error: error.message, providerStatus: error.status });
+    return send(response, 500, { error: (error as Error).message });
+  }
 });
 
 server.listen(port, '127.0.0.1', () => {

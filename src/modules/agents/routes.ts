@@ -1,11 +1,26 @@
 import path from 'node:path';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';
-import { createAgentBody, createAgentResult, listedAgentSchema } from './schemas.js';
+import {
+  agentIdParams,
+  CHAT_LIMITS,
+  chatBody,
+  chatHistory,
+  chatResult,
+  createAgentBody,
+  createAgentResult,
+  historyQuery,
+  listedAgentSchema,
+  providerEntrySchema,
+  runtimeConfigSchema,
+  setProviderBody,
+} from './schemas.js';
+import { AgentOperations } from './operations.js';
 import { AgentsService } from './service.js';
 import { AgentDeployer, agentLoops } from './deployer.js';
 import { LocalRuntimeProvider } from './local-provider.js';
@@ -23,6 +38,8 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const service = new AgentsService(ctx);
   const provider = options.provider?.(ctx) ?? new LocalRuntimeProvider(path.join(ctx.config.dataDir, 'agents'), ctx.log.child({ component: 'agent-runtimes' }));
   const deployer = new AgentDeployer(ctx, service.store, provider);
+  const operations = new AgentOperations(ctx, service.store, provider);
+  const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];
   const tags = ['agents'];
@@ -36,7 +53,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
         app.get(
           '/agents',
           { onRequest: signedIn, schema: { tags, summary: "The signed-in user's agents, newest first, each with its runtimeInstance", security, response: { 200: envelopeSchema(z.array(listedAgentSchema)), ...errors(401) } } },
-          async (request) => envelope(await service.list(principalOf(request, 'identity').userId)),
+          async (request) => envelope(await service.list(userOf(request))),
         );
         app.post(
           '/agents',
@@ -51,7 +68,56 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
               response: { 201: envelopeSchema(createAgentResult), ...errors(400, 401, 402) },
             },
           },
-          async (request, reply) => reply.code(201).send(envelope(await service.create(principalOf(request, 'identity').userId, request.body))),
+          async (request, reply) => reply.code(201).send(envelope(await service.create(userOf(request), request.body))),
+        );
+        app.get(
+          '/agents/:agentId/config',
+          { onRequest: signedIn, schema: { tags, summary: "The agent runtime's configuration", security, params: agentIdParams, response: { 200: envelopeSchema(runtimeConfigSchema), ...errors(400, 401, 404, 409, 503) } } },
+          async (request) => envelope(await operations.config(userOf(request), request.params.agentId)),
+        );
+        app.get(
+          '/agents/:agentId/providers',
+          { onRequest: signedIn, schema: { tags, summary: "The agent's model providers, keys masked", security, params: agentIdParams, response: { 200: envelopeSchema(z.array(providerEntrySchema)), ...errors(400, 401, 404) } } },
+          async (request) => envelope(await operations.providers(userOf(request), request.params.agentId)),
+        );
+        app.put(
+          '/agents/:agentId/providers',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags,
+              summary: "Set the agent's key for a model provider (stored sealed; the one set last answers chats)",
+              security,
+              params: agentIdParams,
+              body: setProviderBody,
+              response: { 200: envelopeSchema(providerEntrySchema), ...errors(400, 401, 404) },
+            },
+          },
+          async (request) => envelope(await operations.setProvider(userOf(request), request.params.agentId, request.body.provider, request.body.apiKey)),
+        );
+        app.post(
+          '/agents/:agentId/chat',
+          {
+            onRequest: signedIn,
+            bodyLimit: CHAT_LIMITS.bodyBytes,
+            schema: {
+              tags,
+              summary: 'Chat with the agent: the new messages of a session; the runtime keeps the history and calls the model provider',
+              security,
+              params: agentIdParams,
+              body: chatBody,
+              response: { 200: envelopeSchema(chatResult), ...errors(400, 401, 404, 409, 413, 502, 503) },
+            },
+          },
+          async (request) => envelope(await operations.chat(userOf(request), request.params.agentId, request.body)),
+        );
+        app.get(
+          '/agents/:agentId/chat/history',
+          {
+            onRequest: signedIn,
+            schema: { tags, summary: "A session's chat history", security, params: agentIdParams, querystring: historyQuery, response: { 200: envelopeSchema(chatHistory), ...errors(400, 401, 404, 409, 503) } },
+          },
+          async (request) => envelope(await operations.history(userOf(request), request.params.agentId, request.query.session)),
         );
       },
     },

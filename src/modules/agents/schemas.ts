@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AGENT_STATUSES, AGENT_TYPES } from './tables.js';
+import { AGENT_STATUSES, AGENT_TYPES, MODEL_PROVIDERS } from './tables.js';
 
 /** What an agent costs: one month of a hosted runtime, in credit cents (the spec's 10 USD). */
 export const AGENT_PRICE_CENTS = 1000;
@@ -44,3 +44,40 @@ export const createAgentResult = z.object({
 
 export type AgentView = z.infer<typeof agentSchema>;
 export type RuntimeInstanceView = z.infer<typeof runtimeInstanceSchema>;
+
+/** Chat bounds (the spec: at least one message; session 1–100, default main). Ours: at most 100 messages of 32 KiB each. */
+export const CHAT_LIMITS = { maxMessages: 100, maxContentChars: 32 * 1024, bodyBytes: 4 * 1024 * 1024 } as const;
+
+export const agentIdParams = z.object({ agentId: z.uuid() });
+
+export const chatMessageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant']),
+  content: z.string().max(CHAT_LIMITS.maxContentChars),
+});
+
+export const chatBody = z.object({
+  messages: z.array(chatMessageSchema).min(1).max(CHAT_LIMITS.maxMessages),
+  session: z.string().min(1).max(100).default('main'),
+});
+
+export const chatResult = z.object({ message: chatMessageSchema, raw: z.unknown().nullable(), text: z.string() });
+export const historyQuery = z.object({ session: z.string().min(1).max(100).default('main') });
+export const chatHistory = z.object({ messages: z.array(chatMessageSchema), raw: z.unknown().nullable() });
+
+export const runtimeConfigSchema = z.object({
+  createdAt: z.string(),
+  id: z.string(),
+  instanceId: z.string(),
+  updatedAt: z.string(),
+  models: z.array(z.string()).nullable(),
+  botSettings: z.record(z.string(), z.unknown()).nullable(),
+});
+
+export const setProviderBody = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().min(1).max(1000) });
+export const providerEntrySchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().describe('masked: only the start and end are shown') });
+
+export type ChatBody = z.infer<typeof chatBody>;
+export type ChatResult = z.infer<typeof chatResult>;
+export type ChatHistory = z.infer<typeof chatHistory>;
+export type RuntimeConfigView = z.infer<typeof runtimeConfigSchema>;
+export type ProviderEntry = z.infer<typeof providerEntrySchema>;

@@ -1,9 +1,10 @@
 import { and, asc, desc, eq, isNull, lte, sql } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
-import { agentInstances, agents } from './tables.js';
+import { agentInstances, agentProviderKeys, agents, type ModelProvider } from './tables.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type InstanceRow = typeof agentInstances.$inferSelect;
+export type ProviderKeyRow = typeof agentProviderKeys.$inferSelect;
 
 /** Every statement on the agents tables; each move of an agent names the status it expects. */
 export class AgentsStore {
@@ -121,5 +122,24 @@ export class AgentsStore {
 
   async markRemoved(instanceId: string, now: Date): Promise<void> {
     await this.db.update(agentInstances).set({ removedAt: now, updatedAt: now }).where(and(eq(agentInstances.id, instanceId), isNull(agentInstances.removedAt)));
+  }
+
+  // Model-provider keys (sealed by the service before they get here).
+
+  async saveProviderKey(row: ProviderKeyRow): Promise<void> {
+    await this.db
+      .insert(agentProviderKeys)
+      .values(row)
+      .onConflictDoUpdate({ target: [agentProviderKeys.agentId, agentProviderKeys.provider], set: { sealedKey: row.sealedKey, keyHint: row.keyHint, updatedAt: row.updatedAt } });
+  }
+
+  /** The agent's keys, the most recently set first (that one answers chats). */
+  providerKeys(agentId: string): Promise<ProviderKeyRow[]> {
+    return this.db.select().from(agentProviderKeys).where(eq(agentProviderKeys.agentId, agentId)).orderBy(desc(agentProviderKeys.updatedAt), asc(agentProviderKeys.provider));
+  }
+
+  async providerKey(agentId: string, provider: ModelProvider): Promise<ProviderKeyRow | null> {
+    const [row] = await this.db.select().from(agentProviderKeys).where(and(eq(agentProviderKeys.agentId, agentId), eq(agentProviderKeys.provider, provider)));
+    return row ?? null;
   }
 }

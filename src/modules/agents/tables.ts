@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { check, index, integer, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 export const AGENT_TYPES = ['runtime_a', 'runtime_b'] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
@@ -65,4 +65,24 @@ export const agentInstances = pgTable(
     // The expiry sweep: running instances by when their month ends.
     index('agent_instances_expiry_idx').on(t.expiresAt).where(sql`${t.stoppedAt} is null`),
   ],
+);
+
+export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openrouter'] as const;
+export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+
+/**
+ * An agent's model-provider keys: sealed under the master key (the agent and provider bound as associated
+ * data), listed only by their hint (start and end). One key per provider; setting it again replaces it.
+ */
+export const agentProviderKeys = pgTable(
+  'agent_provider_keys',
+  {
+    agentId: uuid('agent_id').notNull(),
+    provider: text('provider').$type<ModelProvider>().notNull(),
+    sealedKey: text('sealed_key').notNull(),
+    keyHint: text('key_hint').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.provider] }), check('agent_provider_keys_provider_check', sql`${t.provider} in ('openai', 'anthropic', 'openrouter')`)],
 );

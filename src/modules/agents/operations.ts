@@ -1,0 +1,95 @@
+import type { AppContext } from '../../context.js';
+import { loadMasterKey } from '../../platform/master-key.js';
+import { KeySealer } from '../../platform/sealing.js';
+import { agentsErrors } from './errors.js';
+import type { RuntimeProvider } from './runtime-provider.js';
+import type { ChatBody, ChatResult, ChatHistory, ProviderEntry, RuntimeConfigView } from './schemas.js';
+import type { AgentRow, AgentsStore } from './store.js';
+import type { ModelProvider } from './tables.js';
+
+/** The start and end of a key, the rest hidden: enough to tell keys apart, never enough to use one. */
+export function maskKey(key: string): string {
+  if (key.length <= 8) return '…';
+  return `${key.slice(0, 4)}…${key.slice(-4)}`;
+}
+
+const RUNTIME_TIMEOUT_MS = 90_000;
+
+/**
+ * What a user does with an agent: its runtime's configuration, its model-provider keys, chat and history.
+ * Every call first finds the agent among the caller's own (another user's is 404), then reaches the runtime
+ * through the provider's connection; the runtime calls the model provider and keeps the history.
+ */
+export class AgentOperations {
+  readonly #sealer: KeySealer;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: AgentsStore,
+    private readonly runtimes: RuntimeProvider,
+  ) {
+    this.#sealer = new KeySealer(loadMasterKey(ctx.config).key);
+  }
+
+  async config(userId: string, agentId: string): Promise<RuntimeConfigView> {
+    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', '/config')) as RuntimeConfigView;
+  }
+
+  async setProvider(userId: string, agentId: string, provider: ModelProvider, apiKey: string): Promise<ProviderEntry> {
+    await this.#owned(userId, agentId);
+    const now = this.ctx.clock.now();
+    await this.store.saveProviderKey({ agentId, provider, sealedKey: this.#sealer.seal(Buffer.from(apiKey), aad(agentId, provider)), keyHint: maskKey(apiKey), createdAt: now, updatedAt: now });
+    return { provider, apiKey: maskKey(apiKey) };
+  }
+
+  async providers(userId: string, agentId: string): Promise<ProviderEntry[]> {
+    await this.#owned(userId, agentId);
+    return (await this.store.providerKeys(agentId)).map((row) => ({ provider: row.provider, apiKey: row.keyHint }));
+  }
+
+  async chat(userId: string, agentId: string, body: ChatBody): Promise<ChatResult> {
+    const agent = await this.#owned(userId, agentId);
+    const [key] = await this.store.providerKeys(agentId);
+    if (!key) throw agentsErrors.providerNotConfigured();
+    const provider = { name: key.provider, apiKey: this.#sealer.open(key.sealedKey, aad(agentId, key.provider)).toString(), baseUrl: this.ctx.config.agentProviders[key.provider] };
+    const answer = (await this.#runtime(agent, 'POST', '/chat', { session: body.session, messages: body.messages, provider })) as ChatResult;
+    return { message: answer.message, raw: answer.raw, text: answer.text };
+  }
+
+  async history(userId: string, agentId: string, session: string): Promise<ChatHistory> {
+    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', `/history?session=${encodeURIComponent(session)}`)) as ChatHistory;
+  }
+
+  async #owned(userId: string, agentId: string): Promise<AgentRow> {
+    const agent = await this.store.byId(agentId);
+    if (!agent || agent.userId !== userId) throw agentsErrors.notFound();
+    return agent;
+  }
+
+  async #runtime(agent: AgentRow, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+    if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
+    const instance = await this.store.instanceOf(agent.id);
+    const connection = instance && this.runtimes.connection({ agentId: agent.id, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
+    if (!connection) throw agentsErrors.runtimeUnavailable();
+    let response: Response;
+    try {
+      response = await fetch(`${connection.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${connection.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(RUNTIME_TIMEOUT_MS),
+      });
+    } catch {
+      throw agentsErrors.runtimeUnavailable();
+    }
+    const answer = (await response.json().catch(() => null)) as { error?: string; providerStatus?: number | null } | null;
+    if (response.status === 502) throw agentsErrors.providerFailed(answer?.error ?? 'the model provider failed', answer?.providerStatus ?? null);
+    if (!response.ok || answer === null) {
+      this.ctx.log.warn({ agentId: agent.id, status: response.status, error: answer?.error }, 'agent runtime answered with an error');
+      throw agentsErrors.runtimeUnavailable();
+    }
+    return answer;
+  }
+}
+
+const aad = (agentId: string, provider: ModelProvider) => `agent-provider:${agentId}:${provider}`;

@@ -1,0 +1,175 @@
+// Chat with a hosted agent end to end: the agent bought and deployed as its own runtime process, a provider
+// key set (sealed, listed masked), chats relayed by the runtime to stand-ins of OpenAI, Anthropic and
+// OpenRouter that speak their real HTTP APIs (and check what they are sent), history kept per session on
+// the runtime's volume, and nobody else's agent reachable.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCommands } from '../../src/admin/commands.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+
+interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+
+/** The three providers' chat endpoints, as their APIs answer: 401 for an unknown key, else a reply naming the provider. */
+function providerStandIn(keys: Record<string, string>) {
+  const received: Received[] = [];
+  const server = http.createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString());
+    received.push({ path: request.url!, headers: request.headers, body });
+    const reply = (status: number, payload: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+    const last = body.messages.at(-1).content;
+    if (request.url === '/anthropic/v1/messages') {
+      if (request.headers['x-api-key'] !== keys.anthropic || request.headers['anthropic-version'] !== '2023-06-01') return reply(401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+      return reply(200, { id: 'msg_1', type: 'message', role: 'assistant', model: body.model, content: [{ type: 'text', text: `anthropic says: ${last}` }], stop_reason: 'end_turn', usage: { input_tokens: 12, output_tokens: 4 } });
+    }
+    const provider = request.url === '/openai/v1/chat/completions' ? 'openai' : request.url === '/openrouter/api/v1/chat/completions' ? 'openrouter' : null;
+    if (!provider) return reply(404, { error: { message: 'unknown route' } });
+    if (request.headers.authorization !== `Bearer ${keys[provider]}`) return reply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
+    return reply(200, {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: `${provider} says: ${last}` }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 },
+    });
+  });
+  return { server, received };
+}
+
+const keys = { openai: 'sk-openai-test-0123456789', anthropic: 'sk-ant-test-abcdefghij', openrouter: 'sk-or-test-9876543210' };
+const standIn = providerStandIn(keys);
+let app: TestApp;
+let agentId: string;
+let token: string;
+
+async function call(method: string, path: string, body?: unknown, as = token) {
+  const response = await fetch(`${app.urls.api}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${as}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => standIn.server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(standIn.server.address() as AddressInfo).port}`;
+  app = await buildTestApp({
+    roles: ['api'],
+    env: { AGENT_OPENAI_BASE_URL: `${base}/openai/v1`, AGENT_ANTHROPIC_BASE_URL: `${base}/anthropic/v1`, AGENT_OPENROUTER_BASE_URL: `${base}/openrouter/api/v1` },
+  });
+  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'chatter', cents: 1000, note: 'test' });
+  token = await app.identityToken('chatter');
+  agentId = (await call('POST', '/agents', { name: 'assistant', type: 'runtime_a' })).body.data.agent.id;
+  const deploy = app.modules.find((m) => m.name === 'agents')!.loops!.find((l) => l.name === 'agents.deploy')!;
+  await deploy.run(new AbortController().signal);
+});
+afterAll(async () => {
+  await app?.close();
+  standIn.server.close();
+});
+
+describe('agent chat', () => {
+  it("reads the runtime's configuration", async () => {
+    const [listed] = (await call('GET', '/agents')).body.data;
+    expect(listed.status).toBe('running');
+    const config = await call('GET', `/agents/${agentId}/config`);
+    expect(config.status).toBe(200);
+    expect(config.body.data).toEqual({ createdAt: expect.any(String), id: expect.any(String), instanceId: listed.runtimeInstance.id, updatedAt: expect.any(String), models: null, botSettings: null });
+  });
+
+  it('needs a provider; keeps keys sealed and lists them masked', async () => {
+    expect((await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'hi' }] })).body).toMatchObject({ code: 1005, data: { reason: 'provider_not_configured' } });
+    const set = await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: keys.openai });
+    expect(set).toEqual({ status: 200, body: { code: 0, message: 'ok', data: { provider: 'openai', apiKey: 'sk-o…6789' } } });
+    expect((await call('GET', `/agents/${agentId}/providers`)).body.data).toEqual([{ provider: 'openai', apiKey: 'sk-o…6789' }]);
+    const stored = await app.ctx.database.query<{ sealed_key: string }>(sql`select sealed_key from agent_provider_keys where agent_id = ${agentId}`);
+    expect(stored[0]!.sealed_key).not.toContain(keys.openai);
+    for (const body of [{ provider: 'mistral', apiKey: 'x' }, { provider: 'openai', apiKey: '' }, { provider: 'openai' }]) {
+      expect((await call('PUT', `/agents/${agentId}/providers`, body)).status, JSON.stringify(body)).toBe(400);
+    }
+  });
+
+  it('chats through OpenAI chat completions, keeping each session apart on the runtime', async () => {
+    const first = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual({ message: { role: 'assistant', content: 'openai says: hello' }, text: 'openai says: hello', raw: expect.objectContaining({ object: 'chat.completion' }) });
+    const sent = standIn.received.at(-1)!;
+    expect(sent.path).toBe('/openai/v1/chat/completions');
+    expect(sent.headers.authorization).toBe(`Bearer ${keys.openai}`);
+    expect(sent.body).toMatchObject({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
+
+    await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'again' }] });
+    expect(standIn.received.at(-1)!.body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'openai says: hello' },
+      { role: 'user', content: 'again' },
+    ]);
+    await call('POST', `/agents/${agentId}/chat`, { session: 'work', messages: [{ role: 'user', content: 'other topic' }] });
+    expect(standIn.received.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'other topic' }]);
+
+    const history = await call('GET', `/agents/${agentId}/chat/history`);
+    expect(history.body.data).toEqual({
+      raw: null,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'openai says: hello' },
+        { role: 'user', content: 'again' },
+        { role: 'assistant', content: 'openai says: again' },
+      ],
+    });
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=work`)).body.data.messages).toHaveLength(2);
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=empty`)).body.data).toEqual({ messages: [], raw: null });
+  });
+
+  it('chats through Anthropic messages and OpenRouter, whichever key was set last', async () => {
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'anthropic', apiKey: keys.anthropic });
+    const viaAnthropic = await call('POST', `/agents/${agentId}/chat`, { session: 'a', messages: [{ role: 'system', content: 'Be kind.' }, { role: 'user', content: 'bonjour' }] });
+    expect(viaAnthropic.body.data).toMatchObject({ text: 'anthropic says: bonjour', raw: { type: 'message' } });
+    const sent = standIn.received.at(-1)!;
+    expect(sent.headers['x-api-key']).toBe(keys.anthropic);
+    expect(sent.body).toEqual({ model: 'claude-3-5-haiku-latest', max_tokens: 1024, system: 'Be kind.', messages: [{ role: 'user', content: 'bonjour' }] });
+
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'openrouter', apiKey: keys.openrouter });
+    const viaOpenRouter = await call('POST', `/agents/${agentId}/chat`, { session: 'r', messages: [{ role: 'user', content: 'hola' }] });
+    expect(viaOpenRouter.body.data.text).toBe('openrouter says: hola');
+    expect(standIn.received.at(-1)!).toMatchObject({ path: '/openrouter/api/v1/chat/completions', body: { model: 'openai/gpt-4o-mini' } });
+    expect((await call('GET', `/agents/${agentId}/providers`)).body.data.map((p: { provider: string }) => p.provider)).toEqual(['openrouter', 'anthropic', 'openai']);
+  });
+
+  it('answers 502 when the provider refuses the key, and keeps no reply in the history', async () => {
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-wrong-key-000000' });
+    const refused = await call('POST', `/agents/${agentId}/chat`, { session: 'bad', messages: [{ role: 'user', content: 'hi' }] });
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatchObject({ code: 1011, data: { reason: 'provider_failed', providerStatus: 401 } });
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=bad`)).body.data.messages).toEqual([]);
+  });
+
+  it('validates chats and hides the agent from everyone else', async () => {
+    for (const body of [{ messages: [] }, { messages: [{ role: 'tool', content: 'x' }] }, { session: '', messages: [{ role: 'user', content: 'x' }] }, { session: 'x'.repeat(101), messages: [{ role: 'user', content: 'x' }] }]) {
+      expect((await call('POST', `/agents/${agentId}/chat`, body)).status, JSON.stringify(body)).toBe(400);
+    }
+    const other = await app.identityToken('someone-else');
+    for (const [method, path, body] of [
+      ['GET', `/agents/${agentId}/config`],
+      ['GET', `/agents/${agentId}/providers`],
+      ['PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-theirs-1234' }],
+      ['POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'x' }] }],
+      ['GET', `/agents/${agentId}/chat/history`],
+    ] as const) {
+      const answer = await call(method, path, body, other);
+      expect(answer.status, `${method} ${path}`).toBe(404);
+      expect(answer.body.data.reason).toBe('agent_not_found');
+    }
+    expect((await call('GET', `/agents/${agentId}/providers`)).body.data.find((p: { provider: string }) => p.provider === 'openai').apiKey).toBe('sk-w…0000');
+  });
+});
