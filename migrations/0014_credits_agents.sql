@@ -39,10 +39,12 @@ CREATE TABLE "agents" (
 	"attempts" integer NOT NULL,
 	"last_error" text,
 	"next_attempt_at" timestamp with time zone,
+	"daily_token_budget" integer DEFAULT 200000 NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
 	"updated_at" timestamp with time zone NOT NULL,
 	CONSTRAINT "agents_type_check" CHECK ("agents"."type" in ('runtime_a', 'runtime_b')),
-	CONSTRAINT "agents_status_check" CHECK ("agents"."status" in ('pending', 'running', 'expired', 'failed'))
+	CONSTRAINT "agents_status_check" CHECK ("agents"."status" in ('pending', 'running', 'expired', 'failed')),
+	CONSTRAINT "agents_daily_token_budget_check" CHECK ("agents"."daily_token_budget" >= 0)
 );
 --> statement-breakpoint
 CREATE TABLE "credit_balances" (

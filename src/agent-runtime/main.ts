@@ -1,11 +1,13 @@
 // The agent runtime: one process per hosted agent, with its own port and data directory (its volume).
 // Started by a runtime provider (src/modules/agents/local-provider.ts runs it on this machine); it
 // imports nothing from the service. Every route but /health needs the bearer token it was started with.
-//   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any)
+//   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any),
+//   AGENT_DAILY_TOKEN_BUDGET
 import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { TokenBudget } from './budget.js';
 import { complete, ProviderError, type ChatMessage, type ProviderCall } from './models.js';
 
 const env = (name: string): string => {
@@ -23,6 +25,10 @@ const instanceId = env('INSTANCE_ID');
 const token = Buffer.from(env('AGENT_RUNTIME_TOKEN'));
 const dataDir = env('AGENT_RUNTIME_DATA_DIR');
 const port = Number(process.env.AGENT_RUNTIME_PORT ?? 0);
+const budget = new TokenBudget(dataDir, Number(env('AGENT_DAILY_TOKEN_BUDGET')));
+
+/** Today's token budget is spent: no model call until the UTC day turns. */
+class BudgetExhausted extends Error {}
 
 interface RuntimeConfig {
   id: string;
@@ -85,7 +91,8 @@ function inSession<T>(session: string, fn: () => Promise<T>): Promise<T> {
 async function chat(body: { session: string; messages: ChatMessage[]; provider: ProviderCall }) {
   return inSession(body.session, async () => {
     const messages = [...history(body.session), ...body.messages];
-    const reply = await complete(body.provider, messages);
+    const reply = await budget.spend(() => complete(body.provider, messages));
+    if (!reply) throw new BudgetExhausted();
     const message: ChatMessage = { role: 'assistant', content: reply.text };
     saveHistory(body.session, [...messages, message]);
     return { message, raw: reply.raw, text: reply.text, usage: reply.usage };
@@ -106,9 +113,15 @@ const server = http.createServer(async (request, response) => {
     if (request.method === 'GET' && url.pathname === '/config') return send(response, 200, config);
     if (request.method === 'GET' && url.pathname === '/history') return send(response, 200, { messages: history(url.searchParams.get('session') ?? 'main'), raw: null });
     if (request.method === 'POST' && url.pathname === '/chat') return send(response, 200, await chat((await readJson(request)) as Parameters<typeof chat>[0]));
+    if (request.method === 'GET' && url.pathname === '/budget') return send(response, 200, budget.status());
+    if (request.method === 'PUT' && url.pathname === '/budget') {
+      budget.dailyTokens = ((await readJson(request)) as { dailyTokens: number }).dailyTokens;
+      return send(response, 200, budget.status());
+    }
     return send(response, 404, { error: 'not found' });
   } catch (error) {
     if (error instanceof ProviderError) return send(response, 502, { error: error.message, providerStatus: error.status });
+    if (error instanceof BudgetExhausted) return send(response, 429, { error: "today's token budget is spent", ...budget.status() });
     return send(response, 500, { error: (error as Error).message });
   }
 });

@@ -146,6 +146,32 @@ describe('agent chat', () => {
     expect((await call('GET', `/agents/${agentId}/providers`)).body.data.map((p: { provider: string }) => p.provider)).toEqual(['openrouter', 'anthropic', 'openai']);
   });
 
+  it('enforces the daily token budget in front of the provider: no call once it is spent', async () => {
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data).toMatchObject({ dailyTokens: 200_000 });
+    const set = await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 0 });
+    expect(set.body.data).toMatchObject({ dailyTokens: 0, usedToday: expect.any(Number) });
+    const calls = standIn.received.length;
+    const refused = await fetch(`${app.urls.api}/agents/${agentId}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session: 'budget', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toMatchObject({ code: 1009, data: { reason: 'token_budget_exhausted', dailyTokens: 0 } });
+    expect(standIn.received.length).toBe(calls); // the provider was never asked
+
+    // Each stand-in answer costs 13 tokens (10 in, 3 out): a budget of today's use + 20 allows two more calls.
+    const { usedToday } = (await call('GET', `/agents/${agentId}/budget`)).body.data;
+    await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: usedToday + 20 });
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'one' }] })).status).toBe(200);
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'two' }] })).status).toBe(200);
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'three' }] })).status).toBe(429);
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data).toMatchObject({ dailyTokens: usedToday + 20, usedToday: usedToday + 26 });
+    for (const body of [{ dailyTokens: -1 }, { dailyTokens: 1.5 }, {}]) expect((await call('PUT', `/agents/${agentId}/budget`, body)).status).toBe(400);
+    await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 200_000 });
+  });
+
   it('answers 502 when the provider refuses the key, and keeps no reply in the history', async () => {
     await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-wrong-key-000000' });
     const refused = await call('POST', `/agents/${agentId}/chat`, { session: 'bad', messages: [{ role: 'user', content: 'hi' }] });
@@ -165,6 +191,8 @@ describe('agent chat', () => {
       ['PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-theirs-1234' }],
       ['POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'x' }] }],
       ['GET', `/agents/${agentId}/chat/history`],
+      ['GET', `/agents/${agentId}/budget`],
+      ['PUT', `/agents/${agentId}/budget`, { dailyTokens: 1 }],
     ] as const) {
       const answer = await call(method, path, body, other);
       expect(answer.status, `${method} ${path}`).toBe(404);

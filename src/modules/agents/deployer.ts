@@ -12,6 +12,7 @@ export const RUNTIME_LIFETIME_MS = 30 * 24 * 3600_000;
 export const REMOVE_AFTER_MS = 7 * 24 * 3600_000;
 
 const refOf = (instance: InstanceRow): InstanceRef => ({ agentId: instance.agentId, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
+const specOf = (agent: AgentRow) => ({ agentId: agent.id, type: agent.type, ...RUNTIME_RESOURCES, dailyTokenBudget: agent.dailyTokenBudget });
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -44,7 +45,7 @@ export class AgentDeployer {
     const instanceId = existing?.id ?? newId();
     const appName = existing?.appName ?? `agent-${agent.id.slice(0, 8)}-${agent.id.slice(-12)}`;
     try {
-      const started = await this.provider.deploy({ agentId: agent.id, instanceId, appName, type: agent.type, ...RUNTIME_RESOURCES, volumeRef: existing?.volumeRef ?? null });
+      const started = await this.provider.deploy({ ...specOf(agent), instanceId, appName, volumeRef: existing?.volumeRef ?? null });
       const now = this.ctx.clock.now();
       const instance: InstanceRow = existing
         ? { ...existing, url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, updatedAt: now }
@@ -85,7 +86,7 @@ export class AgentDeployer {
           await this.provider.stop(refOf(instance));
           await this.store.markExpired(agent.id, now);
         } else if (!(await this.provider.isRunning(refOf(instance)))) {
-          const started = await this.provider.deploy({ agentId: agent.id, instanceId: instance.id, appName: instance.appName, type: agent.type, ...RUNTIME_RESOURCES, volumeRef: instance.volumeRef });
+          const started = await this.provider.deploy({ ...specOf(agent), instanceId: instance.id, appName: instance.appName, volumeRef: instance.volumeRef });
           await this.store.saveInstance(this.ctx.db, { ...instance, url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, updatedAt: this.ctx.clock.now() });
         }
       } catch (error) {

@@ -1,12 +1,18 @@
 import { ApiError } from '../../platform/http/errors.js';
 
 // Agents answer in the envelope family; `data.reason` names the condition.
-const fail = (status: number, reason: string, message: string, extra?: Record<string, unknown>) => new ApiError(status, reason, message, { reason, ...extra });
+const fail = (status: number, reason: string, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
+  new ApiError(status, reason, message, { reason, ...extra }, headers);
 
 export const agentsErrors = {
   notFound: () => fail(404, 'agent_not_found', 'No such agent for this user'),
   notRunning: (status: string) => fail(409, 'agent_not_running', `The agent's runtime is not running (agent ${status}); pending agents are being deployed`, { status }),
   runtimeUnavailable: () => fail(503, 'runtime_unavailable', 'The agent runtime is restarting; retry shortly'),
   providerNotConfigured: () => fail(409, 'provider_not_configured', 'Configure a model provider for this agent first (PUT /agents/{agentId}/providers)'),
+  /** Retry-After: the seconds until the UTC day turns and the budget is fresh. */
+  tokenBudgetExhausted: (budget: { dailyTokens: number; usedToday: number; resetsAt: string }, now: Date) =>
+    fail(429, 'token_budget_exhausted', "The agent's daily token budget is spent; it resets at the start of the next UTC day", budget, {
+      'retry-after': String(Math.max(1, Math.ceil((new Date(budget.resetsAt).getTime() - now.getTime()) / 1000))),
+    }),
   providerFailed: (message: string, providerStatus: number | null) => fail(502, 'provider_failed', message, { providerStatus }),
 };

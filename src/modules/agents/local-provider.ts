@@ -52,6 +52,7 @@ export class LocalRuntimeProvider implements RuntimeProvider {
         AGENT_RUNTIME_TOKEN: token,
         AGENT_RUNTIME_DATA_DIR: volume,
         AGENT_RUNTIME_PORT: '0',
+        AGENT_DAILY_TOKEN_BUDGET: String(spec.dailyTokenBudget),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

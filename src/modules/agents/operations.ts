@@ -3,7 +3,7 @@ import { loadMasterKey } from '../../platform/master-key.js';
 import { KeySealer } from '../../platform/sealing.js';
 import { agentsErrors } from './errors.js';
 import type { RuntimeProvider } from './runtime-provider.js';
-import type { ChatBody, ChatResult, ChatHistory, ProviderEntry, RuntimeConfigView } from './schemas.js';
+import type { BudgetView, ChatBody, ChatHistory, ChatResult, ProviderEntry, RuntimeConfigView } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { ModelProvider } from './tables.js';
 
@@ -56,6 +56,19 @@ export class AgentOperations {
     return { message: answer.message, raw: answer.raw, text: answer.text };
   }
 
+  /** The token budget and today's use (from the runtime when it runs; otherwise only the budget is known). */
+  async budget(userId: string, agentId: string): Promise<BudgetView> {
+    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', '/budget')) as BudgetView;
+  }
+
+  /** Stored for every later start, and handed to the running runtime at once. */
+  async setBudget(userId: string, agentId: string, dailyTokens: number): Promise<BudgetView> {
+    const agent = await this.#owned(userId, agentId);
+    await this.store.setTokenBudget(agentId, dailyTokens, this.ctx.clock.now());
+    if (agent.status !== 'running') return { dailyTokens, usedToday: 0, resetsAt: nextUtcDay(this.ctx.clock.now()) };
+    return (await this.#runtime(agent, 'PUT', '/budget', { dailyTokens })) as BudgetView;
+  }
+
   async history(userId: string, agentId: string, session: string): Promise<ChatHistory> {
     return (await this.#runtime(await this.#owned(userId, agentId), 'GET', `/history?session=${encodeURIComponent(session)}`)) as ChatHistory;
   }
@@ -66,7 +79,7 @@ export class AgentOperations {
     return agent;
   }
 
-  async #runtime(agent: AgentRow, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  async #runtime(agent: AgentRow, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> {
     if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
     const instance = await this.store.instanceOf(agent.id);
     const connection = instance && this.runtimes.connection({ agentId: agent.id, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
@@ -82,7 +95,8 @@ export class AgentOperations {
     } catch {
       throw agentsErrors.runtimeUnavailable();
     }
-    const answer = (await response.json().catch(() => null)) as { error?: string; providerStatus?: number | null } | null;
+    const answer = (await response.json().catch(() => null)) as ({ error?: string; providerStatus?: number | null } & Partial<BudgetView>) | null;
+    if (response.status === 429 && answer) throw agentsErrors.tokenBudgetExhausted(answer as BudgetView, this.ctx.clock.now());
     if (response.status === 502) throw agentsErrors.providerFailed(answer?.error ?? 'the model provider failed', answer?.providerStatus ?? null);
     if (!response.ok || answer === null) {
       this.ctx.log.warn({ agentId: agent.id, status: response.status, error: answer?.error }, 'agent runtime answered with an error');
@@ -90,6 +104,12 @@ export class AgentOperations {
     }
     return answer;
   }
+}
+
+function nextUtcDay(now: Date): string {
+  const next = new Date(`${now.toISOString().slice(0, 10)}T00:00:00.000Z`);
+  next.setUTCDate(next.getUTCDate() + 1);
+  return next.toISOString();
 }
 
 const aad = (agentId: string, provider: ModelProvider) => `agent-provider:${agentId}:${provider}`;

@@ -8,6 +8,8 @@ import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas
 import type { Module } from '../module.js';
 import {
   agentIdParams,
+  budgetBody,
+  budgetSchema,
   CHAT_LIMITS,
   chatBody,
   chatHistory,
@@ -106,10 +108,23 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
               security,
               params: agentIdParams,
               body: chatBody,
-              response: { 200: envelopeSchema(chatResult), ...errors(400, 401, 404, 409, 413, 502, 503) },
+              response: { 200: envelopeSchema(chatResult), ...errors(400, 401, 404, 409, 413, 429, 502, 503) },
             },
           },
           async (request) => envelope(await operations.chat(userOf(request), request.params.agentId, request.body)),
+        );
+        app.get(
+          '/agents/:agentId/budget',
+          { onRequest: signedIn, schema: { tags, summary: "The agent's daily model-token budget and today's use (extension)", security, params: agentIdParams, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 409, 503) } } },
+          async (request) => envelope(await operations.budget(userOf(request), request.params.agentId)),
+        );
+        app.put(
+          '/agents/:agentId/budget',
+          {
+            onRequest: signedIn,
+            schema: { tags, summary: "Set the agent's daily model-token budget (extension)", security, params: agentIdParams, body: budgetBody, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 503) } },
+          },
+          async (request) => envelope(await operations.setBudget(userOf(request), request.params.agentId, request.body.dailyTokens)),
         );
         app.get(
           '/agents/:agentId/chat/history',

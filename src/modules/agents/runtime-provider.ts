@@ -10,6 +10,8 @@ export interface RuntimeSpec {
   memoryMb: number;
   volumeSizeGb: number;
   volumeRef: string | null;
+  /** The agent's daily model-token budget, enforced by the runtime in front of every model call. */
+  dailyTokenBudget: number;
 }
 
 /** A started runtime: where it answers, the token it accepts, and the provider's handles. */

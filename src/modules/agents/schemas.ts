@@ -81,3 +81,7 @@ export type ChatResult = z.infer<typeof chatResult>;
 export type ChatHistory = z.infer<typeof chatHistory>;
 export type RuntimeConfigView = z.infer<typeof runtimeConfigSchema>;
 export type ProviderEntry = z.infer<typeof providerEntrySchema>;
+
+export const budgetBody = z.object({ dailyTokens: z.number().int().min(0).max(100_000_000).describe('model tokens (input + output) per UTC day; 0 stops all model calls') });
+export const budgetSchema = z.object({ dailyTokens: z.number().int(), usedToday: z.number().int(), resetsAt: z.string() });
+export type BudgetView = z.infer<typeof budgetSchema>;

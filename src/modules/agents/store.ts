@@ -10,7 +10,7 @@ export type ProviderKeyRow = typeof agentProviderKeys.$inferSelect;
 export class AgentsStore {
   constructor(private readonly db: Executor) {}
 
-  async insert(executor: Executor, row: AgentRow): Promise<AgentRow> {
+  async insert(executor: Executor, row: typeof agents.$inferInsert): Promise<AgentRow> {
     const [created] = await executor.insert(agents).values(row).returning();
     return created!;
   }
@@ -122,6 +122,10 @@ export class AgentsStore {
 
   async markRemoved(instanceId: string, now: Date): Promise<void> {
     await this.db.update(agentInstances).set({ removedAt: now, updatedAt: now }).where(and(eq(agentInstances.id, instanceId), isNull(agentInstances.removedAt)));
+  }
+
+  async setTokenBudget(agentId: string, dailyTokens: number, now: Date): Promise<void> {
+    await this.db.update(agents).set({ dailyTokenBudget: dailyTokens, updatedAt: now }).where(eq(agents.id, agentId));
   }
 
   // Model-provider keys (sealed by the service before they get here).

@@ -24,12 +24,15 @@ export const agents = pgTable(
     attempts: integer('attempts').notNull(),
     lastError: text('last_error'),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
+    /** Model tokens (input + output) the runtime may use per UTC day, chats and any background calls alike. */
+    dailyTokenBudget: integer('daily_token_budget').notNull().default(200_000),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [
     check('agents_type_check', sql`${t.type} in ('runtime_a', 'runtime_b')`),
     check('agents_status_check', sql`${t.status} in ('pending', 'running', 'expired', 'failed')`),
+    check('agents_daily_token_budget_check', sql`${t.dailyTokenBudget} >= 0`),
     index('agents_user_idx').on(t.userId, t.createdAt),
     // The deployer's queue: only agents waiting for a (re)try.
     index('agents_pending_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
