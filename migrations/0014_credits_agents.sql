@@ -9,6 +9,7 @@ CREATE TABLE "agent_instances" (
 	"volume_size_gb" integer NOT NULL,
 	"volume_ref" text NOT NULL,
 	"machine_ref" text,
+	"sealed_token" text NOT NULL,
 	"started_at" timestamp with time zone,
 	"expires_at" timestamp with time zone,
 	"stopped_at" timestamp with time zone,

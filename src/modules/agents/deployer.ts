@@ -1,7 +1,8 @@
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
-import { RUNTIME_RESOURCES, type InstanceRef, type RuntimeProvider } from './runtime-provider.js';
+import { RUNTIME_RESOURCES, type DeployedRuntime, type InstanceRef, type RuntimeProvider } from './runtime-provider.js';
+import type { RuntimeTokens } from './agent-secrets.js';
 import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
 
 /** Deployment tries per agent before it fails (and is refunded), and the wait between them. */
@@ -25,6 +26,7 @@ export class AgentDeployer {
     private readonly ctx: AppContext,
     private readonly store: AgentsStore,
     private readonly provider: RuntimeProvider,
+    private readonly tokens: RuntimeTokens,
   ) {}
 
   /** Deploys due agents, one at a time; true while more may be due. */
@@ -48,16 +50,14 @@ export class AgentDeployer {
       const started = await this.provider.deploy({ ...specOf(agent), instanceId, appName, volumeRef: existing?.volumeRef ?? null });
       const now = this.ctx.clock.now();
       const instance: InstanceRow = existing
-        ? { ...existing, url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, updatedAt: now }
+        ? { ...existing, ...this.#reachedAt(instanceId, started), updatedAt: now }
         : {
             id: instanceId,
             agentId: agent.id,
             provider: this.provider.name,
             appName,
-            url: started.url,
             ...RUNTIME_RESOURCES,
-            volumeRef: started.volumeRef,
-            machineRef: started.machineRef,
+            ...this.#reachedAt(instanceId, started),
             startedAt: now,
             expiresAt: new Date(now.getTime() + RUNTIME_LIFETIME_MS),
             stoppedAt: null,
@@ -77,6 +77,11 @@ export class AgentDeployer {
     }
   }
 
+  /** Where a (re)started runtime answers, its handles, and its new token, sealed. */
+  #reachedAt(instanceId: string, started: DeployedRuntime) {
+    return { url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, sealedToken: this.tokens.seal(instanceId, started.token) };
+  }
+
   /** Running agents: stopped at the end of their month, restarted on their volume when not answering. */
   async sweepRunning(limit = 100): Promise<void> {
     const now = this.ctx.clock.now();
@@ -87,7 +92,7 @@ export class AgentDeployer {
           await this.store.markExpired(agent.id, now);
         } else if (!(await this.provider.isRunning(refOf(instance)))) {
           const started = await this.provider.deploy({ ...specOf(agent), instanceId: instance.id, appName: instance.appName, volumeRef: instance.volumeRef });
-          await this.store.saveInstance(this.ctx.db, { ...instance, url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, updatedAt: this.ctx.clock.now() });
+          await this.store.saveInstance(this.ctx.db, { ...instance, ...this.#reachedAt(instance.id, started), updatedAt: this.ctx.clock.now() });
         }
       } catch (error) {
         this.ctx.log.warn({ err: error, agentId: agent.id }, 'agent runtime sweep failed');

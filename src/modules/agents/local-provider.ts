@@ -17,7 +17,6 @@ function runtimeCommand(): string[] {
 interface Running {
   child: ChildProcess;
   url: string;
-  token: string;
   exited: Promise<void>;
 }
 
@@ -58,7 +57,7 @@ export class LocalRuntimeProvider implements RuntimeProvider {
     });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const url = await this.#listening(child, exited);
-    this.#running.set(spec.agentId, { child, url, token, exited });
+    this.#running.set(spec.agentId, { child, url, exited });
     void exited.then(() => {
       if (this.#running.get(spec.agentId)?.child === child) this.#running.delete(spec.agentId);
     });
@@ -70,11 +69,6 @@ export class LocalRuntimeProvider implements RuntimeProvider {
     if (!running) return false;
     const answer = await fetch(`${running.url}/health`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
     return answer?.ok === true;
-  }
-
-  connection(instance: InstanceRef): { url: string; token: string } | null {
-    const running = this.#running.get(instance.agentId);
-    return running ? { url: running.url, token: running.token } : null;
   }
 
   async stop(instance: InstanceRef): Promise<void> {

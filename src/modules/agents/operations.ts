@@ -1,8 +1,6 @@
 import type { AppContext } from '../../context.js';
-import { loadMasterKey } from '../../platform/master-key.js';
-import { KeySealer } from '../../platform/sealing.js';
+import type { AgentSecrets } from './agent-secrets.js';
 import { agentsErrors } from './errors.js';
-import type { RuntimeProvider } from './runtime-provider.js';
 import type { BudgetView, ChatBody, ChatHistory, ChatResult, ProviderEntry, RuntimeConfigView } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { ModelProvider } from './tables.js';
@@ -18,18 +16,15 @@ const RUNTIME_TIMEOUT_MS = 90_000;
 /**
  * What a user does with an agent: its runtime's configuration, its model-provider keys, chat and history.
  * Every call first finds the agent among the caller's own (another user's is 404), then reaches the runtime
- * through the provider's connection; the runtime calls the model provider and keeps the history.
+ * at its instance's address with its token (both from the database, so any api node can); the runtime calls
+ * the model provider and keeps the history.
  */
 export class AgentOperations {
-  readonly #sealer: KeySealer;
-
   constructor(
     private readonly ctx: AppContext,
     private readonly store: AgentsStore,
-    private readonly runtimes: RuntimeProvider,
-  ) {
-    this.#sealer = new KeySealer(loadMasterKey(ctx.config).key);
-  }
+    private readonly secrets: AgentSecrets,
+  ) {}
 
   async config(userId: string, agentId: string): Promise<RuntimeConfigView> {
     return (await this.#runtime(await this.#owned(userId, agentId), 'GET', '/config')) as RuntimeConfigView;
@@ -38,7 +33,7 @@ export class AgentOperations {
   async setProvider(userId: string, agentId: string, provider: ModelProvider, apiKey: string): Promise<ProviderEntry> {
     await this.#owned(userId, agentId);
     const now = this.ctx.clock.now();
-    await this.store.saveProviderKey({ agentId, provider, sealedKey: this.#sealer.seal(Buffer.from(apiKey), aad(agentId, provider)), keyHint: maskKey(apiKey), createdAt: now, updatedAt: now });
+    await this.store.saveProviderKey({ agentId, provider, sealedKey: this.secrets.sealProviderKey(agentId, provider, apiKey), keyHint: maskKey(apiKey), createdAt: now, updatedAt: now });
     return { provider, apiKey: maskKey(apiKey) };
   }
 
@@ -51,7 +46,7 @@ export class AgentOperations {
     const agent = await this.#owned(userId, agentId);
     const [key] = await this.store.providerKeys(agentId);
     if (!key) throw agentsErrors.providerNotConfigured();
-    const provider = { name: key.provider, apiKey: this.#sealer.open(key.sealedKey, aad(agentId, key.provider)).toString(), baseUrl: this.ctx.config.agentProviders[key.provider] };
+    const provider = { name: key.provider, apiKey: this.secrets.openProviderKey(agentId, key.provider, key.sealedKey), baseUrl: this.ctx.config.agentProviders[key.provider] };
     const answer = (await this.#runtime(agent, 'POST', '/chat', { session: body.session, messages: body.messages, provider })) as ChatResult;
     return { message: answer.message, raw: answer.raw, text: answer.text };
   }
@@ -82,8 +77,8 @@ export class AgentOperations {
   async #runtime(agent: AgentRow, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> {
     if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
     const instance = await this.store.instanceOf(agent.id);
-    const connection = instance && this.runtimes.connection({ agentId: agent.id, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
-    if (!connection) throw agentsErrors.runtimeUnavailable();
+    if (!instance) throw agentsErrors.runtimeUnavailable();
+    const connection = { url: instance.url, token: this.secrets.open(instance.id, instance.sealedToken) };
     let response: Response;
     try {
       response = await fetch(`${connection.url}${path}`, {
@@ -111,5 +106,3 @@ function nextUtcDay(now: Date): string {
   next.setUTCDate(next.getUTCDate() + 1);
   return next.toISOString();
 }
-
-const aad = (agentId: string, provider: ModelProvider) => `agent-provider:${agentId}:${provider}`;

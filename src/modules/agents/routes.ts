@@ -23,6 +23,7 @@ import {
   setProviderBody,
 } from './schemas.js';
 import { AgentOperations } from './operations.js';
+import { AgentSecrets } from './agent-secrets.js';
 import { AgentsService } from './service.js';
 import { AgentDeployer, agentLoops } from './deployer.js';
 import { LocalRuntimeProvider } from './local-provider.js';
@@ -39,8 +40,9 @@ export interface AgentsModuleOptions {
 export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: AppContext): Module => {
   const service = new AgentsService(ctx);
   const provider = options.provider?.(ctx) ?? new LocalRuntimeProvider(path.join(ctx.config.dataDir, 'agents'), ctx.log.child({ component: 'agent-runtimes' }));
-  const deployer = new AgentDeployer(ctx, service.store, provider);
-  const operations = new AgentOperations(ctx, service.store, provider);
+  const secrets = new AgentSecrets(ctx.config);
+  const deployer = new AgentDeployer(ctx, service.store, provider, secrets);
+  const operations = new AgentOperations(ctx, service.store, secrets);
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];

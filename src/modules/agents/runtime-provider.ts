@@ -14,7 +14,7 @@ export interface RuntimeSpec {
   dailyTokenBudget: number;
 }
 
-/** A started runtime: where it answers, the token it accepts, and the provider's handles. */
+/** A started runtime: where it answers, the token it accepts (new at every start), and the provider's handles. */
 export interface DeployedRuntime {
   url: string;
   token: string;
@@ -38,10 +38,8 @@ export interface InstanceRef {
 export interface RuntimeProvider {
   readonly name: string;
   deploy(spec: RuntimeSpec): Promise<DeployedRuntime>;
-  /** Whether the instance answers now (after a restart of the service, a local runtime does not). */
+  /** Whether the instance runs now (after a restart of the service, a local runtime does not). */
   isRunning(instance: InstanceRef): Promise<boolean>;
-  /** The address and token to call a running instance with; null when this provider cannot reach it. */
-  connection(instance: InstanceRef): { url: string; token: string } | null;
   stop(instance: InstanceRef): Promise<void>;
   /** Deletes the volume: the runtime's data is gone. */
   remove(instance: InstanceRef): Promise<void>;

@@ -41,7 +41,8 @@ export const agents = pgTable(
 
 /**
  * The runtime of an agent (one per agent, kept across redeploys so its volume is adopted, never replaced).
- * `provider` says who hosts it; `volumeRef` and `machineRef` are that provider's handles.
+ * `provider` says who hosts it; `volumeRef` and `machineRef` are that provider's handles; `url` and the token
+ * are how the service reaches it, from whichever node serves the request.
  */
 export const agentInstances = pgTable(
   'agent_instances',
@@ -56,6 +57,8 @@ export const agentInstances = pgTable(
     volumeSizeGb: integer('volume_size_gb').notNull(),
     volumeRef: text('volume_ref').notNull(),
     machineRef: text('machine_ref'),
+    /** The bearer token the runtime accepts, sealed under the master key: any api node can reach the runtime. */
+    sealedToken: text('sealed_token').notNull(),
     startedAt: timestamp('started_at', { withTimezone: true }),
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     stoppedAt: timestamp('stopped_at', { withTimezone: true }),
