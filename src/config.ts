@@ -60,6 +60,12 @@ const envSchema = z.object({
   IPFS_API_URL: optionalUrl,
   CREDITS_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   CREDITS_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
+  FLY_API_URL: z.url().default('https://api.machines.dev'),
+  FLY_API_TOKEN: optionalString,
+  FLY_ORG_SLUG: optionalString,
+  FLY_REGION: z.string().regex(/^[a-z]{3}$/, 'must be a three-letter Fly region code').default('iad'),
+  AGENT_RUNTIME_IMAGE: optionalString,
   AGENT_OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
   AGENT_ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com/v1'),
   AGENT_OPENROUTER_BASE_URL: z.url().default('https://openrouter.ai/api/v1'),
@@ -159,6 +165,8 @@ export interface Config {
     /** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
     reconcileAfterSeconds: number;
   };
+  /** Where agent runtimes run: processes on this machine, or Fly Machines (fly: every field set). */
+  agentRuntimes: { provider: 'local' } | { provider: 'fly'; apiUrl: string; token: string; orgSlug: string; region: string; image: string };
   /** Base URLs of the model providers agents call (the real APIs by default; tests point them at stand-ins). */
   agentProviders: { openai: string; anthropic: string; openrouter: string };
   credits: {
@@ -269,6 +277,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS },
+    agentRuntimes:
+      e.AGENT_RUNTIME_PROVIDER === 'fly'
+        ? { provider: 'fly', apiUrl: trimSlash(e.FLY_API_URL)!, token: e.FLY_API_TOKEN ?? '', orgSlug: e.FLY_ORG_SLUG ?? '', region: e.FLY_REGION, image: e.AGENT_RUNTIME_IMAGE ?? '' }
+        : { provider: 'local' },
     agentProviders: {
       openai: trimSlash(e.AGENT_OPENAI_BASE_URL)!,
       anthropic: trimSlash(e.AGENT_ANTHROPIC_BASE_URL)!,
@@ -327,6 +339,11 @@ function relayerKeyProblems(e: Env): string[] {
   }
   if (e.FACILITATOR_RELAYER_COUNT !== undefined && (e.FACILITATOR_PRIVATE_KEY || e.FACILITATOR_PRIVATE_KEYS)) {
     problems.push('FACILITATOR_RELAYER_COUNT: only for generated dev keys; with FACILITATOR_PRIVATE_KEY(S) the pool is the keys given');
+  }
+  if (e.AGENT_RUNTIME_PROVIDER === 'fly') {
+    for (const name of ['FLY_API_TOKEN', 'FLY_ORG_SLUG', 'AGENT_RUNTIME_IMAGE'] as const) {
+      if (!e[name]) problems.push(`${name}: required with AGENT_RUNTIME_PROVIDER=fly`);
+    }
   }
   if (e.FACILITATOR_RELAYER_COUNT !== undefined && e.CHAIN_RPC_URL) {
     problems.push('FACILITATOR_RELAYER_COUNT: dev keys exist on the embedded devchain only; with CHAIN_RPC_URL set FACILITATOR_PRIVATE_KEYS');

@@ -26,6 +26,7 @@ import { AgentOperations } from './operations.js';
 import { AgentSecrets } from './agent-secrets.js';
 import { AgentsService } from './service.js';
 import { AgentDeployer, agentLoops } from './deployer.js';
+import { FlyRuntimeProvider } from './fly-provider.js';
 import { LocalRuntimeProvider } from './local-provider.js';
 import type { RuntimeProvider } from './runtime-provider.js';
 
@@ -39,7 +40,7 @@ export interface AgentsModuleOptions {
 /** Hosted agents (the spec's Agents section): list and buy; the worker deploys. Needs the credits module. */
 export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: AppContext): Module => {
   const service = new AgentsService(ctx);
-  const provider = options.provider?.(ctx) ?? new LocalRuntimeProvider(path.join(ctx.config.dataDir, 'agents'), ctx.log.child({ component: 'agent-runtimes' }));
+  const provider = options.provider?.(ctx) ?? configuredProvider(ctx);
   const secrets = new AgentSecrets(ctx.config);
   const deployer = new AgentDeployer(ctx, service.store, provider, secrets);
   const operations = new AgentOperations(ctx, service.store, secrets);
@@ -140,5 +141,12 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
     },
   };
 };
+
+/** AGENT_RUNTIME_PROVIDER: processes on this machine (volumes under <data dir>/agents), or Fly Machines. */
+function configuredProvider(ctx: AppContext): RuntimeProvider {
+  const runtimes = ctx.config.agentRuntimes;
+  if (runtimes.provider === 'fly') return new FlyRuntimeProvider(runtimes);
+  return new LocalRuntimeProvider(path.join(ctx.config.dataDir, 'agents'), ctx.log.child({ component: 'agent-runtimes' }));
+}
 
 export const agentsModule = createAgentsModule();

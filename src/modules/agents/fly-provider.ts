@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import type { DeployedRuntime, InstanceRef, RuntimeProvider, RuntimeSpec } from './runtime-provider.js';
+
+export interface FlyOptions {
+  /** The Machines API, https://api.machines.dev by default. */
+  apiUrl: string;
+  token: string;
+  orgSlug: string;
+  region: string;
+  /** An image with this repository's build, e.g. the Dockerfile's: the machine runs its dist/agent-runtime/main.js. */
+  image: string;
+}
+
+/** Where the runtime listens inside its machine, and where its volume is mounted. */
+const INTERNAL_PORT = 8080;
+const VOLUME_PATH = '/data';
+const WAIT_SECONDS = 60;
+
+export class FlyApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Runtimes on Fly Machines, over the Machines REST API: one app per agent (named by the instance's appName),
+ * a volume for its data, and a machine with the instance's guest size mounting it. A redeploy adopts the
+ * volume it is given and fails if that volume is gone rather than start on an empty one; the previous
+ * machine is destroyed first (a volume attaches to one machine). The runtime is reached at
+ * https://<app>.fly.dev with the token passed in its environment.
+ */
+export class FlyRuntimeProvider implements RuntimeProvider {
+  readonly name = 'fly';
+
+  constructor(private readonly options: FlyOptions) {}
+
+  async deploy(spec: RuntimeSpec): Promise<DeployedRuntime> {
+    const app = spec.appName;
+    if ((await this.#call('GET', `/v1/apps/${app}`, undefined, [404])) === null) {
+      await this.#call('POST', '/v1/apps', { app_name: app, org_slug: this.options.orgSlug });
+    }
+    let volumeId = spec.volumeRef;
+    if (volumeId) {
+      if ((await this.#call('GET', `/v1/apps/${app}/volumes/${volumeId}`, undefined, [404])) === null) throw new Error(`volume ${volumeId} of ${app} is gone; not starting on an empty one`);
+    } else {
+      const volume = (await this.#call('POST', `/v1/apps/${app}/volumes`, { name: 'agent_data', region: this.options.region, size_gb: spec.volumeSizeGb })) as { id: string };
+      volumeId = volume.id;
+    }
+    for (const machine of (await this.#call('GET', `/v1/apps/${app}/machines`)) as Array<{ id: string }>) {
+      await this.#call('DELETE', `/v1/apps/${app}/machines/${machine.id}?force=true`, undefined, [404]);
+    }
+    const token = randomBytes(32).toString('hex');
+    const machine = (await this.#call('POST', `/v1/apps/${app}/machines`, {
+      name: app,
+      region: this.options.region,
+      config: {
+        image: this.options.image,
+        init: { entrypoint: ['node', '/app/dist/agent-runtime/main.js'] },
+        env: {
+          AGENT_ID: spec.agentId,
+          AGENT_TYPE: spec.type,
+          INSTANCE_ID: spec.instanceId,
+          AGENT_RUNTIME_TOKEN: token,
+          AGENT_RUNTIME_DATA_DIR: VOLUME_PATH,
+          AGENT_RUNTIME_PORT: String(INTERNAL_PORT),
+          AGENT_DAILY_TOKEN_BUDGET: String(spec.dailyTokenBudget),
+        },
+        guest: { cpu_kind: 'shared', cpus: spec.cpus, memory_mb: spec.memoryMb },
+        mounts: [{ volume: volumeId, path: VOLUME_PATH }],
+        services: [{ protocol: 'tcp', internal_port: INTERNAL_PORT, ports: [{ port: 443, handlers: ['tls', 'http'] }] }],
+        restart: { policy: 'always' },
+      },
+    })) as { id: string; instance_id?: string };
+    await this.#call('GET', `/v1/apps/${app}/machines/${machine.id}/wait?state=started&timeout=${WAIT_SECONDS}`);
+    return { url: `https://${app}.fly.dev`, token, volumeRef: volumeId, machineRef: machine.id };
+  }
+
+  async isRunning(instance: InstanceRef): Promise<boolean> {
+    if (!instance.machineRef) return false;
+    const machine = (await this.#call('GET', `/v1/apps/${instance.appName}/machines/${instance.machineRef}`, undefined, [404])) as { state: string } | null;
+    return machine?.state === 'started';
+  }
+
+  async stop(instance: InstanceRef): Promise<void> {
+    if (!instance.machineRef) return;
+    const path = `/v1/apps/${instance.appName}/machines/${instance.machineRef}`;
+    if ((await this.#call('POST', `${path}/stop`, {}, [404])) === null) return;
+    await this.#call('GET', `${path}/wait?state=stopped&timeout=${WAIT_SECONDS}`);
+  }
+
+  /** The machine, the volume and the app: the runtime's data is gone. */
+  async remove(instance: InstanceRef): Promise<void> {
+    const app = instance.appName;
+    if (instance.machineRef) await this.#call('DELETE', `/v1/apps/${app}/machines/${instance.machineRef}?force=true`, undefined, [404]);
+    await this.#call('DELETE', `/v1/apps/${app}/volumes/${instance.volumeRef}`, undefined, [404]);
+    await this.#call('DELETE', `/v1/apps/${app}`, undefined, [404]);
+  }
+
+  async close(): Promise<void> {}
+
+  /** One API call; `absent` statuses answer null (e.g. 404 for "not there"), any other failure throws. */
+  async #call(method: string, path: string, body?: unknown, absent: number[] = []): Promise<unknown> {
+    const response = await fetch(`${this.options.apiUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout((WAIT_SECONDS + 10) * 1000),
+    });
+    if (absent.includes(response.status)) return null;
+    const text = await response.text();
+    if (!response.ok) throw new FlyApiError(`Fly Machines API ${method} ${path.split('?')[0]} answered ${response.status}: ${text.slice(0, 300)}`, response.status);
+    return text ? JSON.parse(text) : {};
+  }
+}
