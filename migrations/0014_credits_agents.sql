@@ -41,11 +41,16 @@ CREATE TABLE "agents" (
 	"last_error" text,
 	"next_attempt_at" timestamp with time zone,
 	"daily_token_budget" integer DEFAULT 200000 NOT NULL,
+	"wallet_id" uuid,
+	"wallet_credential_id" uuid,
+	"payment_budget" numeric(78, 0) DEFAULT '0' NOT NULL,
+	"payment_spent" numeric(78, 0) DEFAULT '0' NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
 	"updated_at" timestamp with time zone NOT NULL,
 	CONSTRAINT "agents_type_check" CHECK ("agents"."type" in ('runtime_a', 'runtime_b')),
 	CONSTRAINT "agents_status_check" CHECK ("agents"."status" in ('pending', 'running', 'expired', 'failed')),
-	CONSTRAINT "agents_daily_token_budget_check" CHECK ("agents"."daily_token_budget" >= 0)
+	CONSTRAINT "agents_daily_token_budget_check" CHECK ("agents"."daily_token_budget" >= 0),
+	CONSTRAINT "agents_payment_budget_check" CHECK ("agents"."payment_spent" >= 0 and "agents"."payment_spent" <= "agents"."payment_budget")
 );
 --> statement-breakpoint
 CREATE TABLE "credit_balances" (

@@ -2,13 +2,14 @@
 // Started by a runtime provider (src/modules/agents/local-provider.ts runs it on this machine); it
 // imports nothing from the service. Every route but /health needs the bearer token it was started with.
 //   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any),
-//   AGENT_DAILY_TOKEN_BUDGET
+//   AGENT_DAILY_TOKEN_BUDGET, AGENT_SERVICE_URL (runtime_b: where its tool pays)
 import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { TokenBudget } from './budget.js';
-import { complete, ProviderError, type ChatMessage, type ProviderCall } from './models.js';
+import { converse, ProviderError, type ChatMessage, type ProviderCall, type Tool } from './models.js';
+import { payAndCallTool } from './pay-tool.js';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -26,6 +27,8 @@ const token = Buffer.from(env('AGENT_RUNTIME_TOKEN'));
 const dataDir = env('AGENT_RUNTIME_DATA_DIR');
 const port = Number(process.env.AGENT_RUNTIME_PORT ?? 0);
 const budget = new TokenBudget(dataDir, Number(env('AGENT_DAILY_TOKEN_BUDGET')));
+// runtime_a is a chat assistant; runtime_b also has a tool: paying for x402 resources from its own wallet.
+const tools: Tool[] = agentType === 'runtime_b' ? [payAndCallTool(env('AGENT_SERVICE_URL'), agentId, token.toString())] : [];
 
 /** Today's token budget is spent: no model call until the UTC day turns. */
 class BudgetExhausted extends Error {}
@@ -91,11 +94,11 @@ function inSession<T>(session: string, fn: () => Promise<T>): Promise<T> {
 async function chat(body: { session: string; messages: ChatMessage[]; provider: ProviderCall }) {
   return inSession(body.session, async () => {
     const messages = [...history(body.session), ...body.messages];
-    const reply = await budget.spend(() => complete(body.provider, messages));
+    const reply = await converse(body.provider, messages, tools, (call) => budget.spend(call));
     if (!reply) throw new BudgetExhausted();
     const message: ChatMessage = { role: 'assistant', content: reply.text };
     saveHistory(body.session, [...messages, message]);
-    return { message, raw: reply.raw, text: reply.text, usage: reply.usage };
+    return { message, raw: reply.raw, text: reply.text };
   });
 }
 

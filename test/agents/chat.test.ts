@@ -105,6 +105,7 @@ describe('agent chat', () => {
     expect(sent.path).toBe('/openai/v1/chat/completions');
     expect(sent.headers.authorization).toBe(`Bearer ${keys.openai}`);
     expect(sent.body).toMatchObject({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
+    expect(sent.body.tools).toBeUndefined(); // runtime_a is a chat assistant: no tools
 
     await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'again' }] });
     expect(standIn.received.at(-1)!.body.messages).toEqual([

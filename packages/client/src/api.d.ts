@@ -6622,6 +6622,14 @@ export interface paths {
                                 dailyTokens: number;
                                 usedToday: number;
                                 resetsAt: string;
+                                paymentBudget: string;
+                                /** @description paid, or held for a payment whose outcome is not final */
+                                paymentSpent: string;
+                                /** @description runtime_b's own wallet (fund it to let the agent pay) */
+                                wallet: {
+                                    id: string;
+                                    address: string | null;
+                                } | null;
                             };
                         };
                     };
@@ -6707,7 +6715,9 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description model tokens (input + output) per UTC day; 0 stops all model calls */
-                        dailyTokens: number;
+                        dailyTokens?: number;
+                        /** @description runtime_b: what its tool may pay in all, in atomic units of the chain's asset (USDG: 6 decimals) */
+                        paymentBudget?: string;
                     };
                 };
             };
@@ -6725,6 +6735,14 @@ export interface paths {
                                 dailyTokens: number;
                                 usedToday: number;
                                 resetsAt: string;
+                                paymentBudget: string;
+                                /** @description paid, or held for a payment whose outcome is not final */
+                                paymentSpent: string;
+                                /** @description runtime_b's own wallet (fund it to let the agent pay) */
+                                wallet: {
+                                    id: string;
+                                    address: string | null;
+                                } | null;
                             };
                         };
                     };
@@ -6757,6 +6775,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };

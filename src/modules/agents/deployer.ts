@@ -5,6 +5,9 @@ import { RUNTIME_RESOURCES, type DeployedRuntime, type InstanceRef, type Runtime
 import type { RuntimeTokens } from './agent-secrets.js';
 import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
 
+/** The wallets of runtime_b agents belong to this application (no management credential has its id, so no API caller sees them). */
+export const AGENTS_WALLET_OWNER = '00000000-0000-7000-8000-a6e475000000';
+
 /** Deployment tries per agent before it fails (and is refunded), and the wait between them. */
 export const DEPLOY_ATTEMPTS = 5;
 export const DEPLOY_RETRY_MS = 30_000;
@@ -13,7 +16,6 @@ export const RUNTIME_LIFETIME_MS = 30 * 24 * 3600_000;
 export const REMOVE_AFTER_MS = 7 * 24 * 3600_000;
 
 const refOf = (instance: InstanceRow): InstanceRef => ({ agentId: instance.agentId, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
-const specOf = (agent: AgentRow) => ({ agentId: agent.id, type: agent.type, ...RUNTIME_RESOURCES, dailyTokenBudget: agent.dailyTokenBudget });
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -47,7 +49,8 @@ export class AgentDeployer {
     const instanceId = existing?.id ?? newId();
     const appName = existing?.appName ?? `agent-${agent.id.slice(0, 8)}-${agent.id.slice(-12)}`;
     try {
-      const started = await this.provider.deploy({ ...specOf(agent), instanceId, appName, volumeRef: existing?.volumeRef ?? null });
+      if (agent.type === 'runtime_b' && !agent.walletId) await this.#giveWallet(agent);
+      const started = await this.provider.deploy({ ...this.#specOf(agent), instanceId, appName, volumeRef: existing?.volumeRef ?? null });
       const now = this.ctx.clock.now();
       const instance: InstanceRow = existing
         ? { ...existing, ...this.#reachedAt(instanceId, started), updatedAt: now }
@@ -77,6 +80,18 @@ export class AgentDeployer {
     }
   }
 
+  /** runtime_b pays from a wallet of its own: made once (idempotent by the agent's id), owned by the agents application. */
+  async #giveWallet(agent: AgentRow): Promise<void> {
+    const created = await this.ctx.services.wallets.create(AGENTS_WALLET_OWNER, { externalId: agent.id, name: `agent ${agent.name}`.slice(0, 200), chainType: 'ethereum' });
+    const credentialId = created.credential?.id ?? (await this.ctx.services.wallets.listCredentials(AGENTS_WALLET_OWNER, created.wallet.id))[0]?.id;
+    if (!credentialId) throw new Error(`wallet ${created.wallet.id} of agent ${agent.id} has no credential`);
+    await this.store.setWallet(agent.id, created.wallet.id, credentialId, this.ctx.clock.now());
+  }
+
+  #specOf(agent: AgentRow) {
+    return { agentId: agent.id, type: agent.type, ...RUNTIME_RESOURCES, dailyTokenBudget: agent.dailyTokenBudget, serviceUrl: this.ctx.urls.api };
+  }
+
   /** Where a (re)started runtime answers, its handles, and its new token, sealed. */
   #reachedAt(instanceId: string, started: DeployedRuntime) {
     return { url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, sealedToken: this.tokens.seal(instanceId, started.token) };
@@ -91,7 +106,7 @@ export class AgentDeployer {
           await this.provider.stop(refOf(instance));
           await this.store.markExpired(agent.id, now);
         } else if (!(await this.provider.isRunning(refOf(instance)))) {
-          const started = await this.provider.deploy({ ...specOf(agent), instanceId: instance.id, appName: instance.appName, volumeRef: instance.volumeRef });
+          const started = await this.provider.deploy({ ...this.#specOf(agent), instanceId: instance.id, appName: instance.appName, volumeRef: instance.volumeRef });
           await this.store.saveInstance(this.ctx.db, { ...instance, ...this.#reachedAt(instance.id, started), updatedAt: this.ctx.clock.now() });
         }
       } catch (error) {

@@ -14,5 +14,9 @@ export const agentsErrors = {
     fail(429, 'token_budget_exhausted', "The agent's daily token budget is spent; it resets at the start of the next UTC day", budget, {
       'retry-after': String(Math.max(1, Math.ceil((new Date(budget.resetsAt).getTime() - now.getTime()) / 1000))),
     }),
+  paymentBudgetExhausted: (remaining: bigint) =>
+    fail(402, 'payment_budget_exhausted', "The agent's payment budget does not cover this call", { remaining: remaining.toString() }),
+  paymentRefused: (message: string, details: unknown) => fail(400, 'payment_refused', message, { details }),
+  budgetBelowSpent: (spent: string) => fail(409, 'budget_below_spent', `The payment budget cannot be set below what was already spent (${spent})`, { spent }),
   providerFailed: (message: string, providerStatus: number | null) => fail(502, 'provider_failed', message, { providerStatus }),
 };

@@ -67,6 +67,7 @@ export class FlyRuntimeProvider implements RuntimeProvider {
           AGENT_RUNTIME_DATA_DIR: VOLUME_PATH,
           AGENT_RUNTIME_PORT: String(INTERNAL_PORT),
           AGENT_DAILY_TOKEN_BUDGET: String(spec.dailyTokenBudget),
+          AGENT_SERVICE_URL: spec.serviceUrl,
         },
         guest: { cpu_kind: 'shared', cpus: spec.cpus, memory_mb: spec.memoryMb },
         mounts: [{ volume: volumeId, path: VOLUME_PATH }],

@@ -52,6 +52,7 @@ export class LocalRuntimeProvider implements RuntimeProvider {
         AGENT_RUNTIME_DATA_DIR: volume,
         AGENT_RUNTIME_PORT: '0',
         AGENT_DAILY_TOKEN_BUDGET: String(spec.dailyTokenBudget),
+        AGENT_SERVICE_URL: spec.serviceUrl,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { AgentSecrets } from './agent-secrets.js';
+import { AGENTS_WALLET_OWNER } from './deployer.js';
 import { agentsErrors } from './errors.js';
 import type { BudgetView, ChatBody, ChatHistory, ChatResult, ProviderEntry, RuntimeConfigView } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
@@ -19,6 +20,8 @@ const RUNTIME_TIMEOUT_MS = 90_000;
  * at its instance's address with its token (both from the database, so any api node can); the runtime calls
  * the model provider and keeps the history.
  */
+type TokenBudgetView = Pick<BudgetView, 'dailyTokens' | 'usedToday' | 'resetsAt'>;
+
 export class AgentOperations {
   constructor(
     private readonly ctx: AppContext,
@@ -51,17 +54,37 @@ export class AgentOperations {
     return { message: answer.message, raw: answer.raw, text: answer.text };
   }
 
-  /** The token budget and today's use (from the runtime when it runs; otherwise only the budget is known). */
+  /** Both budgets: tokens (today's use from the running runtime) and runtime_b's payments, with its wallet. */
   async budget(userId: string, agentId: string): Promise<BudgetView> {
-    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', '/budget')) as BudgetView;
+    const agent = await this.#owned(userId, agentId);
+    const tokens = agent.status === 'running' ? ((await this.#runtime(agent, 'GET', '/budget')) as TokenBudgetView) : this.#idleTokens(agent);
+    return this.#withPayments(agent, tokens);
   }
 
-  /** Stored for every later start, and handed to the running runtime at once. */
-  async setBudget(userId: string, agentId: string, dailyTokens: number): Promise<BudgetView> {
-    const agent = await this.#owned(userId, agentId);
-    await this.store.setTokenBudget(agentId, dailyTokens, this.ctx.clock.now());
-    if (agent.status !== 'running') return { dailyTokens, usedToday: 0, resetsAt: nextUtcDay(this.ctx.clock.now()) };
-    return (await this.#runtime(agent, 'PUT', '/budget', { dailyTokens })) as BudgetView;
+  /**
+   * The token budget is stored for every later start and handed to the running runtime at once; the payment
+   * budget cannot go below what was already spent.
+   */
+  async setBudget(userId: string, agentId: string, input: { dailyTokens?: number; paymentBudget?: string }): Promise<BudgetView> {
+    let agent = await this.#owned(userId, agentId);
+    const now = this.ctx.clock.now();
+    if (input.paymentBudget !== undefined && !(await this.store.setPaymentBudget(agentId, BigInt(input.paymentBudget), now))) throw agentsErrors.budgetBelowSpent(agent.paymentSpent);
+    if (input.dailyTokens !== undefined) await this.store.setTokenBudget(agentId, input.dailyTokens, now);
+    agent = (await this.store.byId(agentId))!;
+    const tokens =
+      agent.status !== 'running'
+        ? this.#idleTokens(agent)
+        : ((await this.#runtime(agent, input.dailyTokens === undefined ? 'GET' : 'PUT', '/budget', input.dailyTokens === undefined ? undefined : { dailyTokens: input.dailyTokens })) as TokenBudgetView);
+    return this.#withPayments(agent, tokens);
+  }
+
+  #idleTokens(agent: AgentRow): TokenBudgetView {
+    return { dailyTokens: agent.dailyTokenBudget, usedToday: 0, resetsAt: nextUtcDay(this.ctx.clock.now()) };
+  }
+
+  async #withPayments(agent: AgentRow, tokens: TokenBudgetView): Promise<BudgetView> {
+    const wallet = agent.walletId ? await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId) : null;
+    return { ...tokens, paymentBudget: agent.paymentBudget, paymentSpent: agent.paymentSpent, wallet: wallet && { id: wallet.id, address: wallet.address } };
   }
 
   async history(userId: string, agentId: string, session: string): Promise<ChatHistory> {
@@ -91,7 +114,7 @@ export class AgentOperations {
       throw agentsErrors.runtimeUnavailable();
     }
     const answer = (await response.json().catch(() => null)) as ({ error?: string; providerStatus?: number | null } & Partial<BudgetView>) | null;
-    if (response.status === 429 && answer) throw agentsErrors.tokenBudgetExhausted(answer as BudgetView, this.ctx.clock.now());
+    if (response.status === 429 && answer) throw agentsErrors.tokenBudgetExhausted(answer as TokenBudgetView, this.ctx.clock.now());
     if (response.status === 502) throw agentsErrors.providerFailed(answer?.error ?? 'the model provider failed', answer?.providerStatus ?? null);
     if (!response.ok || answer === null) {
       this.ctx.log.warn({ agentId: agent.id, status: response.status, error: answer?.error }, 'agent runtime answered with an error');

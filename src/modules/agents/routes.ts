@@ -21,8 +21,10 @@ import {
   providerEntrySchema,
   runtimeConfigSchema,
   setProviderBody,
+  toolPaymentBody,
 } from './schemas.js';
 import { AgentOperations } from './operations.js';
+import { AgentPayments } from './payments.js';
 import { AgentSecrets } from './agent-secrets.js';
 import { AgentsService } from './service.js';
 import { AgentDeployer, agentLoops } from './deployer.js';
@@ -44,6 +46,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const secrets = new AgentSecrets(ctx.config);
   const deployer = new AgentDeployer(ctx, service.store, provider, secrets);
   const operations = new AgentOperations(ctx, service.store, secrets);
+  const payments = new AgentPayments(ctx, service.store, secrets);
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];
@@ -125,9 +128,19 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           '/agents/:agentId/budget',
           {
             onRequest: signedIn,
-            schema: { tags, summary: "Set the agent's daily model-token budget (extension)", security, params: agentIdParams, body: budgetBody, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 503) } },
+            schema: { tags, summary: "Set the agent's daily model-token budget (extension)", security, params: agentIdParams, body: budgetBody, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 409, 503) } },
           },
-          async (request) => envelope(await operations.setBudget(userOf(request), request.params.agentId, request.body.dailyTokens)),
+          async (request) => envelope(await operations.setBudget(userOf(request), request.params.agentId, request.body)),
+        );
+        // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
+        // public API description (docs/agents.md documents it).
+        app.post(
+          '/agents/:agentId/runtime/pay-and-call',
+          { schema: { hide: true, params: agentIdParams, body: toolPaymentBody } },
+          async (request) => {
+            const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
+            return envelope(await payments.pay(request.params.agentId, token, request.body));
+          },
         );
         app.get(
           '/agents/:agentId/chat/history',

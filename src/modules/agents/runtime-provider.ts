@@ -12,6 +12,8 @@ export interface RuntimeSpec {
   volumeRef: string | null;
   /** The agent's daily model-token budget, enforced by the runtime in front of every model call. */
   dailyTokenBudget: number;
+  /** The api origin, where a runtime_b runtime sends its tool's payments (with its own token). */
+  serviceUrl: string;
 }
 
 /** A started runtime: where it answers, the token it accepts (new at every start), and the provider's handles. */

@@ -82,6 +82,27 @@ export type ChatHistory = z.infer<typeof chatHistory>;
 export type RuntimeConfigView = z.infer<typeof runtimeConfigSchema>;
 export type ProviderEntry = z.infer<typeof providerEntrySchema>;
 
-export const budgetBody = z.object({ dailyTokens: z.number().int().min(0).max(100_000_000).describe('model tokens (input + output) per UTC day; 0 stops all model calls') });
-export const budgetSchema = z.object({ dailyTokens: z.number().int(), usedToday: z.number().int(), resetsAt: z.string() });
+const atomic = z.string().regex(/^\d{1,30}$/, 'must be a whole number of atomic units, as a string');
+
+export const budgetBody = z
+  .object({
+    dailyTokens: z.number().int().min(0).max(100_000_000).optional().describe('model tokens (input + output) per UTC day; 0 stops all model calls'),
+    paymentBudget: atomic.optional().describe("runtime_b: what its tool may pay in all, in atomic units of the chain's asset (USDG: 6 decimals)"),
+  })
+  .refine((body) => body.dailyTokens !== undefined || body.paymentBudget !== undefined, 'set dailyTokens, paymentBudget or both');
+export const budgetSchema = z.object({
+  dailyTokens: z.number().int(),
+  usedToday: z.number().int(),
+  resetsAt: z.string(),
+  paymentBudget: z.string(),
+  paymentSpent: z.string().describe('paid, or held for a payment whose outcome is not final'),
+  wallet: z.object({ id: z.string(), address: z.string().nullable() }).nullable().describe("runtime_b's own wallet (fund it to let the agent pay)"),
+});
+
+export const toolPaymentBody = z.object({
+  url: z.string().min(1).max(8192),
+  method: z.enum(['GET', 'POST']).default('GET'),
+  body: z.unknown().optional(),
+  maxAmount: atomic.optional(),
+});
 export type BudgetView = z.infer<typeof budgetSchema>;

@@ -128,6 +128,38 @@ export class AgentsStore {
     await this.db.update(agents).set({ dailyTokenBudget: dailyTokens, updatedAt: now }).where(eq(agents.id, agentId));
   }
 
+  // runtime_b's wallet and payment budget.
+
+  async setWallet(agentId: string, walletId: string, credentialId: string, now: Date): Promise<void> {
+    await this.db.update(agents).set({ walletId, walletCredentialId: credentialId, updatedAt: now }).where(and(eq(agents.id, agentId), isNull(agents.walletId)));
+  }
+
+  /** False when the new budget is below what was already spent (the CHECK would refuse it anyway). */
+  async setPaymentBudget(agentId: string, budget: bigint, now: Date): Promise<boolean> {
+    const moved = await this.db
+      .update(agents)
+      .set({ paymentBudget: budget.toString(), updatedAt: now })
+      .where(and(eq(agents.id, agentId), sql`${agents.paymentSpent} <= ${budget.toString()}::numeric`))
+      .returning({ id: agents.id });
+    return moved.length === 1;
+  }
+
+  /** Holds `amount` of the budget for one payment; false (nothing held) when the budget has less left. */
+  async reservePayment(agentId: string, amount: bigint): Promise<boolean> {
+    const held = await this.db
+      .update(agents)
+      .set({ paymentSpent: sql`${agents.paymentSpent} + ${amount.toString()}::numeric` })
+      .where(and(eq(agents.id, agentId), sql`${agents.paymentSpent} + ${amount.toString()}::numeric <= ${agents.paymentBudget}`))
+      .returning({ id: agents.id });
+    return held.length === 1;
+  }
+
+  /** Gives back the part of a hold that was not paid. */
+  async releasePayment(agentId: string, amount: bigint): Promise<void> {
+    if (amount <= 0n) return;
+    await this.db.update(agents).set({ paymentSpent: sql`${agents.paymentSpent} - ${amount.toString()}::numeric` }).where(eq(agents.id, agentId));
+  }
+
   // Model-provider keys (sealed by the service before they get here).
 
   async saveProviderKey(row: ProviderKeyRow): Promise<void> {

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { check, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 export const AGENT_TYPES = ['runtime_a', 'runtime_b'] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
@@ -26,6 +26,12 @@ export const agents = pgTable(
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
     /** Model tokens (input + output) the runtime may use per UTC day, chats and any background calls alike. */
     dailyTokenBudget: integer('daily_token_budget').notNull().default(200_000),
+    /** runtime_b: its own wallet (made at its first deployment) and the credential its payments are recorded under. */
+    walletId: uuid('wallet_id'),
+    walletCredentialId: uuid('wallet_credential_id'),
+    /** runtime_b: what its tool may pay in all, and has paid or holds for a payment in flight (atomic units of the chain's asset). */
+    paymentBudget: numeric('payment_budget', { precision: 78, scale: 0 }).notNull().default('0'),
+    paymentSpent: numeric('payment_spent', { precision: 78, scale: 0 }).notNull().default('0'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -33,6 +39,8 @@ export const agents = pgTable(
     check('agents_type_check', sql`${t.type} in ('runtime_a', 'runtime_b')`),
     check('agents_status_check', sql`${t.status} in ('pending', 'running', 'expired', 'failed')`),
     check('agents_daily_token_budget_check', sql`${t.dailyTokenBudget} >= 0`),
+    // The budget holds whatever the writer: a reservation that would pass it matches no row.
+    check('agents_payment_budget_check', sql`${t.paymentSpent} >= 0 and ${t.paymentSpent} <= ${t.paymentBudget}`),
     index('agents_user_idx').on(t.userId, t.createdAt),
     // The deployer's queue: only agents waiting for a (re)try.
     index('agents_pending_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),

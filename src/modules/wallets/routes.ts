@@ -9,8 +9,8 @@ import { walletAdminCommands } from './admin.js';
 import { payAndCallFetch } from './fetcher.js';
 import { LocalKeystoreProvider } from './keystore.js';
 import { loadMasterKey } from '../../platform/master-key.js';
-import { PayAndCall, type SafeFetch } from './pay-and-call.js';
-import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery } from './pay-schemas.js';
+import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-call.js';
+import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
 import { PaymentReconciler } from './reconcile.js';
@@ -23,6 +23,8 @@ import { paymentsReconcileLoop } from './worker.js';
 declare module '../../context.js' {
   interface Services {
     wallets: WalletsService;
+    /** Pay-and-call from a wallet as its credential would (other modules: an agent's tool). */
+    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput): Promise<PayAndCallResult>;
   }
 }
 
@@ -51,6 +53,7 @@ export const createWalletsModule =
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
     const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
     ctx.services.wallets = service;
+    ctx.services.walletPayAndCall = async (walletId, credentialId, input) => payAndCall.run(await service.payingWallet(walletId), credentialId, input);
     ctx.auth.register('wallet', service.resolveCredential);
 
     const mgmt = ctx.auth.guard(['mgmt']);

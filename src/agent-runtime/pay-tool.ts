@@ -1,0 +1,40 @@
+import type { Tool } from './models.js';
+
+/**
+ * runtime_b's tool: call an HTTP resource and pay its x402 price from the agent's own wallet. The runtime
+ * holds no wallet credential: it asks the service (with its own token), which pays within the budget the
+ * user set and answers what happened.
+ */
+export function payAndCallTool(serviceUrl: string, agentId: string, token: string): Tool {
+  return {
+    name: 'pay_and_call',
+    description:
+      "Call an HTTP resource; if it asks for an x402 payment, pay it from this agent's own wallet within the budget its user set. " +
+      "Answers the resource's status and body and the payment made, or why nothing was paid.",
+    parameters: {
+      type: 'object',
+      properties: {
+        url: { type: 'string', description: 'the resource URL (https, or this service)' },
+        method: { type: 'string', enum: ['GET', 'POST'] },
+        maxAmount: { type: 'string', description: "the most to pay for this call, in atomic units of the chain's asset" },
+      },
+      required: ['url'],
+    },
+    async run(input) {
+      const response = await fetch(`${serviceUrl}/agents/${agentId}/runtime/pay-and-call`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: input.url, method: input.method ?? 'GET', ...(typeof input.maxAmount === 'string' ? { maxAmount: input.maxAmount } : {}) }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      const answer = (await response.json().catch(() => null)) as { data?: any; message?: string } | null; // eslint-disable-line @typescript-eslint/no-explicit-any
+      if (!response.ok) return JSON.stringify({ paid: false, refused: answer?.data?.reason ?? `status ${response.status}`, message: answer?.message ?? '' });
+      const { upstream, payment } = answer!.data;
+      return JSON.stringify({
+        status: upstream.status,
+        body: upstream.body,
+        payment: payment && { status: payment.status, amount: payment.amount, transaction: payment.transaction },
+      });
+    },
+  };
+}

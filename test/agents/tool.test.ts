@@ -1,0 +1,109 @@
+// runtime_b pays for x402 resources itself: a model (stand-ins of OpenAI and Anthropic speaking their
+// tool-use formats) asks for the pay_and_call tool, the runtime has the service pay /x402-test/ping from
+// the agent's own wallet on the devchain within the budget its user set, and the model answers with the
+// result. Beyond the budget nothing is signed and the balance does not move.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCommands } from '../../src/admin/commands.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+
+const received: any[] = [];
+/** "pay <url>" makes the model call the tool; a tool result makes it answer "tool said: <result>". */
+const model = http.createServer(async (request, response) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const body = JSON.parse(Buffer.concat(chunks).toString());
+  received.push({ path: request.url, body });
+  const reply = (payload: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+  const last = body.messages.at(-1);
+  if (request.url === '/anthropic/v1/messages') {
+    const result = Array.isArray(last.content) ? last.content.find((part: { type: string }) => part.type === 'tool_result') : null;
+    if (result) return reply({ type: 'message', role: 'assistant', content: [{ type: 'text', text: `tool said: ${result.content}` }], stop_reason: 'end_turn', usage: { input_tokens: 5, output_tokens: 5 } });
+    const url = String(last.content).replace(/^pay /, '');
+    return reply({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Paying.' }, { type: 'tool_use', id: 'toolu_1', name: 'pay_and_call', input: { url } }], stop_reason: 'tool_use', usage: { input_tokens: 5, output_tokens: 5 } });
+  }
+  if (last.role === 'tool') return reply({ choices: [{ index: 0, message: { role: 'assistant', content: `tool said: ${last.content}` }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 5 } });
+  const url = String(last.content).replace(/^pay /, '');
+  const call = { id: 'call_1', type: 'function', function: { name: 'pay_and_call', arguments: JSON.stringify({ url }) } };
+  return reply({ choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 5, completion_tokens: 5 } });
+});
+
+let app: TestApp;
+let token: string;
+let agentId: string;
+const call = async (method: string, path: string, body?: unknown, as = token) => {
+  const response = await fetch(`${app.urls.api}${path}`, { method, headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as any };
+};
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(model.address() as AddressInfo).port}`;
+  app = await buildTestApp({ env: { AGENT_OPENAI_BASE_URL: `${base}/openai/v1`, AGENT_ANTHROPIC_BASE_URL: `${base}/anthropic/v1` } });
+  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'buyer', cents: 2000, note: 'test' });
+  token = await app.identityToken('buyer');
+  agentId = (await call('POST', '/agents', { name: 'shopper', type: 'runtime_b' })).body.data.agent.id;
+  // The worker deploys it (and gives it a wallet).
+  for (let waited = 0; (await call('GET', '/agents')).body.data[0].status !== 'running'; waited += 100) {
+    if (waited > 30_000) throw new Error('the agent was not deployed');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-openai-test-0000' });
+}, 60_000);
+afterAll(async () => {
+  await app?.close();
+  model.close();
+});
+
+describe('runtime_b pays for x402 resources from its own wallet', () => {
+  it('pays /x402-test/ping within its budget and is refused beyond it', async () => {
+    const budget = (await call('GET', `/agents/${agentId}/budget`)).body.data;
+    expect(budget).toMatchObject({ paymentBudget: '0', paymentSpent: '0', wallet: { address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/) } });
+    const wallet = budget.wallet.address as `0x${string}`;
+    await app.ctx.chain.devchain!.fund(wallet, '1');
+    const ping = `${app.urls.api}/x402-test/ping`;
+
+    // No budget yet: the tool is refused, nothing moves.
+    const unfunded = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: `pay ${ping}` }] });
+    expect(unfunded.body.data.text).toContain('payment_budget_exhausted');
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n);
+
+    expect((await call('PUT', `/agents/${agentId}/budget`, { paymentBudget: '150' })).body.data).toMatchObject({ paymentBudget: '150', paymentSpent: '0' });
+    const paid = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: `pay ${ping}` }] });
+    expect(paid.status).toBe(200);
+    const result = JSON.parse(paid.body.data.text.replace(/^tool said: /, ''));
+    expect(result).toMatchObject({ status: 200, body: { message: 'paid pong' }, payment: { status: 'settled', amount: '100', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    // The model was offered the tool in OpenAI's format, and got the result back as a tool message.
+    const [offered, answered] = received.slice(-2);
+    expect(offered.body.tools).toEqual([expect.objectContaining({ type: 'function', function: expect.objectContaining({ name: 'pay_and_call' }) })]);
+    expect(answered.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n - 100n);
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data).toMatchObject({ paymentBudget: '150', paymentSpent: '100' });
+
+    // 50 left, the price is 100: refused before anything is signed.
+    const beyond = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: `pay ${ping}` }] });
+    expect(beyond.body.data.text).toContain('payment_refused');
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n - 100n);
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe('100');
+
+    // The budget cannot go below what was spent; raised, Anthropic's tool_use pays the same way.
+    expect((await call('PUT', `/agents/${agentId}/budget`, { paymentBudget: '99' })).body).toMatchObject({ code: 1005, data: { reason: 'budget_below_spent' } });
+    await call('PUT', `/agents/${agentId}/budget`, { paymentBudget: '200' });
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'anthropic', apiKey: 'sk-ant-test-0000' });
+    const viaAnthropic = await call('POST', `/agents/${agentId}/chat`, { session: 'claude', messages: [{ role: 'user', content: `pay ${ping}` }] });
+    expect(JSON.parse(viaAnthropic.body.data.text.replace(/^tool said: /, ''))).toMatchObject({ status: 200, payment: { status: 'settled', amount: '100' } });
+    expect(received.at(-1).body.messages.at(-1).content).toEqual([expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_1' })]);
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n - 200n);
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe('200');
+  });
+
+  it("takes the tool's payments only from the agent's current runtime", async () => {
+    const answer = await fetch(`${app.urls.api}/agents/${agentId}/runtime/pay-and-call`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${app.urls.api}/x402-test/ping` }),
+    });
+    expect(answer.status).toBe(401);
+  });
+});
