@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';
 import {
   agentIdParams,
@@ -32,7 +32,6 @@ import { FlyRuntimeProvider } from './fly-provider.js';
 import { LocalRuntimeProvider } from './local-provider.js';
 import type { RuntimeProvider } from './runtime-provider.js';
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
 export interface AgentsModuleOptions {
   /** Where runtimes run; default: processes on this machine, volumes under <data dir>/agents. */

@@ -3,7 +3,7 @@ import { devReceiver } from '../../chain/dev-receiver.js';
 import { AdminCommandError } from '../../admin/commands.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { toApiError } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
@@ -19,7 +19,6 @@ declare module '../../context.js' {
   }
 }
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
 /** Where top-up payments go: CREDITS_PAY_TO, or on the devchain a receiver key kept in the data dir. */
 function payToOf(ctx: AppContext): string | null {

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import type { ZodApp } from '../module.js';
 import type { Availability } from './availability.js';
@@ -17,7 +17,6 @@ import { keyHashOf, type UploadService } from './upload.js';
 import { orderView } from './views.js';
 
 const tags = ['storage'];
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
 export interface StorageRouteDeps {
   ctx: AppContext;

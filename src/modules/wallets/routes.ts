@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Resolver } from '../../platform/safe-fetch.js';
 import type { Module } from '../module.js';
 import { walletAdminCommands } from './admin.js';
@@ -40,7 +40,6 @@ export interface WalletsModuleOptions {
 /** How often open pay-and-call payments are checked on chain. */
 const PAYMENTS_RECONCILE_INTERVAL_MS = 2_000;
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, envelopeErrorSchema]));
 
 export const createWalletsModule =
   (options: WalletsModuleOptions = {}) =>
