@@ -137,3 +137,5 @@ server.listen(port, '127.0.0.1', () => {
 const stop = () => server.close(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
+// Started by a local provider: its IPC channel closes when the service dies; end with it.
+if (process.connected) process.once('disconnect', () => process.exit(0));

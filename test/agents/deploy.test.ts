@@ -2,6 +2,7 @@
 // process with its own port and volume; a runtime that died is started again on the same volume (its
 // configuration kept); at the end of the month it is stopped, a week later its volume removed. A deployment
 // that keeps failing gives up after 5 tries and refunds the purchase, once.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -79,6 +80,44 @@ describe('agent runtimes (local provider)', () => {
     await run(app, 'agents.runtimes');
     expect((await list()).runtimeInstance.removedAt).toBe(clock.now().toISOString());
     expect(fs.existsSync(row!.volume_ref)).toBe(false);
+  });
+
+  it('a runtime started by the local provider ends when the service that started it dies', async () => {
+    // A parent process stands in for the service: it starts a runtime through the provider, prints its pid, and is SIGKILLed.
+    const script = `
+      import { LocalRuntimeProvider } from ${JSON.stringify(path.resolve('src/modules/agents/local-provider.ts'))};
+      import pino from 'pino';
+      const provider = new LocalRuntimeProvider(process.argv[1], pino({ level: 'silent' }));
+      const started = await provider.deploy({ agentId: 'a', instanceId: 'i', appName: 'orphan-check', type: 'runtime_a', cpus: 1, memoryMb: 128, volumeSizeGb: 1, volumeRef: null, dailyTokenBudget: 1, serviceUrl: 'http://127.0.0.1:9' });
+      console.log('runtime pid ' + started.machineRef);
+      setInterval(() => {}, 1000);`;
+    const volumes = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-orphan-'));
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, volumes], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const pid = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        parent.stdout!.on('data', (chunk: Buffer) => {
+          out += chunk;
+          const match = out.match(/runtime pid (\d+)/);
+          if (match) resolve(Number(match[1]));
+        });
+        parent.once('exit', () => reject(new Error(`parent exited: ${out}`)));
+      });
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(alive()).toBe(true);
+      parent.kill('SIGKILL');
+      await expect.poll(alive, { timeout: 10_000 }).toBe(false);
+    } finally {
+      parent.kill('SIGKILL');
+      fs.rmSync(volumes, { recursive: true, force: true });
+    }
   });
 
   it('gives up after 5 failed deployments, keeping the last error, and refunds the purchase once', async () => {

@@ -25,8 +25,9 @@ const START_TIMEOUT_MS = 30_000;
 /**
  * Runs each agent's runtime as a child process of this service on 127.0.0.1, with its own port and its
  * volume as a directory under `<data dir>/agents/`. Memory is capped with V8's heap limit; the CPU count is
- * recorded, not enforced (one process uses about one core). Processes end with the service (close());
- * after a restart the deployer finds them not running and starts them again on their volumes.
+ * recorded, not enforced (one process uses about one core). Processes end with the service (close(), or
+ * their IPC channel closing when the service dies); after a restart the deployer finds them not running and
+ * starts them again on their volumes.
  */
 export class LocalRuntimeProvider implements RuntimeProvider {
   readonly name = 'local';
@@ -54,7 +55,9 @@ export class LocalRuntimeProvider implements RuntimeProvider {
         AGENT_DAILY_TOKEN_BUDGET: String(spec.dailyTokenBudget),
         AGENT_SERVICE_URL: spec.serviceUrl,
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // An IPC channel the runtime watches: if this service dies (even by SIGKILL), the channel closes and
+      // the runtime exits, so a restarted service never finds a stray runtime on the same volume.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const url = await this.#listening(child, exited);

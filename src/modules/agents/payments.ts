@@ -33,8 +33,8 @@ export class AgentPayments {
     const instance = agent && (await this.store.instanceOf(agentId));
     // Only the agent's current runtime: its token opens from the instance row.
     if (!agent || !instance || !sameToken(this.secrets.open(instance.id, instance.sealedToken), presentedToken)) throw unauthorized();
-    if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.notRunning(agent.status);
     if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
+    if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.noWallet();
 
     const remaining = BigInt(agent.paymentBudget) - BigInt(agent.paymentSpent);
     const asked = input.maxAmount === undefined ? remaining : BigInt(input.maxAmount);
