@@ -31,7 +31,7 @@ export class AgentDeployer {
     private readonly tokens: RuntimeTokens,
   ) {}
 
-  /** Deploys due agents, one at a time; true while more may be due. */
+  /** Deploys due agents, one at a time, at most `limit`; returns how many it tried. */
   async deployDue(limit = 5): Promise<number> {
     let deployed = 0;
     for (let i = 0; i < limit; i += 1) {
