@@ -60,6 +60,7 @@ const envSchema = z.object({
   IPFS_API_URL: optionalUrl,
   CREDITS_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   CREDITS_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
   FLY_API_TOKEN: optionalString,
@@ -174,6 +175,8 @@ export interface Config {
     payTo: string | null;
     /** A settling top-up younger than this belongs to a live request; the worker leaves it alone. */
     reconcileAfterSeconds: number;
+    /** How often the worker looks for top-ups left settling. */
+    sweepIntervalMs: number;
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
@@ -276,7 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
-    credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS },
+    credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     agentRuntimes:
       e.AGENT_RUNTIME_PROVIDER === 'fly'
         ? { provider: 'fly', apiUrl: trimSlash(e.FLY_API_URL)!, token: e.FLY_API_TOKEN ?? '', orgSlug: e.FLY_ORG_SLUG ?? '', region: e.FLY_REGION, image: e.AGENT_RUNTIME_IMAGE ?? '' }

@@ -23,6 +23,9 @@ export const CRASH_POINTS = [
   // wallet pay-and-call: signed and recorded, not yet sent; the upstream answered, the row not final
   'pay-and-call.after-sign',
   'pay-and-call.after-upstream',
+  // credit top-up: the authorization claimed, not yet settled; settled, not yet credited
+  'credits.after-claim',
+  'credits.after-settle',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

@@ -1,6 +1,7 @@
 // The crash-point suite: `tollgate serve` as a real process, SIGKILLed at each step of each paid flow
-// (facilitator settle, a paid endpoint, payment-intent pay) between verify, broadcast, receipt and
-// commit, and wallet pay-and-call between signing, the upstream's answer and the payment row; then restarted on the same data (PGlite data dir or PostgreSQL database, devchain state
+// (facilitator settle, a paid endpoint, payment-intent pay, image upload, relay broadcast, credit top-up)
+// between verify, broadcast, receipt and commit, and wallet pay-and-call between signing, the upstream's
+// answer and the payment row; then restarted on the same data (PGlite data dir or PostgreSQL database, devchain state
 // included) and reconciled. Each point must end with: money moved at most once, a moved payment
 // recorded as settled (the ledger row; the intent), and every intent in a state the spec allows.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -93,6 +94,8 @@ async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
       STORAGE_RECONCILE_AFTER_SECONDS: '1',
       RELAY_TAKEOVER_AFTER_SECONDS: '1',
       STORAGE_SWEEP_INTERVAL_MS: '300',
+      CREDITS_RECONCILE_AFTER_SECONDS: '1',
+      CREDITS_SWEEP_INTERVAL_MS: '300',
       TOLLGATE_CRASH_POINT: crashAt ?? '',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -167,7 +170,8 @@ const requirementsFor = (payTo: Address): PaymentRequirements => ({
   extra: { name: 'Global Dollar', version: '1' },
 });
 
-const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage' | 'relay', CrashPoint[]> = {
+const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage' | 'relay' | 'credits', CrashPoint[]> = {
+  credits: CRASH_POINTS.filter((p) => p.startsWith('credits.')),
   relay: CRASH_POINTS.filter((p) => p.startsWith('relay.')),
   storage: CRASH_POINTS.filter((p) => p.startsWith('storage.')),
   payAndCall: CRASH_POINTS.filter((p) => p.startsWith('pay-and-call.')),
@@ -325,6 +329,54 @@ describe('crash points of a paid image upload', () => {
         expect(freed, JSON.stringify(await order())).toMatchObject({ status: 'awaiting_payment', transactionHash: null });
       }
       expect((await movedFor(second.rpc, payer.account.address, nonce, payTo)).transfers).toBe(moved.transfers);
+    } finally {
+      await stop(second);
+    }
+    points += 1;
+  }, 120_000);
+});
+
+describe('crash points of a credit top-up', () => {
+  it.each(flows.credits)('top-up killed at %s: one transfer at most; the worker credits it once, or fails it once it can never pay', async (point) => {
+    const data = await freshData();
+    const first = await serve(data, point);
+    const { token } = await admin(data.dataDir, 'dev.token', { sub: 'crash-buyer' });
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '5' });
+    const topUp = (api: string, extra: Record<string, string> = {}) =>
+      fetch(`${api}/credits/top-up`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify({ amountUsdCents: 100 }) });
+    const challengeResponse = await topUp(first.api);
+    expect(challengeResponse.status).toBe(402);
+    const challenge = readPaymentRequired((n) => challengeResponse.headers.get(n), await challengeResponse.json());
+    const { header, payload } = await signPayment(payer, challenge);
+    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const payTo = challenge.accepts[0]!.payTo as Address;
+    const crash = await sendThroughCrash(first, () => topUp(first.api, { 'payment-signature': header }));
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const balance = async () => ((await (await fetch(`${second.api}/credits`, { headers })).json()) as { data: { balanceUsdCents: number } }).data.balanceUsdCents;
+      const moved = await movedFor(second.rpc, payer.address, nonce, payTo);
+      expect(moved.transfers).toBe(point === 'credits.after-claim' ? 0 : 1);
+      if (moved.transfers === 1) {
+        expect(await eventually(async () => (await balance()) === 100), 'credited by the worker').toBe(true);
+      } else {
+        // Nothing moved: once validBefore has passed on chain the top-up fails, and the payment can never credit.
+        await chainRpc(second.rpc, 'evm_increaseTime', [3_700]);
+        await chainRpc(second.rpc, 'evm_mine', []);
+        const refused = await eventually(async () => {
+          const again = await topUp(second.api, { 'payment-signature': header });
+          return again.status === 409 && ((await again.json()) as { data: { reason: string } }).data.reason === 'payment_authorization_already_used';
+        });
+        expect(refused, 'the dead authorization is refused').toBe(true);
+      }
+      // The same payment again never credits or moves twice.
+      await topUp(second.api, { 'payment-signature': header });
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(await balance()).toBe(moved.transfers * 100);
+      expect((await movedFor(second.rpc, payer.address, nonce, payTo)).transfers).toBe(moved.transfers);
     } finally {
       await stop(second);
     }

@@ -48,7 +48,7 @@ export function creditsModule(ctx: AppContext): Module {
         return { sub: args.sub, grantedUsdCents: cents, balanceUsdCents: moved.balanceCents, transferId: moved.transferId };
       },
     },
-    loops: [topUpReconcileLoop(reconciler)],
+    loops: [topUpReconcileLoop(reconciler, ctx.config.credits.sweepIntervalMs)],
     routes: {
       api: (app) => {
         app.get(

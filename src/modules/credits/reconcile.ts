@@ -49,6 +49,6 @@ export class TopUpReconciler {
   }
 }
 
-export function topUpReconcileLoop(reconciler: TopUpReconciler): BackgroundLoop {
-  return { name: 'credits.top-up-reconcile', intervalMs: 15_000, leader: true, run: async () => (await reconciler.sweep()).checked === BATCH };
+export function topUpReconcileLoop(reconciler: TopUpReconciler, intervalMs: number): BackgroundLoop {
+  return { name: 'credits.top-up-reconcile', intervalMs, leader: true, run: async () => (await reconciler.sweep()).checked === BATCH };
 }

@@ -1,5 +1,6 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
@@ -57,6 +58,7 @@ export class TopUpService {
       updatedAt: now,
     });
     if (!claimed) return this.existing(userId, await this.store.topUpByAuthorization(key.network, key.asset, key.payer, key.nonce));
+    crashPoint('credits.after-claim');
     return this.settle(claimed, paymentHeader, requirements, challenge);
   }
 
@@ -64,6 +66,7 @@ export class TopUpService {
     let outcome;
     try {
       outcome = await this.ctx.x402.settle(payload, requirements);
+      crashPoint('credits.after-settle');
     } catch (error) {
       // After the claim, an exception says nothing about what reached the chain: the reconciler decides.
       this.ctx.log.error({ err: error, topUpId: topUp.id }, 'top-up settle threw; it stays settling for reconciliation');
