@@ -80,6 +80,12 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
   WALLET_MASTER_KEY: hexKey,
+  WALLET_KEY_PROVIDER: z.enum(['local', 'aws-kms']).default('local'),
+  AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as eu-west-1').optional(),
+  AWS_KMS_ENDPOINT: optionalUrl,
+  AWS_ACCESS_KEY_ID: optionalString,
+  AWS_SECRET_ACCESS_KEY: optionalString,
+  AWS_SESSION_TOKEN: optionalString,
   IDENTITY_JWKS_URL: optionalUrl,
   IDENTITY_ISSUER: optionalString,
   IDENTITY_AUDIENCE: optionalString,
@@ -166,6 +172,10 @@ export interface Config {
     /** A pending payment younger than this belongs to a live request; the worker leaves it alone. */
     reconcileAfterSeconds: number;
   };
+  /** Where wallet keys live: sealed in the database under WALLET_MASTER_KEY, or held in AWS KMS (every field set). */
+  walletKeys:
+    | { provider: 'local' }
+    | { provider: 'aws-kms'; region: string; endpoint: string; credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } };
   /** Where agent runtimes run: processes on this machine, or Fly Machines (fly: every field set). */
   agentRuntimes: { provider: 'local' } | { provider: 'fly'; apiUrl: string; token: string; orgSlug: string; region: string; image: string };
   /** Base URLs of the model providers agents call (the real APIs by default; tests point them at stand-ins). */
@@ -280,6 +290,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
+    walletKeys:
+      e.WALLET_KEY_PROVIDER === 'aws-kms'
+        ? {
+            provider: 'aws-kms',
+            region: e.AWS_REGION ?? '',
+            endpoint: trimSlash(e.AWS_KMS_ENDPOINT) ?? `https://kms.${e.AWS_REGION}.amazonaws.com`,
+            credentials: { accessKeyId: e.AWS_ACCESS_KEY_ID ?? '', secretAccessKey: e.AWS_SECRET_ACCESS_KEY ?? '', ...(e.AWS_SESSION_TOKEN ? { sessionToken: e.AWS_SESSION_TOKEN } : {}) },
+          }
+        : { provider: 'local' },
     agentRuntimes:
       e.AGENT_RUNTIME_PROVIDER === 'fly'
         ? { provider: 'fly', apiUrl: trimSlash(e.FLY_API_URL)!, token: e.FLY_API_TOKEN ?? '', orgSlug: e.FLY_ORG_SLUG ?? '', region: e.FLY_REGION, image: e.AGENT_RUNTIME_IMAGE ?? '' }
@@ -342,6 +361,11 @@ function relayerKeyProblems(e: Env): string[] {
   }
   if (e.FACILITATOR_RELAYER_COUNT !== undefined && (e.FACILITATOR_PRIVATE_KEY || e.FACILITATOR_PRIVATE_KEYS)) {
     problems.push('FACILITATOR_RELAYER_COUNT: only for generated dev keys; with FACILITATOR_PRIVATE_KEY(S) the pool is the keys given');
+  }
+  if (e.WALLET_KEY_PROVIDER === 'aws-kms') {
+    for (const name of ['AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const) {
+      if (!e[name]) problems.push(`${name}: required with WALLET_KEY_PROVIDER=aws-kms`);
+    }
   }
   if (e.AGENT_RUNTIME_PROVIDER === 'fly') {
     for (const name of ['FLY_API_TOKEN', 'FLY_ORG_SLUG', 'AGENT_RUNTIME_IMAGE'] as const) {

@@ -15,6 +15,7 @@ import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
 import { PaymentReconciler } from './reconcile.js';
 import { KeySealer } from '../../platform/sealing.js';
+import { AwsKmsWalletProvider } from './kms-provider.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
 import { WalletsService } from './service.js';
 import { WalletsStore } from './store.js';
@@ -44,7 +45,7 @@ const PAYMENTS_RECONCILE_INTERVAL_MS = 2_000;
 export const createWalletsModule =
   (options: WalletsModuleOptions = {}) =>
   (ctx: AppContext): Module => {
-    const provider = options.provider ?? localProvider(ctx);
+    const provider = options.provider ?? configuredProvider(ctx);
     const provisioner = new Provisioner(ctx.db, provider, ctx.clock, ctx.log);
     const service = new WalletsService(ctx, provider, provisioner);
     const store = new WalletsStore(ctx.db);
@@ -154,7 +155,9 @@ export const createWalletsModule =
 /** The module with its embedded defaults (local keystore, real DNS). */
 export const walletsModule = createWalletsModule();
 
-function localProvider(ctx: AppContext): WalletProvider {
+function configuredProvider(ctx: AppContext): WalletProvider {
+  // WALLET_KEY_PROVIDER=aws-kms: keys created and used inside AWS KMS; the master key does not apply to them.
+  if (ctx.config.walletKeys.provider === 'aws-kms') return new AwsKmsWalletProvider(ctx.config.walletKeys);
   const master = loadMasterKey(ctx.config);
   if (master.dev && ctx.config.databaseUrl) {
     ctx.log.warn('WALLET_MASTER_KEY is unset: wallet keys are sealed under the dev master key in the data dir');
