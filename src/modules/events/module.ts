@@ -5,7 +5,14 @@ import { EVENTS_CHANNEL } from './limits.js';
 import { registerQueueRoutes } from './queue-routes.js';
 import { registerScheduleRoutes } from './schedule-routes.js';
 import { registerEventMetrics } from './metrics.js';
-import { createEventsServices, type EventsOptions } from './services.js';
+import { createEventsServices, type EventsOptions, type EventsServices } from './services.js';
+
+declare module '../../context.js' {
+  interface Services {
+    /** Queues and schedules for other modules' own background work (under a project id of their own). */
+    events: EventsServices;
+  }
+}
 
 /** Events: queues, lease-based consumption with long polls, and cron schedules. */
 export const eventsModule: ModuleFactory = (ctx) => createEventsModule(ctx);
@@ -18,6 +25,7 @@ export const eventsModuleWith =
 
 async function createEventsModule(ctx: AppContext, options: EventsOptions = {}): Promise<Module> {
   const services = createEventsServices(ctx, options);
+  ctx.services.events = services;
   // Publishes on any node (and schedule ticks) NOTIFY the queue id; waiting claims here wake up.
   const unlisten = await ctx.database.listen(EVENTS_CHANNEL, (queueId) => services.waiters.wake(queueId));
   registerEventMetrics(ctx, services);

@@ -1,0 +1,117 @@
+import type { AppContext } from '../../context.js';
+import { newId } from '../../platform/ids.js';
+import { digestOf } from './canonical.js';
+import { tradingErrors } from './errors.js';
+import type { MarketDataProvider } from './market-data.js';
+import { SignalParamsError, signalParams } from './quant-signal.js';
+import type { StrategyVersionInput } from './schemas.js';
+import { CatalogStore, type AccountRow, type NewVersion, type StrategyRow, type VersionRow } from './store.js';
+import type { KillSwitchMode, Visibility } from './tables.js';
+import { accountView, strategyView } from './views.js';
+
+/** The owner under which trading accounts' agent wallets are made through the Wallet API's provider. */
+export const TRADING_WALLET_OWNER = '00000000-0000-7000-8000-7ad100000000';
+
+/** Strategies with their immutable versions, and trading accounts: what runtimes are launched from. */
+export class Catalog {
+  readonly store: CatalogStore;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly feeds: ReadonlyMap<string, MarketDataProvider>,
+  ) {
+    this.store = new CatalogStore(ctx.db);
+  }
+
+  async createStrategy(userId: string, input: { name: string; visibility: Visibility; version: StrategyVersionInput }) {
+    const now = this.ctx.clock.now();
+    const strategy: StrategyRow = { id: newId(now.getTime()), userId, name: input.name, visibility: input.visibility, latestVersion: 1, createdAt: now, updatedAt: now };
+    const created = await this.store.createStrategy(strategy, this.newVersion(strategy.id, input.version, now));
+    return strategyView(created.strategy, [created.version], true);
+  }
+
+  /** A new version; runtimes launched from earlier ones keep theirs. Only the owner publishes. */
+  async publish(userId: string, strategyId: string, input: StrategyVersionInput) {
+    const now = this.ctx.clock.now();
+    const published = await this.store.publish(userId, this.newVersion(strategyId, input, now), now);
+    if (!published) throw tradingErrors.strategyNotFound();
+    return strategyView(published.strategy, await this.store.versions([strategyId]), true);
+  }
+
+  async listStrategies(userId: string) {
+    const strategies = await this.store.visibleStrategies(userId);
+    const versions = await this.store.versions(strategies.map((s) => s.id));
+    return strategies.map((s) => strategyView(s, versions.filter((v) => v.strategyId === s.id)));
+  }
+
+  async getStrategy(userId: string, strategyId: string) {
+    const strategy = await this.visibleStrategy(userId, strategyId);
+    return strategyView(strategy, await this.store.versions([strategyId]), true);
+  }
+
+  async visibleStrategy(userId: string, strategyId: string): Promise<StrategyRow> {
+    const strategy = await this.store.strategy(strategyId);
+    if (!strategy || (strategy.userId !== userId && strategy.visibility !== 'public')) throw tradingErrors.strategyNotFound();
+    return strategy;
+  }
+
+  /** A version the user may launch: of their own strategy or a public one. */
+  async visibleVersion(userId: string, versionId: string): Promise<VersionRow> {
+    const found = await this.store.version(versionId);
+    if (!found || (found.strategy.userId !== userId && found.strategy.visibility !== 'public')) throw tradingErrors.versionNotFound();
+    return found.version;
+  }
+
+  /** Checks what the schema cannot: the signal's parameters, the symbols and the data sources this deployment has. */
+  private newVersion(strategyId: string, input: StrategyVersionInput, now: Date): NewVersion {
+    try {
+      signalParams(input.definition.instructions);
+    } catch (error) {
+      if (error instanceof SignalParamsError) throw tradingErrors.invalidDefinition(`definition.instructions: ${error.message}`);
+      throw error;
+    }
+    const unknownSource = input.definition.dataSources.find((source) => !this.feeds.has(source));
+    if (unknownSource) throw tradingErrors.invalidDefinition(`definition.dataSources: unknown data source ${unknownSource} (this deployment offers: ${[...this.feeds.keys()].join(', ')})`);
+    const feed = this.feeds.get(input.definition.dataSources[0]!)!;
+    const unquoted = input.definition.universe.find((symbol) => !feed.supports(symbol));
+    if (unquoted) throw tradingErrors.invalidDefinition(`definition.universe: ${feed.name} does not quote ${unquoted}`);
+    const content = { kind: input.kind, schemaVersion: input.schemaVersion, definition: input.definition };
+    return { id: newId(now.getTime()), strategyId, ...content, contentHash: digestOf(content), createdAt: now };
+  }
+
+  // Accounts.
+
+  /** A trading account with a new agent wallet, made (and provisioned) through the Wallet API's provider. */
+  async createAccount(userId: string, name: string) {
+    const now = this.ctx.clock.now();
+    const id = newId(now.getTime());
+    const created = await this.ctx.services.wallets.create(TRADING_WALLET_OWNER, { externalId: `trading-account:${id}`, name: `${name} (${userId})`.slice(0, 200), chainType: 'ethereum' });
+    const row = await this.store.insertAccount({ id, userId, name, type: 'agent_wallet', walletId: created.wallet.id, killSwitch: 'off', createdAt: now, updatedAt: now });
+    return accountView(row, created.wallet);
+  }
+
+  async listAccounts(userId: string) {
+    return Promise.all((await this.store.accounts(userId)).map((row) => this.withWallet(row)));
+  }
+
+  async account(userId: string, accountId: string): Promise<AccountRow> {
+    const row = await this.store.account(this.ctx.db, userId, accountId);
+    if (!row) throw tradingErrors.accountNotFound();
+    return row;
+  }
+
+  /** The account's wallet status: runtimes provision only on an active one. */
+  async walletStatus(row: AccountRow): Promise<string> {
+    return (await this.ctx.services.wallets.get(TRADING_WALLET_OWNER, row.walletId)).status;
+  }
+
+  async setKillSwitch(userId: string, accountId: string, mode: KillSwitchMode) {
+    const row = await this.store.setKillSwitch(userId, accountId, mode, this.ctx.clock.now());
+    if (!row) throw tradingErrors.accountNotFound();
+    return this.withWallet(row);
+  }
+
+  private async withWallet(row: AccountRow) {
+    return accountView(row, await this.ctx.services.wallets.get(TRADING_WALLET_OWNER, row.walletId));
+  }
+}

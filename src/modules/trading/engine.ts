@@ -1,0 +1,141 @@
+import { applyFill, markToMarket, type Book } from './book.js';
+import { digestOf } from './canonical.js';
+import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
+import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import type { ExecutionStatus, KillSwitchMode } from './tables.js';
+import type { Venue } from './venue.js';
+
+export interface RiskLimits {
+  fundLimitUsd: number;
+  maxLeverage: number;
+  maxDrawdownPercent: number;
+}
+
+export interface TickInput {
+  version: { contentHash: string; definition: QuantSignalDefinition };
+  limits: RiskLimits;
+  book: Book;
+  killSwitch: KillSwitchMode;
+  at: Date;
+}
+
+export interface OrderSummary {
+  symbol: string;
+  side: 'buy' | 'sell';
+  size: string;
+  status: 'filled' | 'blocked';
+  venue: string;
+  price: number | null;
+  notionalUsd: number;
+  feeUsd: number | null;
+}
+
+export interface TickOutcome {
+  status: Exclude<ExecutionStatus, 'failed'>;
+  inputsDigest: string;
+  decision: Record<string, unknown>;
+  riskAssessment: Record<string, unknown>;
+  order: OrderSummary | null;
+  book: Book;
+  /** Risk limits the tick breached: the runtime must move to needs_review. */
+  breaches: string[];
+}
+
+/** A rebalance smaller than this is not worth an order. */
+export const MIN_ORDER_USD = 1;
+/** Room for float rounding when a target meets a limit exactly. */
+const EPSILON = 1e-9;
+const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
+
+/**
+ * One tick of a runtime, the only code path for scheduled runs, manual runs and backtests: read the
+ * candles, decide, assess the risk of the order, and place it unless a limit or the kill switch stops
+ * it. Nothing here reads a clock or a random source, so the same inputs give the same outcome.
+ *
+ * The steps, in order:
+ *  1. signals: a moving-average cross per symbol of the universe, over closed candles only;
+ *  2. targets: the signal's exposure of the current equity, split evenly; the order is the one rebalance
+ *     (largest in USD, at least MIN_ORDER_USD) that moves the book most toward its targets;
+ *  3. risk: drawdown from the peak, gross exposure against fundLimitUsd × maxLeverage, and leverage
+ *     against equity, each after the order; any breach blocks it (and the runtime goes to review);
+ *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
+ *  5. the fill, on the venue, applied to the book.
+ */
+export async function evaluateTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Venue }): Promise<TickOutcome> {
+  const { definition } = input.version;
+  const params = signalParams(definition.instructions);
+  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
+  const signals = [];
+  const candlesBySymbol: Record<string, number[]> = {};
+  for (const symbol of definition.universe) {
+    const candles = await parts.feed.candles(symbol, interval, input.at, params.slow);
+    const price = await parts.feed.price(symbol, input.at);
+    candlesBySymbol[symbol] = candles.map((c) => c.close);
+    signals.push(signalOf(symbol, candles, price, params));
+  }
+  const prices = Object.fromEntries(signals.map((s) => [s.symbol, s.price]));
+  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, closes: candlesBySymbol, prices });
+
+  // 2. Targets and the one order.
+  const before = markToMarket(input.book, prices);
+  const weight = params.exposure / definition.universe.length;
+  let best: { symbol: string; delta: number; usd: number } | null = null;
+  for (const s of signals) {
+    const direction = s.signal === 'long' ? 1 : s.signal === 'short' ? -1 : 0;
+    const target = (direction * weight * Math.max(before.equityUsd, 0)) / s.price;
+    const delta = target - (input.book.positions[s.symbol]?.qty ?? 0);
+    const usd = Math.abs(delta) * s.price;
+    if (usd >= MIN_ORDER_USD && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
+  }
+  const decision = {
+    kind: 'quant_signal',
+    params,
+    signals,
+    action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold',
+    symbol: best?.symbol ?? null,
+  };
+
+  // 3. Risk, as the book would stand after the order.
+  const held = best ? (input.book.positions[best.symbol]?.qty ?? 0) : 0;
+  const size = best ? floor6(Math.abs(best.delta)) : 0;
+  const after = best ? held + Math.sign(best.delta) * size : held;
+  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(held)) * prices[best.symbol]! : before.exposureUsd;
+  const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
+  const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
+  const checks = [
+    { name: 'drawdown', value: before.drawdownPercent, limit: input.limits.maxDrawdownPercent, ok: before.drawdownPercent < input.limits.maxDrawdownPercent },
+    { name: 'fund_limit', value: exposureAfterUsd, limit: capacityUsd, ok: exposureAfterUsd <= capacityUsd * (1 + EPSILON) },
+    { name: 'leverage', value: leverageAfter, limit: input.limits.maxLeverage, ok: leverageAfter <= input.limits.maxLeverage * (1 + EPSILON) },
+  ];
+  const breaches = checks.filter((c) => !c.ok).map((c) => c.name);
+  const reducing = Math.abs(after) < Math.abs(held) && Math.sign(after) !== -Math.sign(held);
+  const killed = input.killSwitch === 'halt' || (input.killSwitch === 'reduce_only' && best !== null && !reducing);
+  const riskAssessment = {
+    ...input.limits,
+    equityUsd: before.equityUsd,
+    exposureUsd: before.exposureUsd,
+    exposureAfterUsd,
+    leverageAfter,
+    drawdownPercent: before.drawdownPercent,
+    checks,
+    breaches,
+    killSwitch: input.killSwitch,
+    outcome: breaches.length ? 'blocked' : killed ? 'halted' : best ? 'approved' : 'no_order',
+  };
+
+  const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
+  const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
+  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches };
+  const side = best.delta > 0 ? 'buy' : 'sell';
+  const notionalUsd = size * prices[best.symbol]!;
+  if (status !== 'completed') {
+    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
+    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches };
+  }
+
+  // 5. The fill.
+  const fill = await parts.venue.place({ symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at });
+  const book = applyFill({ ...input.book, peakEquityUsd }, fill);
+  const order: OrderSummary = { symbol: fill.symbol, side, size: fill.size.toFixed(6), status: 'filled', venue: parts.venue.name, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
+  return { status, inputsDigest, decision, riskAssessment, order, book, breaches };
+}

@@ -1,0 +1,19 @@
+import { ApiError } from '../../platform/http/errors.js';
+
+// Agentic trading answers in the envelope family; `data.reason` names the condition.
+const fail = (status: number, reason: string, message: string, extra?: Record<string, unknown>) => new ApiError(status, reason, message, { reason, ...extra });
+
+export const tradingErrors = {
+  strategyNotFound: () => fail(404, 'strategy_not_found', 'No such strategy visible to this user'),
+  versionNotFound: () => fail(404, 'strategy_version_not_found', 'No such strategy version visible to this user'),
+  accountNotFound: () => fail(404, 'account_not_found', 'No such trading account for this user'),
+  runtimeNotFound: () => fail(404, 'runtime_not_found', 'No such runtime for this user'),
+  invalidDefinition: (message: string) => fail(400, 'invalid_strategy_definition', message),
+  invalidCron: (message: string) => fail(400, 'invalid_cron_expression', message),
+  invalidWindow: (message: string) => fail(400, 'invalid_backtest_window', message),
+  idempotencyKeyReused: (runtimeId: string) =>
+    fail(409, 'idempotency_key_reused', 'This idempotencyKey created a runtime with another definition', { runtimeId }),
+  illegalTransition: (status: string, requested: string) =>
+    fail(409, 'invalid_status_transition', `A ${status} runtime cannot move to ${requested}`, { status, requested }),
+  notActive: (status: string) => fail(409, 'runtime_not_active', `Only an active runtime runs (this one is ${status})`, { status }),
+};

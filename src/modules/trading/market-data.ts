@@ -1,0 +1,97 @@
+/** One OHLC candle: `start` is its first minute; it is closed once `start + interval` has passed. */
+export interface Candle {
+  start: string;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+}
+
+/** Where executions and backtests read prices. A real feed implements the same two reads. */
+export interface MarketDataProvider {
+  readonly name: string;
+  /** Whether the feed quotes this symbol. */
+  supports(symbol: string): boolean;
+  /** The `count` most recent candles of `symbol` closed at `at`, oldest first. */
+  candles(symbol: string, intervalMinutes: number, at: Date, count: number): Promise<Candle[]>;
+  /** The price a market order would meet at `at`. */
+  price(symbol: string, at: Date): Promise<number>;
+}
+
+export const CANDLE_INTERVALS: Record<string, number> = { '1m': 1, '5m': 5, '15m': 15, '30m': 30, '1h': 60, '4h': 240, '1d': 1440 };
+
+const MINUTE_MS = 60_000;
+const TWO_PI = 2 * Math.PI;
+
+/** FNV-1a over the symbol: its seed. */
+function seedOf(symbol: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < symbol.length; i++) hash = Math.imul(hash ^ symbol.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
+}
+
+/** An integer mix (murmur3's finalizer) of the seed and the minute: uniform in [-1, 1). */
+function noise(seed: number, minute: number): number {
+  let h = (seed ^ Math.imul(minute | 0, 0x9e3779b1) ^ Math.imul(Math.floor(minute / 2 ** 32), 0x85ebca6b)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  h = (h ^ (h >>> 16)) >>> 0;
+  return h / 2 ** 31 - 1;
+}
+
+/**
+ * The embedded feed: a deterministic price for every symbol and minute, computed, not stored, so any
+ * window can be replayed exactly (docs/trading.md, "The embedded feed"). For a symbol with seed s
+ * (FNV-1a of its name) and minute m since the epoch:
+ *   base = 20 + (s mod 9980)
+ *   p(m) = base · exp(0.04·sin(2πm/1440 + φ1) + 0.015·sin(2πm/97 + φ2) + 0.004·sin(2πm/11 + φ3) + 0.002·n(s, m))
+ * with φk = 2π·((s >> 8k) & 255)/256 and n a hash of (s, m) uniform in [-1, 1). A candle of I minutes
+ * starting at minute a has open p(a), close p(a+I−1), and the high and low of p over its minutes.
+ */
+export class EmbeddedFeed implements MarketDataProvider {
+  readonly name = 'embedded';
+
+  supports(symbol: string): boolean {
+    return /^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/.test(symbol);
+  }
+
+  priceAtMinute(symbol: string, minute: number): number {
+    const seed = seedOf(symbol);
+    const phase = (k: number) => (TWO_PI * ((seed >>> (8 * k)) & 255)) / 256;
+    const base = 20 + (seed % 9980);
+    const wave =
+      0.04 * Math.sin((TWO_PI * minute) / 1440 + phase(1)) +
+      0.015 * Math.sin((TWO_PI * minute) / 97 + phase(2)) +
+      0.004 * Math.sin((TWO_PI * minute) / 11 + phase(3)) +
+      0.002 * noise(seed, minute);
+    return base * Math.exp(wave);
+  }
+
+  async price(symbol: string, at: Date): Promise<number> {
+    return this.priceAtMinute(symbol, Math.floor(at.getTime() / MINUTE_MS));
+  }
+
+  async candles(symbol: string, intervalMinutes: number, at: Date, count: number): Promise<Candle[]> {
+    const now = Math.floor(at.getTime() / MINUTE_MS);
+    // The last candle that has closed: the one ending at or before this minute.
+    const lastStart = Math.floor(now / intervalMinutes) * intervalMinutes - intervalMinutes;
+    const candles: Candle[] = [];
+    for (let start = lastStart - (count - 1) * intervalMinutes; start <= lastStart; start += intervalMinutes) {
+      let high = -Infinity;
+      let low = Infinity;
+      for (let m = start; m < start + intervalMinutes; m++) {
+        const p = this.priceAtMinute(symbol, m);
+        if (p > high) high = p;
+        if (p < low) low = p;
+      }
+      candles.push({
+        start: new Date(start * MINUTE_MS).toISOString(),
+        open: this.priceAtMinute(symbol, start),
+        high,
+        low,
+        close: this.priceAtMinute(symbol, start + intervalMinutes - 1),
+      });
+    }
+    return candles;
+  }
+}

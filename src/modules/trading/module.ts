@@ -1,0 +1,209 @@
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../platform/auth/authenticator.js';
+import { envelope } from '../../platform/http/render.js';
+import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import type { Module, ModuleFactory, ZodApp } from '../module.js';
+import { Backtester } from './backtest.js';
+import { Catalog } from './catalog.js';
+import { TickConsumer } from './consumer.js';
+import { EmbeddedFeed, type MarketDataProvider } from './market-data.js';
+import { reconcileLoop, RuntimeReconciler } from './reconcile.js';
+import { RuntimeService } from './runtimes.js';
+import { RuntimeStore } from './runtime-store.js';
+import { RuntimeSchedules } from './schedules.js';
+import {
+  accountIdParams,
+  accountSchema,
+  backtestBody,
+  backtestResult,
+  createAccountBody,
+  createRuntimeBody,
+  createStrategyBody,
+  executionSchema,
+  executionsQuery,
+  killSwitchBody,
+  runtimeIdParams,
+  runtimeSchema,
+  statusBody,
+  strategyIdParams,
+  strategySchema,
+  strategyVersionInput,
+} from './schemas.js';
+import type { VersionRow } from './store.js';
+import { TickRunner } from './ticks.js';
+import { PaperVenue, type Venue } from './venue.js';
+
+export interface TradingModuleOptions {
+  /** Market-data providers by the name a definition's dataSources use; default: the embedded feed. */
+  feeds?: MarketDataProvider[];
+  /** Where orders go; default: the paper venue. */
+  venue?: Venue;
+}
+
+/** The parts of the module, for tests and the benchmark that drive ticks by hand. */
+export interface TradingParts {
+  catalog: Catalog;
+  runtimes: RuntimeService;
+  reconciler: RuntimeReconciler;
+  runner: TickRunner;
+  consumer: TickConsumer;
+  schedules: RuntimeSchedules;
+}
+
+declare module '../../context.js' {
+  interface Services {
+    trading: TradingParts;
+  }
+}
+
+/** Agentic trading (the spec's private-preview contract, docs/trading.md). Needs the events and wallets modules. */
+export const createTradingModule =
+  (options: TradingModuleOptions = {}): ModuleFactory =>
+  (ctx: AppContext): Module => {
+    const feeds = new Map((options.feeds ?? [new EmbeddedFeed()]).map((feed) => [feed.name, feed]));
+    const feedFor = (version: VersionRow) => feeds.get((version.definition as { dataSources: string[] }).dataSources[0]!)!;
+    const venue = options.venue ?? new PaperVenue();
+    const catalog = new Catalog(ctx, feeds);
+    const schedules = new RuntimeSchedules(ctx);
+    const runtimeStore = new RuntimeStore(ctx.db);
+    const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, ctx.clock, ctx.log);
+    const runner = new TickRunner(ctx, catalog.store, { feedFor, venue });
+    const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
+    const consumer = new TickConsumer(() => ctx.services.events, schedules, runner, (runtime) => reconciler.align(runtime), ctx.log);
+    const backtester = new Backtester(catalog, feedFor, venue, ctx.clock);
+    ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules };
+
+    return {
+      name: 'trading',
+      loops: [reconcileLoop(reconciler), { name: 'trading.executions', intervalMs: 1000, run: async () => (await consumer.drain()) > 0 }],
+      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester }) },
+    };
+  };
+
+export const tradingModule = createTradingModule();
+
+function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester }): void {
+  const { catalog, runtimes, backtester } = parts;
+  const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
+  const common = { tags: ['agentic-trading'], security: [{ bearer: [] }] };
+  const onRequest = ctx.auth.guard(['identity']);
+  const base = '/agentic-trading';
+
+  app.get(`${base}/strategies`, { onRequest, schema: { ...common, summary: 'Strategies you own and public ones, newest first, each with its latest version', response: { 200: envelopeSchema(z.array(strategySchema)), ...errors(401) } } }, async (request) =>
+    envelope(await catalog.listStrategies(userOf(request))),
+  );
+  app.post(
+    `${base}/strategies`,
+    { onRequest, schema: { ...common, summary: 'Create a strategy with its first version', body: createStrategyBody, response: { 201: envelopeSchema(strategySchema), ...errors(400, 401) } } },
+    async (request, reply) => reply.code(201).send(envelope(await catalog.createStrategy(userOf(request), request.body))),
+  );
+  app.get(
+    `${base}/strategies/:strategyId`,
+    { onRequest, schema: { ...common, summary: 'A strategy with all its versions', params: strategyIdParams, response: { 200: envelopeSchema(strategySchema), ...errors(400, 401, 404) } } },
+    async (request) => envelope(await catalog.getStrategy(userOf(request), request.params.strategyId)),
+  );
+  app.post(
+    `${base}/strategies/:strategyId/versions`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Publish a new version (owner only); runtimes keep the version they were launched with',
+        params: strategyIdParams,
+        body: strategyVersionInput,
+        response: { 201: envelopeSchema(strategySchema), ...errors(400, 401, 404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(envelope(await catalog.publish(userOf(request), request.params.strategyId, request.body))),
+  );
+  app.post(
+    `${base}/strategies/:strategyId/backtest`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Replay a version over the feed with the live code path (extension)',
+        params: strategyIdParams,
+        body: backtestBody,
+        response: { 200: envelopeSchema(backtestResult), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => envelope(await backtester.run(userOf(request), request.params.strategyId, request.body)),
+  );
+
+  app.get(`${base}/accounts`, { onRequest, schema: { ...common, summary: 'Your trading accounts', response: { 200: envelopeSchema(z.array(accountSchema)), ...errors(401) } } }, async (request) =>
+    envelope(await catalog.listAccounts(userOf(request))),
+  );
+  app.post(
+    `${base}/accounts/agent-wallets`,
+    { onRequest, schema: { ...common, summary: 'A trading account with a new agent wallet (Wallet API provider)', body: createAccountBody, response: { 201: envelopeSchema(accountSchema), ...errors(400, 401) } } },
+    async (request, reply) => reply.code(201).send(envelope(await catalog.createAccount(userOf(request), request.body.name))),
+  );
+  app.put(
+    `${base}/accounts/:accountId/kill-switch`,
+    {
+      onRequest,
+      schema: { ...common, summary: "Set the account's kill switch for all its runtimes (extension)", params: accountIdParams, body: killSwitchBody, response: { 200: envelopeSchema(accountSchema), ...errors(400, 401, 404) } },
+    },
+    async (request) => envelope(await catalog.setKillSwitch(userOf(request), request.params.accountId, request.body.mode)),
+  );
+
+  app.get(`${base}/runtimes`, { onRequest, schema: { ...common, summary: 'Your runtimes, newest first', response: { 200: envelopeSchema(z.array(runtimeSchema)), ...errors(401) } } }, async (request) =>
+    envelope(await runtimes.list(userOf(request))),
+  );
+  app.post(
+    `${base}/runtimes`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Launch a runtime (idempotent by idempotencyKey)',
+        description: '201 with the new runtime (provisioning); 200 with the runtime the same idempotencyKey made before; 409 when that key came with another definition.',
+        body: createRuntimeBody,
+        response: { 200: envelopeSchema(runtimeSchema), 201: envelopeSchema(runtimeSchema), ...errors(400, 401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { created, runtime } = await runtimes.create(userOf(request), request.body);
+      return reply.code(created ? 201 : 200).send(envelope(runtime));
+    },
+  );
+  app.get(
+    `${base}/runtimes/:runtimeId`,
+    { onRequest, schema: { ...common, summary: 'A runtime with its paper book', params: runtimeIdParams, response: { 200: envelopeSchema(runtimeSchema), ...errors(400, 401, 404) } } },
+    async (request) => envelope(await runtimes.get(userOf(request), request.params.runtimeId)),
+  );
+  app.patch(
+    `${base}/runtimes/:runtimeId/status`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Pause, resume or stop a runtime',
+        description: '409 invalid_status_transition for a move the lifecycle does not allow (stop needs a paused runtime; stopped is terminal).',
+        params: runtimeIdParams,
+        body: statusBody,
+        response: { 200: envelopeSchema(runtimeSchema), ...errors(400, 401, 404, 409) },
+      },
+    },
+    async (request) => envelope(await runtimes.setStatus(userOf(request), request.params.runtimeId, request.body.status)),
+  );
+  app.get(
+    `${base}/runtimes/:runtimeId/executions`,
+    {
+      onRequest,
+      schema: { ...common, summary: "A runtime's executions, newest first", params: runtimeIdParams, querystring: executionsQuery, response: { 200: envelopeSchema(z.array(executionSchema)), ...errors(400, 401, 404) } },
+    },
+    async (request) => envelope(await runtimes.executions(userOf(request), request.params.runtimeId, request.query.limit, request.query.before ?? null)),
+  );
+  app.post(
+    `${base}/runtimes/:runtimeId/executions`,
+    {
+      onRequest,
+      schema: { ...common, summary: 'Run an active runtime now (manual trigger)', params: runtimeIdParams, response: { 201: envelopeSchema(executionSchema), ...errors(400, 401, 404, 409) } },
+    },
+    async (request, reply) => reply.code(201).send(envelope(await runtimes.runNow(userOf(request), request.params.runtimeId))),
+  );
+}

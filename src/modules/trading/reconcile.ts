@@ -1,0 +1,81 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../../platform/clock.js';
+import type { BackgroundLoop } from '../../platform/jobs.js';
+import type { Catalog } from './catalog.js';
+import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
+import type { RuntimeSchedules } from './schedules.js';
+
+/** Runtimes aligned per pass; a full batch runs the loop again at once. */
+const BATCH = 100;
+
+/**
+ * Makes each runtime's schedule match its status, and finishes provisioning. Status moves are
+ * written first and the schedule follows, here: right after the move (by the caller) and again by the
+ * loop for any runtime whose `scheduleState` still differs, so a crash between the two is repaired.
+ *
+ *  - provisioning: the schedule is made; once the events scheduler has registered it and the account's
+ *    wallet is active, the runtime becomes active. A schedule the scheduler refuses, or a failed
+ *    wallet, fails the runtime.
+ *  - active: the schedule runs (resumed if it was paused);
+ *  - paused, needs_review: the schedule is paused;
+ *  - stopped, failed: the schedule is deleted.
+ */
+export class RuntimeReconciler {
+  constructor(
+    private readonly store: RuntimeStore,
+    private readonly schedules: RuntimeSchedules,
+    private readonly catalog: Catalog,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  async pass(): Promise<boolean> {
+    const unaligned = await this.store.unaligned(BATCH);
+    for (const runtime of unaligned) {
+      try {
+        await this.align(runtime);
+      } catch (error) {
+        this.log.warn({ err: error, runtimeId: runtime.id }, 'aligning a runtime with its schedule failed');
+      }
+    }
+    return unaligned.length === BATCH;
+  }
+
+  async align(runtime: RuntimeRow): Promise<void> {
+    switch (runtime.status) {
+      case 'provisioning':
+        return this.provision(runtime);
+      case 'active':
+        if (runtime.scheduleId) await this.schedules.resume(runtime.scheduleId);
+        break;
+      case 'paused':
+      case 'needs_review':
+        if (runtime.scheduleId) await this.schedules.pause(runtime.scheduleId);
+        break;
+      case 'stopped':
+      case 'failed':
+        if (runtime.scheduleId) await this.schedules.remove(runtime.scheduleId);
+        break;
+    }
+    await this.store.markAligned(runtime.id, runtime.status);
+  }
+
+  private async provision(runtime: RuntimeRow): Promise<void> {
+    const schedule = await this.schedules.ensure(runtime);
+    if (runtime.scheduleId !== schedule.id) await this.store.setSchedule(runtime.id, schedule.id);
+    const account = await this.catalog.store.account(this.catalog.store.db, runtime.userId, runtime.accountId);
+    const wallet = account ? await this.catalog.walletStatus(account) : 'failed';
+    const now = this.clock.now();
+    if (schedule.syncStatus === 'error' || wallet === 'failed') {
+      const reason = schedule.syncStatus === 'error' ? `schedule refused: ${schedule.lastError}` : "the account's agent wallet failed to provision";
+      const failed = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'failed', reason, now);
+      if (failed) await this.align({ ...failed, scheduleId: schedule.id });
+      return;
+    }
+    if (schedule.syncStatus !== 'synced' || wallet !== 'active') return; // not yet: the next pass looks again
+    const active = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'active', null, now);
+    if (active) await this.store.markAligned(runtime.id, 'active');
+  }
+}
+
+export const reconcileLoop = (reconciler: RuntimeReconciler): BackgroundLoop => ({ name: 'trading.reconcile', intervalMs: 1000, run: () => reconciler.pass() });

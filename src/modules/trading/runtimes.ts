@@ -1,0 +1,157 @@
+import type { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
+import { newId } from '../../platform/ids.js';
+import { CronDefinitionError, parseCron } from '../events/cron.js';
+import { openBook, type Book } from './book.js';
+import { digestOf } from './canonical.js';
+import type { Catalog } from './catalog.js';
+import { tradingErrors } from './errors.js';
+import type { MarketDataProvider } from './market-data.js';
+import type { RuntimeReconciler } from './reconcile.js';
+import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
+import type { createRuntimeBody } from './schemas.js';
+import type { VersionRow } from './store.js';
+import type { RuntimeStatus } from './tables.js';
+import type { TickRunner } from './ticks.js';
+import { bookView, executionView, runtimeView } from './views.js';
+
+type CreateRuntimeInput = z.infer<typeof createRuntimeBody>;
+type Requested = 'active' | 'paused' | 'stopped';
+
+/**
+ * The moves a user may make (the spec's lifecycle): pause an active runtime (or one in review, to
+ * acknowledge it), resume a paused one, stop a paused one (or one in review or failed). Stopping is
+ * terminal. Asking for the status a runtime already has changes nothing.
+ */
+const MOVES: Record<Requested, readonly RuntimeStatus[]> = {
+  paused: ['active', 'needs_review'],
+  active: ['paused'],
+  stopped: ['paused', 'needs_review', 'failed'],
+};
+
+/** Runtimes: create (idempotent), read, the status moves, manual runs, and their executions. */
+export class RuntimeService {
+  readonly store: RuntimeStore;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly catalog: Catalog,
+    private readonly reconciler: RuntimeReconciler,
+    private readonly runner: TickRunner,
+    private readonly feedFor: (version: VersionRow) => MarketDataProvider,
+  ) {
+    this.store = new RuntimeStore(ctx.db);
+  }
+
+  /**
+   * Creates the runtime in `provisioning`, linked to the version it names for good, or answers the one
+   * its idempotencyKey already made (created false); the same key with another body is a conflict.
+   */
+  async create(userId: string, input: CreateRuntimeInput) {
+    const { idempotencyKey, ...definition } = input;
+    const requestHash = digestOf(definition);
+    const existing = await this.store.byIdempotencyKey(userId, idempotencyKey);
+    if (existing) return this.repeat(existing, requestHash);
+    try {
+      parseCron(input.cronExpression, 'UTC');
+    } catch (error) {
+      if (error instanceof CronDefinitionError) throw tradingErrors.invalidCron(error.message);
+      throw error;
+    }
+    const version = await this.catalog.visibleVersion(userId, input.strategyVersionId);
+    await this.catalog.account(userId, input.accountId);
+    const now = this.ctx.clock.now();
+    const row: RuntimeRow = {
+      id: newId(now.getTime()),
+      userId,
+      accountId: input.accountId,
+      strategyVersionId: version.id,
+      name: input.name,
+      cronExpression: input.cronExpression.split(/\s+/).join(' '),
+      fundLimitUsd: input.fundLimitUsd,
+      maxLeverage: input.maxLeverage,
+      maxDrawdownPercent: input.maxDrawdownPercent,
+      idempotencyKey,
+      requestHash,
+      status: 'provisioning',
+      statusReason: null,
+      scheduleState: null,
+      scheduleId: null,
+      book: openBook(input.fundLimitUsd),
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await this.store.insert(row);
+    } catch (error) {
+      if (!isUniqueViolation(error, 'trading_runtimes_idempotency_unique')) throw error;
+      const winner = await this.store.byIdempotencyKey(userId, idempotencyKey);
+      if (!winner) throw error;
+      return this.repeat(winner, requestHash);
+    }
+    await this.alignSoon(row);
+    return { created: true, runtime: await this.view((await this.store.get(row.id))!) };
+  }
+
+  private async repeat(existing: RuntimeRow, requestHash: string) {
+    if (existing.requestHash !== requestHash) throw tradingErrors.idempotencyKeyReused(existing.id);
+    return { created: false, runtime: await this.view(existing) };
+  }
+
+  async list(userId: string) {
+    return Promise.all((await this.store.list(userId)).map((row) => this.view(row)));
+  }
+
+  async get(userId: string, runtimeId: string) {
+    return this.view(await this.owned(userId, runtimeId));
+  }
+
+  async setStatus(userId: string, runtimeId: string, requested: Requested) {
+    const current = await this.owned(userId, runtimeId);
+    if (current.status === requested) return this.view(current);
+    const moved = await this.store.move(this.ctx.db, runtimeId, MOVES[requested], requested, null, this.ctx.clock.now());
+    if (!moved) {
+      const now = (await this.store.get(runtimeId))!;
+      throw tradingErrors.illegalTransition(now.status, requested);
+    }
+    await this.alignSoon(moved);
+    return this.view((await this.store.get(runtimeId))!);
+  }
+
+  /** A manual run at this instant, on the same path as a scheduled tick. */
+  async runNow(userId: string, runtimeId: string) {
+    const runtime = await this.owned(userId, runtimeId);
+    if (runtime.status !== 'active') throw tradingErrors.notActive(runtime.status);
+    const result = await this.runner.run(runtimeId, 'manual', this.ctx.clock.now(), 1);
+    if (!result.ran) throw tradingErrors.notActive(result.status ?? runtime.status);
+    if (result.movedToReview) await this.alignSoon(result.runtime);
+    return executionView(result.execution);
+  }
+
+  async executions(userId: string, runtimeId: string, limit: number, before: string | null) {
+    await this.owned(userId, runtimeId);
+    return (await this.store.executions(runtimeId, limit, before)).map(executionView);
+  }
+
+  /** Makes the schedule follow a move now; if that fails, the reconciler's loop does it. */
+  async alignSoon(runtime: RuntimeRow): Promise<void> {
+    await this.reconciler.align(runtime).catch((error) => this.ctx.log.warn({ err: error, runtimeId: runtime.id }, 'aligning a runtime failed; the reconciler will retry'));
+  }
+
+  private async owned(userId: string, runtimeId: string): Promise<RuntimeRow> {
+    const row = await this.store.get(runtimeId);
+    if (!row || row.userId !== userId) throw tradingErrors.runtimeNotFound();
+    return row;
+  }
+
+  /** The runtime with its book marked at the feed's current prices. */
+  private async view(row: RuntimeRow) {
+    const version = (await this.catalog.store.version(row.strategyVersionId))!.version;
+    const book = row.book as Book;
+    const at = this.ctx.clock.now();
+    const feed = this.feedFor(version);
+    const prices = Object.fromEntries(await Promise.all(Object.keys(book.positions).map(async (symbol) => [symbol, await feed.price(symbol, at)] as const)));
+    return runtimeView(row, version, bookView(book, prices, at));
+  }
+}

@@ -1,0 +1,174 @@
+import { z } from 'zod';
+import { CANDLE_INTERVALS } from './market-data.js';
+import { EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
+
+/** Bounds of our own choosing (docs/trading.md). */
+export const TRADING_LIMITS = { universe: 20, dataSources: 10, instructionsChars: 4000, backtestTicks: 10_000 } as const;
+
+const symbol = z.string().regex(/^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/, 'a symbol such as BTC-USD');
+const candleInterval = z.enum(Object.keys(CANDLE_INTERVALS) as [string, ...string[]]);
+
+export const strategyVersionInput = z.object({
+  kind: z.literal('quant_signal'),
+  schemaVersion: z.literal(1),
+  definition: z
+    .object({
+      instructions: z.string().trim().min(1).max(TRADING_LIMITS.instructionsChars).describe('Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md)'),
+      universe: z.array(symbol).min(1).max(TRADING_LIMITS.universe).refine((list) => new Set(list).size === list.length, 'symbols must not repeat'),
+      dataSources: z.array(z.string().min(1).max(100)).min(1).max(TRADING_LIMITS.dataSources).describe('Market-data providers; this deployment offers `embedded`'),
+      candleInterval,
+    })
+    .strict(),
+});
+export type StrategyVersionInput = z.infer<typeof strategyVersionInput>;
+
+export const createStrategyBody = z.object({
+  name: z.string().trim().min(1).max(100),
+  visibility: z.enum(VISIBILITIES).default('private').describe('private: only you; public: every signed-in user may read it and launch runtimes from it'),
+  version: strategyVersionInput,
+});
+
+export const versionSchema = z.object({
+  id: z.string(),
+  strategyId: z.string(),
+  number: z.number().int(),
+  kind: z.literal('quant_signal'),
+  schemaVersion: z.literal(1),
+  definition: strategyVersionInput.shape.definition,
+  contentHash: z.string().describe('sha256 of the canonical JSON of kind, schemaVersion and definition'),
+  createdAt: z.string(),
+});
+
+export const strategySchema = z.object({
+  id: z.string(),
+  userId: z.string(),
+  name: z.string(),
+  visibility: z.enum(VISIBILITIES),
+  latestVersion: versionSchema,
+  versions: z.array(versionSchema).optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const accountSchema = z.object({
+  id: z.string(),
+  userId: z.string(),
+  name: z.string(),
+  type: z.literal('agent_wallet'),
+  walletId: z.string(),
+  address: z.string().nullable(),
+  status: z.enum(['provisioning', 'active', 'failed']).describe("The agent wallet's status"),
+  killSwitch: z.enum(KILL_SWITCH_MODES),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const createAccountBody = z.object({ name: z.string().trim().min(1).max(100).default('agent wallet') }).default({ name: 'agent wallet' });
+export const killSwitchBody = z.object({ mode: z.enum(KILL_SWITCH_MODES).describe('off; halt: no orders; reduce_only: only orders that shrink a position') });
+
+const usd = z.number().positive().max(1e12);
+export const riskLimitsInput = z.object({
+  fundLimitUsd: usd.describe("The runtime's own capital: its paper book starts with it"),
+  maxLeverage: z.number().positive().max(100),
+  maxDrawdownPercent: z.number().positive().max(100),
+});
+
+export const createRuntimeBody = riskLimitsInput.extend({
+  strategyVersionId: z.uuid(),
+  accountId: z.uuid(),
+  name: z.string().trim().min(1).max(100),
+  cronExpression: z.string().trim().min(1).max(200).describe('5 fields, evaluated in UTC'),
+  idempotencyKey: z.string().min(1).max(200),
+});
+
+export const statusBody = z.object({
+  status: z.enum(['active', 'paused', 'stopped']).describe('paused: pause; active: resume; stopped: stop (terminal)'),
+});
+
+export const bookSchema = z.object({
+  cashUsd: z.number(),
+  equityUsd: z.number(),
+  exposureUsd: z.number(),
+  realizedPnlUsd: z.number(),
+  unrealizedPnlUsd: z.number(),
+  pnlUsd: z.number(),
+  feesUsd: z.number(),
+  peakEquityUsd: z.number(),
+  drawdownPercent: z.number(),
+  trades: z.number().int(),
+  positions: z.array(z.object({ symbol: z.string(), qty: z.number(), avgPrice: z.number(), price: z.number() })),
+  markedAt: z.string(),
+});
+
+export const runtimeSchema = z.object({
+  id: z.string(),
+  userId: z.string(),
+  name: z.string(),
+  strategyId: z.string(),
+  strategyVersionId: z.string(),
+  strategyVersionHash: z.string(),
+  accountId: z.string(),
+  cronExpression: z.string(),
+  fundLimitUsd: z.number(),
+  maxLeverage: z.number(),
+  maxDrawdownPercent: z.number(),
+  idempotencyKey: z.string(),
+  status: z.enum(RUNTIME_STATUSES),
+  statusReason: z.string().nullable(),
+  book: bookSchema,
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const orderSchema = z.object({
+  symbol: z.string(),
+  side: z.enum(['buy', 'sell']),
+  size: z.string(),
+  status: z.enum(['filled', 'blocked']),
+  venue: z.string(),
+  price: z.number().nullable(),
+  notionalUsd: z.number(),
+  feeUsd: z.number().nullable(),
+});
+
+export const executionSchema = z.object({
+  id: z.string(),
+  runtimeId: z.string(),
+  triggerType: z.enum(['schedule', 'manual']),
+  scheduledAt: z.string(),
+  status: z.enum(EXECUTION_STATUSES).describe('completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed'),
+  attemptCount: z.number().int(),
+  strategyVersionHash: z.string(),
+  inputsDigest: z.string().nullable(),
+  decision: z.record(z.string(), z.unknown()).nullable(),
+  riskAssessment: z.record(z.string(), z.unknown()).nullable(),
+  order: orderSchema.nullable(),
+  error: z.object({ message: z.string() }).nullable(),
+  createdAt: z.string(),
+  completedAt: z.string().nullable(),
+});
+
+export const executionsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  before: z.uuid().optional().describe('The last id of the previous page'),
+});
+
+export const backtestBody = riskLimitsInput.extend({
+  versionId: z.uuid().optional().describe('Default: the latest version'),
+  from: z.iso.datetime({ offset: true }),
+  to: z.iso.datetime({ offset: true }),
+  cronExpression: z.string().trim().min(1).max(200).default('* * * * *'),
+});
+
+export const backtestResult = z.object({
+  strategyVersionId: z.string(),
+  strategyVersionHash: z.string(),
+  ticks: z.number().int(),
+  stoppedAt: z.string().nullable().describe('The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run'),
+  executions: z.array(executionSchema.pick({ scheduledAt: true, status: true, inputsDigest: true, decision: true, riskAssessment: true, order: true })),
+  book: bookSchema,
+});
+
+export const strategyIdParams = z.object({ strategyId: z.uuid() });
+export const runtimeIdParams = z.object({ runtimeId: z.uuid() });
+export const accountIdParams = z.object({ accountId: z.uuid() });

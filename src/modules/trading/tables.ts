@@ -1,0 +1,152 @@
+import { sql } from 'drizzle-orm';
+import { check, doublePrecision, index, integer, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { guardedJsonb } from '../../platform/db-types.js';
+
+// Tables of agentic trading. User ids are the identity's subject; wallet ids and event schedule ids are
+// other modules' ids, kept without foreign keys (a module owns its tables).
+
+export const VISIBILITIES = ['private', 'public'] as const;
+export type Visibility = (typeof VISIBILITIES)[number];
+
+/** A strategy: a name and who may launch it; what it does lives in its immutable versions. */
+export const tradingStrategies = pgTable(
+  'trading_strategies',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    name: text('name').notNull(),
+    visibility: text('visibility').$type<Visibility>().notNull(),
+    latestVersion: integer('latest_version').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [check('trading_strategies_visibility_check', sql`${t.visibility} in ('private', 'public')`), index('trading_strategies_user_idx').on(t.userId, t.id)],
+);
+
+/** Versions are written once and never updated: a runtime keeps the version (and hash) it was launched with. */
+export const tradingStrategyVersions = pgTable(
+  'trading_strategy_versions',
+  {
+    id: uuid('id').primaryKey(),
+    strategyId: uuid('strategy_id')
+      .notNull()
+      .references(() => tradingStrategies.id),
+    number: integer('number').notNull(),
+    kind: text('kind').notNull(),
+    schemaVersion: integer('schema_version').notNull(),
+    definition: guardedJsonb('definition').notNull(),
+    /** sha256 of the canonical JSON of kind, schemaVersion and definition. */
+    contentHash: text('content_hash').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  // Two publishers racing for the same number: one insert wins, the other retries with the next.
+  (t) => [unique('trading_strategy_versions_number_unique').on(t.strategyId, t.number)],
+);
+
+export const KILL_SWITCH_MODES = ['off', 'halt', 'reduce_only'] as const;
+export type KillSwitchMode = (typeof KILL_SWITCH_MODES)[number];
+
+/** Trading accounts: an agent wallet made through the Wallet API's provider, and the account-wide kill switch. */
+export const tradingAccounts = pgTable(
+  'trading_accounts',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    name: text('name').notNull(),
+    type: text('type').notNull(),
+    walletId: uuid('wallet_id').notNull(),
+    killSwitch: text('kill_switch').$type<KillSwitchMode>().notNull().default('off'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    check('trading_accounts_kill_switch_check', sql`${t.killSwitch} in ('off', 'halt', 'reduce_only')`),
+    index('trading_accounts_user_idx').on(t.userId, t.id),
+  ],
+);
+
+export const RUNTIME_STATUSES = ['provisioning', 'active', 'paused', 'stopped', 'needs_review', 'failed'] as const;
+export type RuntimeStatus = (typeof RUNTIME_STATUSES)[number];
+
+/**
+ * Runtimes: a strategy version run on a cron with its own capital (`fundLimitUsd`) and risk limits, and
+ * its paper book. `scheduleState` is the runtime status the events schedule was last made to match: the
+ * reconciler aligns every runtime where the two differ (a crash between the status move and the schedule
+ * call leaves exactly such a row).
+ */
+export const tradingRuntimes = pgTable(
+  'trading_runtimes',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => tradingAccounts.id),
+    strategyVersionId: uuid('strategy_version_id')
+      .notNull()
+      .references(() => tradingStrategyVersions.id),
+    name: text('name').notNull(),
+    cronExpression: text('cron_expression').notNull(),
+    fundLimitUsd: doublePrecision('fund_limit_usd').notNull(),
+    maxLeverage: doublePrecision('max_leverage').notNull(),
+    maxDrawdownPercent: doublePrecision('max_drawdown_percent').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    /** sha256 of the create body: the same key with another body is refused. */
+    requestHash: text('request_hash').notNull(),
+    status: text('status').$type<RuntimeStatus>().notNull(),
+    statusReason: text('status_reason'),
+    scheduleState: text('schedule_state'),
+    /** The events schedule that fires its ticks (made when provisioning starts; deleted when the runtime ends). */
+    scheduleId: uuid('schedule_id'),
+    /** The paper book (cash, positions, peak equity): see book.ts. Changed only under the row's lock. */
+    book: guardedJsonb('book').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    check(
+      'trading_runtimes_status_check',
+      sql`${t.status} in ('provisioning', 'active', 'paused', 'stopped', 'needs_review', 'failed')`,
+    ),
+    check('trading_runtimes_limits_check', sql`${t.fundLimitUsd} > 0 and ${t.maxLeverage} > 0 and ${t.maxDrawdownPercent} > 0`),
+    unique('trading_runtimes_idempotency_unique').on(t.userId, t.idempotencyKey),
+    index('trading_runtimes_user_idx').on(t.userId, t.id),
+    // The reconciler's work: runtimes being provisioned or whose schedule does not match their status.
+    index('trading_runtimes_unaligned_idx').on(t.id).where(sql`${t.scheduleState} is distinct from ${t.status}`),
+  ],
+);
+
+export const EXECUTION_STATUSES = ['completed', 'blocked', 'halted', 'failed'] as const;
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+
+/**
+ * Executions. One row per (runtime, trigger, scheduledAt), enforced here: a tick delivered twice, or run
+ * by two workers, finds the row and does nothing. Only a `failed` row may be taken over by a retry.
+ */
+export const tradingExecutions = pgTable(
+  'trading_executions',
+  {
+    id: uuid('id').primaryKey(),
+    runtimeId: uuid('runtime_id')
+      .notNull()
+      .references(() => tradingRuntimes.id),
+    triggerType: text('trigger_type').notNull(),
+    scheduledAt: timestamp('scheduled_at', { withTimezone: true }).notNull(),
+    status: text('status').$type<ExecutionStatus>().notNull(),
+    attemptCount: integer('attempt_count').notNull(),
+    strategyVersionHash: text('strategy_version_hash').notNull(),
+    inputsDigest: text('inputs_digest'),
+    decision: guardedJsonb('decision'),
+    riskAssessment: guardedJsonb('risk_assessment'),
+    order: guardedJsonb('order'),
+    error: guardedJsonb('error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    completedAt: timestamp('completed_at', { withTimezone: true }),
+  },
+  (t) => [
+    check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed')`),
+    check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual')`),
+    unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt),
+    index('trading_executions_runtime_idx').on(t.runtimeId, t.id),
+  ],
+);

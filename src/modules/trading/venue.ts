@@ -1,0 +1,35 @@
+import type { Fill } from './book.js';
+
+export interface OrderRequest {
+  symbol: string;
+  side: 'buy' | 'sell';
+  /** Units to trade (6 decimals). */
+  size: number;
+  /** The feed's price at the execution. */
+  referencePrice: number;
+  at: Date;
+}
+
+/**
+ * Where orders go. The paper venue fills at once at the feed's price; an adapter for a real venue
+ * implements the same call (placing the order, waiting for its fill) and reports what was filled.
+ */
+export interface Venue {
+  readonly name: string;
+  place(order: OrderRequest): Promise<Fill>;
+}
+
+/** Slippage against the buyer or seller and the fee, in basis points of the notional (docs/trading.md). */
+export const PAPER_SLIPPAGE_BPS = 5;
+export const PAPER_FEE_BPS = 10;
+
+/** Fills every order whole at the reference price moved PAPER_SLIPPAGE_BPS against it, charging PAPER_FEE_BPS. */
+export class PaperVenue implements Venue {
+  readonly name = 'paper';
+
+  async place(order: OrderRequest): Promise<Fill> {
+    const slip = order.side === 'buy' ? 1 + PAPER_SLIPPAGE_BPS / 10_000 : 1 - PAPER_SLIPPAGE_BPS / 10_000;
+    const price = order.referencePrice * slip;
+    return { symbol: order.symbol, side: order.side, size: order.size, price, feeUsd: (order.size * price * PAPER_FEE_BPS) / 10_000 };
+  }
+}
