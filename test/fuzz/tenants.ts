@@ -58,7 +58,7 @@ export async function createTenant(app: TestApp, name: string): Promise<Tenant> 
 
 /** The credential kind each path accepts (undefined: public). */
 export function credentialFor(tenant: Tenant, method: string, path: string): string | undefined {
-  if (path.startsWith('/v1/projects') || path.startsWith('/agents') || path.startsWith('/credits')) return tenant.identity;
+  if (path.startsWith('/v1/projects') || path.startsWith('/agents') || path.startsWith('/credits') || path.startsWith('/agentic-trading')) return tenant.identity;
   if (path.startsWith('/v1/wallets/me')) return tenant.walletSecret;
   if (path.startsWith('/v1/wallets')) return tenant.mgmt;
   if (path.startsWith('/v1/payment-intents')) return path.endsWith('/pay') ? undefined : tenant.apiKey;

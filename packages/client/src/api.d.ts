@@ -6937,6 +6937,1709 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agentic-trading/strategies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Strategies you own and public ones, newest first, each with its latest version */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                visibility: "private" | "public";
+                                latestVersion: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                };
+                                versions?: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                }[];
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a strategy with its first version */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /**
+                         * @description private: only you; public: every signed-in user may read it and launch runtimes from it
+                         * @default private
+                         * @enum {string}
+                         */
+                        visibility?: "private" | "public";
+                        version: {
+                            /** @enum {string} */
+                            kind: "quant_signal";
+                            /** @enum {number} */
+                            schemaVersion: 1;
+                            definition: {
+                                /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                instructions: string;
+                                universe: string[];
+                                /** @description Market-data providers; this deployment offers `embedded` */
+                                dataSources: string[];
+                                /** @enum {string} */
+                                candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                            };
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                visibility: "private" | "public";
+                                latestVersion: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                };
+                                versions?: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                }[];
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/strategies/{strategyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A strategy with all its versions */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    strategyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                visibility: "private" | "public";
+                                latestVersion: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                };
+                                versions?: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                }[];
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/strategies/{strategyId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish a new version (owner only); runtimes keep the version they were launched with */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    strategyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "quant_signal";
+                        /** @enum {number} */
+                        schemaVersion: 1;
+                        definition: {
+                            /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                            instructions: string;
+                            universe: string[];
+                            /** @description Market-data providers; this deployment offers `embedded` */
+                            dataSources: string[];
+                            /** @enum {string} */
+                            candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                visibility: "private" | "public";
+                                latestVersion: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                };
+                                versions?: {
+                                    id: string;
+                                    strategyId: string;
+                                    number: number;
+                                    /** @enum {string} */
+                                    kind: "quant_signal";
+                                    /** @enum {number} */
+                                    schemaVersion: 1;
+                                    definition: {
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    };
+                                    /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
+                                    contentHash: string;
+                                    createdAt: string;
+                                }[];
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/strategies/{strategyId}/backtest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replay a version over the feed with the live code path (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    strategyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /**
+                         * Format: uuid
+                         * @description Default: the latest version
+                         */
+                        versionId?: string;
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /** @default * * * * * */
+                        cronExpression?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                ticks: number;
+                                /** @description The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run */
+                                stoppedAt: string | null;
+                                executions: {
+                                    scheduledAt: string;
+                                    /**
+                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                     * @enum {string}
+                                     */
+                                    status: "completed" | "blocked" | "halted" | "failed";
+                                    inputsDigest: string | null;
+                                    decision: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    riskAssessment: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    order: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "buy" | "sell";
+                                        size: string;
+                                        /** @enum {string} */
+                                        status: "filled" | "blocked";
+                                        venue: string;
+                                        price: number | null;
+                                        notionalUsd: number;
+                                        feeUsd: number | null;
+                                    } | null;
+                                }[];
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your trading accounts */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "agent_wallet";
+                                walletId: string;
+                                address: string | null;
+                                /**
+                                 * @description The agent wallet's status
+                                 * @enum {string}
+                                 */
+                                status: "provisioning" | "active" | "failed";
+                                /** @enum {string} */
+                                killSwitch: "off" | "halt" | "reduce_only";
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/accounts/agent-wallets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A trading account with a new agent wallet (Wallet API provider) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @default agent wallet */
+                        name?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "agent_wallet";
+                                walletId: string;
+                                address: string | null;
+                                /**
+                                 * @description The agent wallet's status
+                                 * @enum {string}
+                                 */
+                                status: "provisioning" | "active" | "failed";
+                                /** @enum {string} */
+                                killSwitch: "off" | "halt" | "reduce_only";
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/accounts/{accountId}/kill-switch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the account's kill switch for all its runtimes (extension) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    accountId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description off; halt: no orders; reduce_only: only orders that shrink a position
+                         * @enum {string}
+                         */
+                        mode: "off" | "halt" | "reduce_only";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "agent_wallet";
+                                walletId: string;
+                                address: string | null;
+                                /**
+                                 * @description The agent wallet's status
+                                 * @enum {string}
+                                 */
+                                status: "provisioning" | "active" | "failed";
+                                /** @enum {string} */
+                                killSwitch: "off" | "halt" | "reduce_only";
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your runtimes, newest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                strategyId: string;
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                accountId: string;
+                                cronExpression: string;
+                                fundLimitUsd: number;
+                                maxLeverage: number;
+                                maxDrawdownPercent: number;
+                                idempotencyKey: string;
+                                /** @enum {string} */
+                                status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                statusReason: string | null;
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Launch a runtime (idempotent by idempotencyKey)
+         * @description 201 with the new runtime (provisioning); 200 with the runtime the same idempotencyKey made before; 409 when that key came with another definition.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /** Format: uuid */
+                        strategyVersionId: string;
+                        /** Format: uuid */
+                        accountId: string;
+                        name: string;
+                        /** @description 5 fields, evaluated in UTC */
+                        cronExpression: string;
+                        idempotencyKey: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                strategyId: string;
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                accountId: string;
+                                cronExpression: string;
+                                fundLimitUsd: number;
+                                maxLeverage: number;
+                                maxDrawdownPercent: number;
+                                idempotencyKey: string;
+                                /** @enum {string} */
+                                status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                statusReason: string | null;
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                strategyId: string;
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                accountId: string;
+                                cronExpression: string;
+                                fundLimitUsd: number;
+                                maxLeverage: number;
+                                maxDrawdownPercent: number;
+                                idempotencyKey: string;
+                                /** @enum {string} */
+                                status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                statusReason: string | null;
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A runtime with its paper book */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                strategyId: string;
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                accountId: string;
+                                cronExpression: string;
+                                fundLimitUsd: number;
+                                maxLeverage: number;
+                                maxDrawdownPercent: number;
+                                idempotencyKey: string;
+                                /** @enum {string} */
+                                status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                statusReason: string | null;
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Pause, resume or stop a runtime
+         * @description 409 invalid_status_transition for a move the lifecycle does not allow (stop needs a paused runtime; stopped is terminal).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description paused: pause; active: resume; stopped: stop (terminal)
+                         * @enum {string}
+                         */
+                        status: "active" | "paused" | "stopped";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                strategyId: string;
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                accountId: string;
+                                cronExpression: string;
+                                fundLimitUsd: number;
+                                maxLeverage: number;
+                                maxDrawdownPercent: number;
+                                idempotencyKey: string;
+                                /** @enum {string} */
+                                status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                statusReason: string | null;
+                                book: {
+                                    cashUsd: number;
+                                    equityUsd: number;
+                                    exposureUsd: number;
+                                    realizedPnlUsd: number;
+                                    unrealizedPnlUsd: number;
+                                    pnlUsd: number;
+                                    feesUsd: number;
+                                    peakEquityUsd: number;
+                                    drawdownPercent: number;
+                                    trades: number;
+                                    positions: {
+                                        symbol: string;
+                                        qty: number;
+                                        avgPrice: number;
+                                        price: number;
+                                    }[];
+                                    markedAt: string;
+                                };
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}/executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A runtime's executions, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                runtimeId: string;
+                                /** @enum {string} */
+                                triggerType: "schedule" | "manual";
+                                scheduledAt: string;
+                                /**
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                 * @enum {string}
+                                 */
+                                status: "completed" | "blocked" | "halted" | "failed";
+                                attemptCount: number;
+                                strategyVersionHash: string;
+                                inputsDigest: string | null;
+                                decision: {
+                                    [key: string]: unknown;
+                                } | null;
+                                riskAssessment: {
+                                    [key: string]: unknown;
+                                } | null;
+                                order: {
+                                    symbol: string;
+                                    /** @enum {string} */
+                                    side: "buy" | "sell";
+                                    size: string;
+                                    /** @enum {string} */
+                                    status: "filled" | "blocked";
+                                    venue: string;
+                                    price: number | null;
+                                    notionalUsd: number;
+                                    feeUsd: number | null;
+                                } | null;
+                                error: {
+                                    message: string;
+                                } | null;
+                                createdAt: string;
+                                completedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Run an active runtime now (manual trigger) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                runtimeId: string;
+                                /** @enum {string} */
+                                triggerType: "schedule" | "manual";
+                                scheduledAt: string;
+                                /**
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                 * @enum {string}
+                                 */
+                                status: "completed" | "blocked" | "halted" | "failed";
+                                attemptCount: number;
+                                strategyVersionHash: string;
+                                inputsDigest: string | null;
+                                decision: {
+                                    [key: string]: unknown;
+                                } | null;
+                                riskAssessment: {
+                                    [key: string]: unknown;
+                                } | null;
+                                order: {
+                                    symbol: string;
+                                    /** @enum {string} */
+                                    side: "buy" | "sell";
+                                    size: string;
+                                    /** @enum {string} */
+                                    status: "filled" | "blocked";
+                                    venue: string;
+                                    price: number | null;
+                                    notionalUsd: number;
+                                    feeUsd: number | null;
+                                } | null;
+                                error: {
+                                    message: string;
+                                } | null;
+                                createdAt: string;
+                                completedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

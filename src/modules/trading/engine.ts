@@ -43,6 +43,8 @@ export interface TickOutcome {
 
 /** A rebalance smaller than this is not worth an order. */
 export const MIN_ORDER_USD = 1;
+/** A position is rebalanced only when it is off its target by this share of the target's size. */
+export const REBALANCE_BAND = 0.1;
 /** Room for float rounding when a target meets a limit exactly. */
 const EPSILON = 1e-9;
 const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
@@ -55,7 +57,8 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  * The steps, in order:
  *  1. signals: a moving-average cross per symbol of the universe, over closed candles only;
  *  2. targets: the signal's exposure of the current equity, split evenly; the order is the one rebalance
- *     (largest in USD, at least MIN_ORDER_USD) that moves the book most toward its targets;
+ *     that moves the book most toward its targets (largest in USD), if it is off by more than the
+ *     REBALANCE_BAND (a close to zero always counts);
  *  3. risk: drawdown from the peak, gross exposure against fundLimitUsd × maxLeverage, and leverage
  *     against equity, each after the order; any breach blocks it (and the runtime goes to review);
  *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
@@ -83,9 +86,12 @@ export async function evaluateTick(input: TickInput, parts: { feed: MarketDataPr
   for (const s of signals) {
     const direction = s.signal === 'long' ? 1 : s.signal === 'short' ? -1 : 0;
     const target = (direction * weight * Math.max(before.equityUsd, 0)) / s.price;
-    const delta = target - (input.book.positions[s.symbol]?.qty ?? 0);
+    const held = input.book.positions[s.symbol]?.qty ?? 0;
+    const delta = target - held;
     const usd = Math.abs(delta) * s.price;
-    if (usd >= MIN_ORDER_USD && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
+    // Drift inside the band is left alone; closing a position (target 0) always goes through.
+    const band = target === 0 && held !== 0 ? MIN_ORDER_USD : Math.max(MIN_ORDER_USD, REBALANCE_BAND * weight * before.equityUsd);
+    if (usd >= band && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
   }
   const decision = {
     kind: 'quant_signal',
