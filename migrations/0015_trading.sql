@@ -47,6 +47,7 @@ CREATE TABLE "trading_runtimes" (
 	"schedule_state" text,
 	"schedule_id" uuid,
 	"book" jsonb NOT NULL,
+	"book_version" integer DEFAULT 0 NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
 	"updated_at" timestamp with time zone NOT NULL,
 	CONSTRAINT "trading_runtimes_idempotency_unique" UNIQUE("user_id","idempotency_key"),

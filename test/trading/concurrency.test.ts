@@ -66,7 +66,7 @@ describe('exactly once', () => {
     const { token, runtimeId } = await launch(h, 'unlucky', 'fast=2 slow=5');
     // Find a tick that places an order, with the venue down.
     venue.down = true;
-    let failed;
+    let failed: any;
     for (let i = 0; i < 60 && !failed; i++) {
       await h.nextMinute();
       failed = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token)).body.data.find((e: any) => e.status === 'failed');

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { jsonText } from '../../platform/db-types.js';
 import { CLAIMABLE, EventStore, toEventRow, type EventRow, type RawEventRow } from './event-store.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../platform/sql-rows.js';
 
 // The batch statements of events: one statement per request, whatever its size. Each keeps the
 // single-event statement's concurrency argument (event-store.ts): a claim locks with SKIP LOCKED and

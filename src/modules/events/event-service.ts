@@ -8,7 +8,7 @@ import { eventNotFound, leaseExpired, leaseReleased, leaseTokenMismatch, payload
 import { EventStore, type EventRow, type EventStatus, type EventStoreOptions, type QueueStatsRow } from './event-store.js';
 import { LIMITS, NACK_BACKOFF } from './limits.js';
 import { QueueStore } from './queue-store.js';
-import { rowsOf } from './rows.js';
+import { rowsOf } from '../../platform/sql-rows.js';
 import type { QueueNotifier } from './notifier.js';
 import type { ClaimWaiters } from './waiters.js';
 

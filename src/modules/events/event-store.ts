@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
-import { rowsOf, toDate, type Timestamp } from './rows.js';
+import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import { jsonText } from '../../platform/db-types.js';
 
 // SQL of events. Every state change is ONE conditional UPDATE (status, token hash and expiry in its

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, isNotNull, isNull, lte, sql } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
-import { rowsOf, toDate, type Timestamp } from './rows.js';
+import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import { eventSchedules } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
 

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { EventsServices } from '../events/services.js';
 import { TICK_LEASE_SECONDS, TRADING_PROJECT, type RuntimeSchedules } from './schedules.js';
 import type { TickRunner } from './ticks.js';
-import type { RuntimeRow } from './runtime-store.js';
+import type { AlignTarget } from './reconcile.js';
 
 /** Tick events leased per claim: small, so one slow worker does not sit on ticks another could run. */
 const CLAIM_BATCH = 20;
@@ -19,7 +19,7 @@ export class TickConsumer {
     private readonly events: () => EventsServices,
     private readonly schedules: RuntimeSchedules,
     private readonly runner: TickRunner,
-    private readonly afterReview: (runtime: RuntimeRow) => Promise<void>,
+    private readonly afterReview: (runtime: AlignTarget) => Promise<void>,
     private readonly log: Logger,
   ) {}
 

@@ -5,6 +5,9 @@ import type { Catalog } from './catalog.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { RuntimeSchedules } from './schedules.js';
 
+/** What aligning needs to know of a runtime (a full row when it is provisioning). */
+export type AlignTarget = Pick<RuntimeRow, 'id' | 'status' | 'scheduleId'> | RuntimeRow;
+
 /** Runtimes aligned per pass; a full batch runs the loop again at once. */
 const BATCH = 100;
 
@@ -41,10 +44,10 @@ export class RuntimeReconciler {
     return unaligned.length === BATCH;
   }
 
-  async align(runtime: RuntimeRow): Promise<void> {
+  async align(runtime: AlignTarget): Promise<void> {
     switch (runtime.status) {
       case 'provisioning':
-        return this.provision(runtime);
+        return this.provision('cronExpression' in runtime ? runtime : (await this.store.get(runtime.id))!);
       case 'active':
         if (runtime.scheduleId) await this.schedules.resume(runtime.scheduleId);
         break;

@@ -8,7 +8,7 @@ import { digestOf } from './canonical.js';
 import type { Catalog } from './catalog.js';
 import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
-import type { RuntimeReconciler } from './reconcile.js';
+import type { AlignTarget, RuntimeReconciler } from './reconcile.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { createRuntimeBody } from './schemas.js';
 import type { VersionRow } from './store.js';
@@ -79,6 +79,7 @@ export class RuntimeService {
       scheduleState: null,
       scheduleId: null,
       book: openBook(input.fundLimitUsd),
+      bookVersion: 0,
       createdAt: now,
       updatedAt: now,
     };
@@ -135,7 +136,7 @@ export class RuntimeService {
   }
 
   /** Makes the schedule follow a move now; if that fails, the reconciler's loop does it. */
-  async alignSoon(runtime: RuntimeRow): Promise<void> {
+  async alignSoon(runtime: AlignTarget): Promise<void> {
     await this.reconciler.align(runtime).catch((error) => this.ctx.log.warn({ err: error, runtimeId: runtime.id }, 'aligning a runtime failed; the reconciler will retry'));
   }
 

@@ -60,8 +60,8 @@ export class CatalogStore {
       .orderBy(asc(tradingStrategyVersions.strategyId), asc(tradingStrategyVersions.number));
   }
 
-  async version(id: string, executor: Executor = this.db): Promise<{ version: VersionRow; strategy: StrategyRow } | null> {
-    const [row] = await executor
+  async version(id: string): Promise<{ version: VersionRow; strategy: StrategyRow } | null> {
+    const [row] = await this.db
       .select({ version: tradingStrategyVersions, strategy: tradingStrategies })
       .from(tradingStrategyVersions)
       .innerJoin(tradingStrategies, eq(tradingStrategies.id, tradingStrategyVersions.strategyId))

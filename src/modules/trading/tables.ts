@@ -98,8 +98,10 @@ export const tradingRuntimes = pgTable(
     scheduleState: text('schedule_state'),
     /** The events schedule that fires its ticks (made when provisioning starts; deleted when the runtime ends). */
     scheduleId: uuid('schedule_id'),
-    /** The paper book (cash, positions, peak equity): see book.ts. Changed only under the row's lock. */
+    /** The paper book (cash, positions, peak equity): see book.ts. */
     book: guardedJsonb('book').notNull(),
+    /** Counts the book's changes: a tick commits only over the book it read (see runtime-store.ts). */
+    bookVersion: integer('book_version').notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },

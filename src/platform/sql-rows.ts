@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
-import type { Executor } from '../../platform/db.js';
+import type { Executor } from './db.js';
 
-// Raw-SQL plumbing shared by the stores. The hot paths are single hand-written statements, so rows
-// come back as the driver gives them: timestamps as text, and counts as text on node-postgres.
+// Raw-SQL plumbing for stores whose hot paths are single hand-written statements (events, trading ticks):
+// rows come back as the driver gives them, timestamps as text, and counts as text on node-postgres.
 
 export type Timestamp = Date | string;
 
@@ -31,7 +31,7 @@ export async function rowsOf<T>(executor: Executor, statement: SQL): Promise<T[]
     const query = dialect.sqlToQuery(statement);
     let name = statementNames.get(query.sql);
     if (!name) {
-      name = `tollgate_events_${createHash('sha256').update(query.sql).digest('hex').slice(0, 24)}`;
+      name = `tollgate_${createHash('sha256').update(query.sql).digest('hex').slice(0, 24)}`;
       statementNames.set(query.sql, name);
     }
     return (await pool.query({ name, text: query.sql, values: query.params as unknown[] })).rows as T[];

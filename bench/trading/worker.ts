@@ -1,0 +1,18 @@
+// A benchmark worker: its own process and connection pool, draining fired ticks with the service's tick
+// consumer (what a `worker` role runs) each time the parent says go, and reporting when it found no more.
+import { startNode } from './node.js';
+
+const node = await startNode(process.env.BENCH_DATABASE_URL!, { chainRpcUrl: process.env.BENCH_CHAIN_RPC_URL });
+const consumer = node.ctx.services.trading.consumer;
+
+process.on('message', async (message: { type: string }) => {
+  if (message.type === 'stop') {
+    await node.stop();
+    process.exit(0);
+  }
+  if (message.type !== 'go') return;
+  let handled = 0;
+  for (let n; (n = await consumer.drain()) > 0; ) handled += n;
+  process.send!({ type: 'done', handled, endedAt: Date.now() });
+});
+process.send!({ type: 'ready' });
