@@ -38,7 +38,7 @@ const spread = (values: number[], digits = 2) => `${Math.min(...values).toFixed(
 
 function startWorker(): Promise<ChildProcess> {
   const child = fork(path.join(here, 'worker.ts'), [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])],
     env: { ...process.env, BENCH_DATABASE_URL: dbUrl, BENCH_CHAIN_RPC_URL: ctx.chain.rpcUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -49,18 +49,18 @@ function startWorker(): Promise<ChildProcess> {
 }
 
 /** Sends go to `n` workers; resolves with the drain time and what each handled. */
-async function drainWith(n: number): Promise<{ ms: number; handled: number[] }> {
+async function drainWith(n: number): Promise<{ ms: number; handled: number[]; cpuMs: number[] }> {
   const started = Date.now();
   const reports = await Promise.all(
     workers.slice(0, n).map(
       (worker) =>
-        new Promise<{ handled: number; endedAt: number }>((resolve) => {
-          worker.once('message', (message: { handled: number; endedAt: number }) => resolve(message));
+        new Promise<{ handled: number; endedAt: number; cpuMs: number }>((resolve) => {
+          worker.once('message', (message: { handled: number; endedAt: number; cpuMs: number }) => resolve(message));
           worker.send({ type: 'go' });
         }),
     ),
   );
-  return { ms: Math.max(...reports.map((r) => r.endedAt)) - started, handled: reports.map((r) => r.handled) };
+  return { ms: Math.max(...reports.map((r) => r.endedAt)) - started, handled: reports.map((r) => r.handled), cpuMs: reports.map((r) => Math.round(r.cpuMs)) };
 }
 
 try {
@@ -101,7 +101,7 @@ try {
       const fireStarted = Date.now();
       while ((await ctx.services.events.scheduler.tick()).more);
       const fireMs = Date.now() - fireStarted;
-      const { ms, handled } = await drainWith(n);
+      const { ms, handled, cpuMs } = await drainWith(n);
       ticks += 1;
       // Exactly once: one execution per runtime for this tick, and no tick event left behind.
       const executions = await count(sql`select count(*)::text as n from trading_executions where scheduled_at = ${tick} and trigger_type = 'schedule'`);
@@ -111,7 +111,7 @@ try {
       results[n as 1 | 2].fireMs.push(fireMs);
       results[n as 1 | 2].drainMs.push(ms);
       results[n as 1 | 2].perSecond.push(perSecond[n]);
-      console.log(`round ${round + 1}, ${n} worker(s): fire ${fireMs} ms, drain ${ms} ms (${perSecond[n].toFixed(0)} executions/s, handled ${handled.join(' + ')}), tick total ${((fireMs + ms) / 1000).toFixed(1)} s`);
+      console.log(`round ${round + 1}, ${n} worker(s): fire ${fireMs} ms, drain ${ms} ms (${perSecond[n].toFixed(0)} executions/s, handled ${handled.join(' + ')}, worker CPU ${cpuMs.join(' + ')} ms), tick total ${((fireMs + ms) / 1000).toFixed(1)} s`);
     }
     ratios.push(perSecond[2]! / perSecond[1]!);
   }

@@ -12,7 +12,9 @@ process.on('message', async (message: { type: string }) => {
   }
   if (message.type !== 'go') return;
   let handled = 0;
+  const cpu = process.cpuUsage();
   for (let n; (n = await consumer.drain()) > 0; ) handled += n;
-  process.send!({ type: 'done', handled, endedAt: Date.now() });
+  const used = process.cpuUsage(cpu);
+  process.send!({ type: 'done', handled, endedAt: Date.now(), cpuMs: (used.user + used.system) / 1000 });
 });
 process.send!({ type: 'ready' });

@@ -62,6 +62,22 @@ describe('exactly once', () => {
     expect(await h.executionCount(runtimeId)).toBe(1);
   });
 
+  it('a batch holding several ticks of one runtime, twice over, runs each once, oldest first', async () => {
+    const { runtimeId } = await launch(h, 'backlog');
+    const base = Math.floor(h.clock.now().getTime() / 60_000) * 60_000;
+    const ticks = [3, 1, 2, 1, 3].map((m) => new Date(base + m * 60_000));
+    h.clock.set(new Date(base + 4 * 60_000));
+    const results = await h.app.ctx.services.trading.runner.runMany('schedule', ticks.map((scheduledAt) => ({ runtimeId, scheduledAt, attempt: 1 })));
+    expect(results.map((r) => (r.ran ? 'ran' : r.reason))).toEqual(['ran', 'ran', 'ran', 'done', 'done']);
+    const [row] = await h.app.ctx.database.query<{ n: string; versions: string }>(
+      sql`select count(*)::text as n, (select book_version::text from trading_runtimes where id = ${runtimeId}) as versions from trading_executions where runtime_id = ${runtimeId}`,
+    );
+    expect(row).toEqual({ n: '3', versions: '3' });
+    // Each tick built on the book the one before it left.
+    const ran = results.filter((r) => r.ran).map((r) => (r as any).execution).sort((a: any, b: any) => a.scheduledAt - b.scheduledAt);
+    expect(ran.map((e: any) => e.scheduledAt.toISOString())).toEqual([1, 2, 3].map((m) => new Date(base + m * 60_000).toISOString()));
+  });
+
   it('a tick that fails is recorded failed, retried by its event, and then completes once', async () => {
     const { token, runtimeId } = await launch(h, 'unlucky', 'fast=2 slow=5');
     // Find a tick that places an order, with the venue down.

@@ -4,8 +4,8 @@ import { TICK_LEASE_SECONDS, TRADING_PROJECT, type RuntimeSchedules } from './sc
 import type { TickRunner } from './ticks.js';
 import type { AlignTarget } from './reconcile.js';
 
-/** Tick events leased per claim: small, so one slow worker does not sit on ticks another could run. */
-const CLAIM_BATCH = 20;
+/** Tick events leased per claim and run as one batch (one read, one commit); small enough that two workers share a tick evenly. */
+const CLAIM_BATCH = 50;
 /** A failed tick is tried again after this (its event's attempts bound the tries). */
 const RETRY_DELAY_SECONDS = 5;
 
@@ -29,20 +29,22 @@ export class TickConsumer {
     const claimed = await events.batches.claimMany(TRADING_PROJECT, await this.schedules.queueId(), CLAIM_BATCH, { leaseSeconds: TICK_LEASE_SECONDS, waitSeconds: 0 });
     const acks: { eventId: string; leaseToken: string }[] = [];
     const nacks: { eventId: string; leaseToken: string; error: string; retryDelaySeconds: number }[] = [];
+    const ticks = [];
     for (const { event, leaseToken } of claimed) {
       const runtimeId = (event.payload as { runtimeId?: unknown }).runtimeId;
-      if (typeof runtimeId !== 'string' || !event.scheduledFor) {
-        acks.push({ eventId: event.id, leaseToken }); // not a tick of ours: nothing to run
+      if (typeof runtimeId === 'string' && event.scheduledFor) ticks.push({ runtimeId, scheduledAt: event.scheduledFor, attempt: event.attempts, lease: { eventId: event.id, leaseToken } });
+      else acks.push({ eventId: event.id, leaseToken }); // not a tick of ours: nothing to run
+    }
+    const results = await this.runner.runMany('schedule', ticks);
+    for (const [i, result] of results.entries()) {
+      const { lease, runtimeId, scheduledAt } = ticks[i]!;
+      if (!result.ran && result.reason === 'failed') {
+        this.log.warn({ err: result.error, runtimeId, scheduledAt }, 'trading tick failed');
+        nacks.push({ ...lease, error: result.error.message, retryDelaySeconds: RETRY_DELAY_SECONDS });
         continue;
       }
-      try {
-        const result = await this.runner.run(runtimeId, 'schedule', event.scheduledFor, event.attempts);
-        if (result.ran && result.movedToReview) await this.afterReview(result.runtime).catch((error) => this.log.warn({ err: error, runtimeId }, 'pausing a reviewed runtime failed; the reconciler will'));
-        acks.push({ eventId: event.id, leaseToken });
-      } catch (error) {
-        this.log.warn({ err: error, runtimeId, scheduledAt: event.scheduledFor }, 'trading tick failed');
-        nacks.push({ eventId: event.id, leaseToken, error: error instanceof Error ? error.message : String(error), retryDelaySeconds: RETRY_DELAY_SECONDS });
-      }
+      if (result.ran && result.movedToReview) await this.afterReview(result.runtime).catch((error) => this.log.warn({ err: error, runtimeId }, 'pausing a reviewed runtime failed; the reconciler will'));
+      acks.push(lease);
     }
     if (acks.length) await events.batches.ackMany(TRADING_PROJECT, acks);
     if (nacks.length) await events.batches.nackMany(TRADING_PROJECT, nacks);

@@ -7,9 +7,10 @@ import { tradingAccounts, tradingExecutions, tradingRuntimes, type KillSwitchMod
 export type RuntimeRow = typeof tradingRuntimes.$inferSelect;
 export type ExecutionRow = typeof tradingExecutions.$inferSelect;
 
-/** What a tick reads of its runtime (tickState). */
+/** What a tick reads of its runtime (tickStates). */
 export interface TickState {
   id: string;
+  scheduledAt: Date;
   status: RuntimeStatus;
   scheduleId: string | null;
   strategyVersionId: string;
@@ -20,6 +21,15 @@ export interface TickState {
   bookVersion: number;
   killSwitch: KillSwitchMode;
   tickStatus: string | null;
+}
+
+/** A tick's outcome to commit over the book version it read (commitTicks). */
+export interface TickCommit {
+  bookVersion: number;
+  book: Book;
+  status: 'active' | 'needs_review';
+  reason: string | null;
+  execution: ExecutionRow;
 }
 
 /**
@@ -84,58 +94,90 @@ export class RuntimeStore {
   }
 
   /**
-   * What a tick reads, in one snapshot: the runtime (with its book and its version), its account's kill
-   * switch, and the status of this tick's execution if one is recorded.
+   * What ticks read, in one snapshot: per (runtime, scheduledAt) asked for, the runtime (with its book and
+   * its version), its account's kill switch, and the status of that tick's execution if one is recorded.
+   * Runtimes that do not exist are left out.
    */
-  async tickState(id: string, triggerType: string, scheduledAt: Date): Promise<TickState | null> {
-    const [row] = await rowsOf<TickState>(
+  async tickStates(triggerType: string, ticks: readonly { runtimeId: string; scheduledAt: Date }[]): Promise<TickState[]> {
+    const rows = await rowsOf<TickState & { scheduledAt: Timestamp }>(
       this.db,
-      sql`select r.id, r.status, r.schedule_id as "scheduleId", r.strategy_version_id as "strategyVersionId",
+      sql`select r.id, t.scheduled_at as "scheduledAt", r.status, r.schedule_id as "scheduleId", r.strategy_version_id as "strategyVersionId",
                  r.fund_limit_usd as "fundLimitUsd", r.max_leverage as "maxLeverage", r.max_drawdown_percent as "maxDrawdownPercent",
                  r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch",
                  (select e.status from trading_executions e
-                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = ${scheduledAt.toISOString()}::timestamptz) as "tickStatus"
-            from trading_runtimes r join trading_accounts a on a.id = r.account_id
-           where r.id = ${id}::uuid`,
+                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus"
+            from unnest(${sql.param(ticks.map((t) => t.runtimeId))}::uuid[], ${sql.param(ticks.map((t) => t.scheduledAt.toISOString()))}::timestamptz[]) as t(runtime_id, scheduled_at)
+            join trading_runtimes r on r.id = t.runtime_id
+            join trading_accounts a on a.id = r.account_id`,
     );
-    if (!row) return null;
-    return { ...row, book: typeof row.book === 'string' ? JSON.parse(row.book) : row.book, fundLimitUsd: Number(row.fundLimitUsd), maxLeverage: Number(row.maxLeverage), maxDrawdownPercent: Number(row.maxDrawdownPercent) };
+    return rows.map((row) => ({
+      ...row,
+      scheduledAt: toDate(row.scheduledAt),
+      book: typeof row.book === 'string' ? JSON.parse(row.book) : row.book,
+      fundLimitUsd: Number(row.fundLimitUsd),
+      maxLeverage: Number(row.maxLeverage),
+      maxDrawdownPercent: Number(row.maxDrawdownPercent),
+    }));
   }
 
   /**
-   * A tick's outcome, in one statement: the runtime's new book (and needs_review on a breach) if the
-   * runtime is still active with the book version the tick read, and then, only if it was, the tick's
-   * execution (taking over a failed one). Null when the runtime changed since the read: the caller
-   * reads again. Two runs of one tick cannot both commit: the second read either sees the first's
-   * execution, or holds a book version the first has moved on from.
+   * Ticks' outcomes, in one statement (at most one tick per runtime): each runtime's new book (and
+   * needs_review on a breach) where the runtime is still active with the book version its tick read,
+   * and then, only for those, the tick's execution (taking over a failed one). Answers the executions
+   * that were committed; a tick missing from the answer lost a race (its runtime changed since the
+   * read) and is read again. Two runs of one tick cannot both commit: the second read either sees the
+   * first's execution, or holds a book version the first has moved on from.
    */
-  async commitTick(input: { bookVersion: number; book: Book; status: 'active' | 'needs_review'; reason: string | null; execution: ExecutionRow }): Promise<ExecutionRow | null> {
-    const e = input.execution;
-    const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
-    const [row] = await rowsOf<{ id: string; createdAt: Timestamp }>(
+  async commitTicks(commits: readonly TickCommit[]): Promise<ExecutionRow[]> {
+    if (commits.length === 0) return [];
+    const input = commits.map(({ bookVersion, book, status, reason, execution: e }) => ({
+      runtime_id: e.runtimeId,
+      book_version: bookVersion,
+      book,
+      status,
+      reason,
+      id: e.id,
+      trigger_type: e.triggerType,
+      scheduled_at: e.scheduledAt.toISOString(),
+      execution_status: e.status,
+      attempt_count: e.attemptCount,
+      strategy_version_hash: e.strategyVersionHash,
+      inputs_digest: e.inputsDigest,
+      decision: e.decision,
+      risk_assessment: e.riskAssessment,
+      order: e.order,
+      created_at: e.createdAt.toISOString(),
+      completed_at: e.completedAt!.toISOString(),
+    }));
+    const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp }>(
       this.db,
-      sql`with moved as (
-            update trading_runtimes
-               set book = ${JSON.stringify(input.book)}::jsonb, book_version = book_version + 1, status = ${input.status},
-                   status_reason = case when ${input.status} = 'needs_review' then ${input.reason} else status_reason end,
-                   updated_at = ${e.completedAt!.toISOString()}::timestamptz
-             where id = ${e.runtimeId}::uuid and book_version = ${input.bookVersion} and status = 'active'
-            returning id)
+      sql`with input as (
+            select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(
+              runtime_id uuid, book_version int, book jsonb, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
+              execution_status text, attempt_count int, strategy_version_hash text, inputs_digest text, decision jsonb, risk_assessment jsonb,
+              "order" jsonb, created_at timestamptz, completed_at timestamptz)),
+          moved as (
+            update trading_runtimes r
+               set book = i.book, book_version = r.book_version + 1, status = i.status,
+                   status_reason = case when i.status = 'needs_review' then i.reason else r.status_reason end, updated_at = i.completed_at
+              from input i
+             where r.id = i.runtime_id and r.book_version = i.book_version and r.status = 'active'
+            returning r.id)
           insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash,
                                           inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at)
-          select ${e.id}::uuid, moved.id, ${e.triggerType}, ${e.scheduledAt.toISOString()}::timestamptz, ${e.status}, ${e.attemptCount}::int,
-                 ${e.strategyVersionHash}, ${e.inputsDigest}, ${json(e.decision)}::jsonb, ${json(e.riskAssessment)}::jsonb, ${json(e.order)}::jsonb,
-                 null, ${e.createdAt.toISOString()}::timestamptz, ${e.completedAt!.toISOString()}::timestamptz
-            from moved
+          select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.execution_status, i.attempt_count, i.strategy_version_hash,
+                 i.inputs_digest, i.decision, i.risk_assessment, i."order", null, i.created_at, i.completed_at
+            from input i join moved m on m.id = i.runtime_id
           on conflict (runtime_id, trigger_type, scheduled_at) do update
              set status = excluded.status, attempt_count = excluded.attempt_count, inputs_digest = excluded.inputs_digest,
                  decision = excluded.decision, risk_assessment = excluded.risk_assessment, "order" = excluded."order",
                  error = null, completed_at = excluded.completed_at
            where trading_executions.status = 'failed'
-          returning id, created_at as "createdAt"`,
+          returning id, runtime_id as "runtimeId", created_at as "createdAt"`,
     );
     // A failed execution taken over keeps its id and creation time.
-    return row ? { ...e, id: row.id, createdAt: toDate(row.createdAt), error: null } : null;
+    const byRuntime = new Map(commits.map((c) => [c.execution.runtimeId, c.execution]));
+    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt), error: null }));
   }
 
   /** A tick that threw: recorded failed (or a failed one's attempt count moved on); a finished one is left alone. */

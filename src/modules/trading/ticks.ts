@@ -3,31 +3,41 @@ import { newId } from '../../platform/ids.js';
 import { evaluateTick } from './engine.js';
 import type { MarketDataProvider } from './market-data.js';
 import type { QuantSignalDefinition } from './quant-signal.js';
-import { RuntimeStore, type ExecutionRow, type TickState } from './runtime-store.js';
+import { RuntimeStore, type ExecutionRow, type TickCommit, type TickState } from './runtime-store.js';
 import type { CatalogStore, VersionRow } from './store.js';
 import type { Venue } from './venue.js';
 
 export type TickTrigger = 'schedule' | 'manual';
 
+export interface TickRequest {
+  runtimeId: string;
+  scheduledAt: Date;
+  /** Which delivery of the tick this is (the event's attempts; 1 for a manual run). */
+  attempt: number;
+}
+
 export type TickResult =
   | { ran: true; execution: ExecutionRow; runtime: TickState; movedToReview: boolean }
   /** Nothing ran: the runtime is gone or not active, or this tick already has its execution. */
-  | { ran: false; reason: 'gone' | 'not_active' | 'done'; status?: string };
+  | { ran: false; reason: 'gone' | 'not_active' | 'done'; status?: string }
+  /** The tick threw; it is recorded as a failed execution and may be retried. */
+  | { ran: false; reason: 'failed'; error: Error };
 
 export interface TickParts {
   feedFor(version: VersionRow): MarketDataProvider;
   venue: Venue;
 }
 
-/** Reads before giving up on a runtime whose book keeps changing under the tick (another tick of it won each time). */
+/** Reads before giving up on a runtime whose book keeps changing under a tick (another tick of it won each time). */
 const MAX_READS = 10;
 
 /**
- * Runs one tick of a runtime, scheduled or manual, exactly once: read the runtime and whether the tick
- * already ran, evaluate, and commit the book and the execution together only over the book that was
- * read (RuntimeStore.commitTick); a lost race reads again. A worker that dies mid-tick leaves nothing;
- * the tick's event is delivered again and runs then. A tick that throws is recorded as a failed
- * execution, which a redelivery may take over (attemptCount counts the tries).
+ * Runs ticks of runtimes, scheduled or manual, each exactly once: read the runtimes and whether each
+ * tick already ran, evaluate, and commit each book with its execution only over the book that was
+ * read (RuntimeStore.commitTicks), a batch in one read and one write; a tick that lost a race is read
+ * again. A worker that dies mid-batch leaves nothing of it; the ticks' events are delivered again and
+ * run then. A tick that throws is recorded as a failed execution, which a redelivery may take over
+ * (attemptCount counts the tries).
  */
 export class TickRunner {
   private readonly runtimes: RuntimeStore;
@@ -42,74 +52,124 @@ export class TickRunner {
     this.runtimes = new RuntimeStore(ctx.db);
   }
 
-  async run(runtimeId: string, trigger: TickTrigger, scheduledAt: Date, attempt: number): Promise<TickResult> {
-    let version: VersionRow | null = null;
-    try {
-      for (let read = 0; read < MAX_READS; read++) {
-        const state = await this.runtimes.tickState(runtimeId, trigger, scheduledAt);
-        if (!state) return { ran: false, reason: 'gone' };
-        if (state.status !== 'active') return { ran: false, reason: 'not_active', status: state.status };
-        if (state.tickStatus && state.tickStatus !== 'failed') return { ran: false, reason: 'done', status: state.tickStatus };
-
-        version = await this.version(state.strategyVersionId);
-        const outcome = await evaluateTick(
-          {
-            version: { contentHash: version.contentHash, definition: version.definition as QuantSignalDefinition },
-            limits: { fundLimitUsd: state.fundLimitUsd, maxLeverage: state.maxLeverage, maxDrawdownPercent: state.maxDrawdownPercent },
-            book: state.book,
-            killSwitch: state.killSwitch,
-            at: scheduledAt,
-          },
-          { feed: this.parts.feedFor(version), venue: this.parts.venue },
-        );
-        const now = this.ctx.clock.now();
-        // A breach blocks the order (in evaluateTick) and hands the runtime to its owner.
-        const review = outcome.breaches.length > 0;
-        const execution = await this.runtimes.commitTick({
-          bookVersion: state.bookVersion,
-          book: outcome.book,
-          status: review ? 'needs_review' : 'active',
-          reason: review ? `risk limit breached: ${outcome.breaches.join(', ')}` : null,
-          execution: {
-            ...this.executionBase(runtimeId, trigger, scheduledAt, attempt, version, now),
-            status: outcome.status,
-            inputsDigest: outcome.inputsDigest,
-            decision: outcome.decision,
-            riskAssessment: outcome.riskAssessment,
-            order: outcome.order,
-            error: null,
-            completedAt: now,
-          },
-        });
-        if (execution) return { ran: true, execution, runtime: { ...state, status: review ? 'needs_review' : 'active' }, movedToReview: review };
-      }
-      throw new Error(`the runtime's book changed under ${MAX_READS} reads of this tick`);
-    } catch (error) {
-      await this.recordFailure(runtimeId, trigger, scheduledAt, attempt, version, error);
-      throw error;
-    }
+  /** One tick; a failure is thrown (after it is recorded). */
+  async run(runtimeId: string, trigger: TickTrigger, scheduledAt: Date, attempt: number): Promise<Exclude<TickResult, { reason: 'failed' }>> {
+    const [result] = await this.runMany(trigger, [{ runtimeId, scheduledAt, attempt }]);
+    if (!result!.ran && result!.reason === 'failed') throw result!.error;
+    return result as Exclude<TickResult, { reason: 'failed' }>;
   }
 
-  private async recordFailure(runtimeId: string, trigger: TickTrigger, scheduledAt: Date, attempt: number, known: VersionRow | null, error: unknown): Promise<void> {
-    const runtime = known ? null : await this.runtimes.get(runtimeId);
-    const version = known ?? (runtime ? await this.version(runtime.strategyVersionId) : null);
-    if (!version) return;
-    const message = error instanceof Error ? error.message : String(error);
+  /** The ticks' results, in their order. Ticks of one runtime run one after another, oldest first. */
+  async runMany(trigger: TickTrigger, ticks: readonly TickRequest[]): Promise<TickResult[]> {
+    const results: (TickResult | undefined)[] = ticks.map(() => undefined);
+    let pending = ticks.map((tick, index) => ({ ...tick, index })).sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime());
+    for (let read = 0; pending.length > 0; read++) {
+      // At most one tick per runtime per round: a runtime's ticks each build on the book the last one left.
+      const round = pending.filter((tick, i) => pending.findIndex((other) => other.runtimeId === tick.runtimeId) === i);
+      const later = pending.filter((tick) => !round.includes(tick));
+      if (read === MAX_READS) {
+        for (const tick of round) results[tick.index] = await this.failed(trigger, tick, new Error(`the runtime's book changed under ${MAX_READS} reads of this tick`));
+        pending = later;
+        continue;
+      }
+      const lost = await this.runRound(trigger, round, results);
+      pending = [...lost, ...later].sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime());
+    }
+    return results as TickResult[];
+  }
+
+  /** One read and one commit for ticks of distinct runtimes; answers the ticks that lost a race. */
+  private async runRound<T extends TickRequest & { index: number }>(trigger: TickTrigger, round: T[], results: (TickResult | undefined)[]): Promise<T[]> {
+    const states = await this.runtimes.tickStates(trigger, round);
+    const now = this.ctx.clock.now();
+    const commits: { tick: T; state: TickState; commit: TickCommit }[] = [];
+    for (const tick of round) {
+      const state = states.find((s) => s.id === tick.runtimeId && s.scheduledAt.getTime() === tick.scheduledAt.getTime());
+      if (!state) results[tick.index] = { ran: false, reason: 'gone' };
+      else if (state.status !== 'active') results[tick.index] = { ran: false, reason: 'not_active', status: state.status };
+      else if (state.tickStatus && state.tickStatus !== 'failed') results[tick.index] = { ran: false, reason: 'done', status: state.tickStatus };
+      else {
+        try {
+          commits.push({ tick, state, commit: await this.evaluate(trigger, tick, state, now) });
+        } catch (error) {
+          results[tick.index] = await this.failed(trigger, tick, error);
+        }
+      }
+    }
+    let committed: ExecutionRow[];
+    try {
+      committed = await this.runtimes.commitTicks(commits.map((c) => c.commit));
+    } catch (error) {
+      for (const { tick } of commits) results[tick.index] = await this.failed(trigger, tick, error);
+      return [];
+    }
+    const lost: T[] = [];
+    for (const { tick, state, commit } of commits) {
+      const execution = committed.find((e) => e.runtimeId === tick.runtimeId);
+      if (!execution) lost.push(tick);
+      else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status }, movedToReview: commit.status === 'needs_review' };
+    }
+    return lost;
+  }
+
+  private async evaluate(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date): Promise<TickCommit> {
+    const version = await this.version(state.strategyVersionId);
+    const outcome = await evaluateTick(
+      {
+        version: { contentHash: version.contentHash, definition: version.definition as QuantSignalDefinition },
+        limits: { fundLimitUsd: state.fundLimitUsd, maxLeverage: state.maxLeverage, maxDrawdownPercent: state.maxDrawdownPercent },
+        book: state.book,
+        killSwitch: state.killSwitch,
+        at: tick.scheduledAt,
+      },
+      { feed: this.parts.feedFor(version), venue: this.parts.venue },
+    );
+    // A breach blocks the order (in evaluateTick) and hands the runtime to its owner.
+    const review = outcome.breaches.length > 0;
+    return {
+      bookVersion: state.bookVersion,
+      book: outcome.book,
+      status: review ? 'needs_review' : 'active',
+      reason: review ? `risk limit breached: ${outcome.breaches.join(', ')}` : null,
+      execution: {
+        ...this.executionBase(tick, trigger, version, now),
+        status: outcome.status,
+        inputsDigest: outcome.inputsDigest,
+        decision: outcome.decision,
+        riskAssessment: outcome.riskAssessment,
+        order: outcome.order,
+        error: null,
+        completedAt: now,
+      },
+    };
+  }
+
+  private async failed(trigger: TickTrigger, tick: TickRequest, error: unknown): Promise<TickResult> {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    await this.recordFailure(trigger, tick, failure).catch((recording) => this.ctx.log.error({ err: recording }, 'recording a failed tick failed'));
+    return { ran: false, reason: 'failed', error: failure };
+  }
+
+  private async recordFailure(trigger: TickTrigger, tick: TickRequest, error: Error): Promise<void> {
+    const runtime = await this.runtimes.get(tick.runtimeId);
+    if (!runtime) return;
+    const version = await this.version(runtime.strategyVersionId);
     await this.runtimes.recordFailure({
-      ...this.executionBase(runtimeId, trigger, scheduledAt, attempt, version, this.ctx.clock.now()),
+      ...this.executionBase(tick, trigger, version, this.ctx.clock.now()),
       status: 'failed',
       inputsDigest: null,
       decision: null,
       riskAssessment: null,
       order: null,
-      error: { message: message.slice(0, 1000) },
+      error: { message: error.message.slice(0, 1000) },
       completedAt: null,
     });
   }
 
-  private executionBase(runtimeId: string, triggerType: TickTrigger, scheduledAt: Date, attemptCount: number, version: VersionRow, now: Date) {
+  private executionBase(tick: TickRequest, triggerType: TickTrigger, version: VersionRow, now: Date) {
     // Ids follow the tick's time, so "newest first" lists executions by when they were due.
-    return { id: newId(scheduledAt.getTime()), runtimeId, triggerType, scheduledAt, attemptCount, strategyVersionHash: version.contentHash, createdAt: now };
+    const { runtimeId, scheduledAt, attempt } = tick;
+    return { id: newId(scheduledAt.getTime()), runtimeId, triggerType, scheduledAt, attemptCount: attempt, strategyVersionHash: version.contentHash, createdAt: now };
   }
 
   private async version(id: string): Promise<VersionRow> {
