@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { Role } from '../../src/config.js';
 import { expect } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TradingModuleOptions } from '../../src/modules/trading/module.js';
@@ -20,11 +21,11 @@ export interface TradingHarness {
   close(): Promise<void>;
 }
 
-/** The service on a hand-moved clock; background loops do not run, the test drives them. */
-export async function openTradingHarness(options: TradingModuleOptions = {}): Promise<TradingHarness> {
+/** The service on a hand-moved clock; background loops run only with the worker role, else the test drives them. */
+export async function openTradingHarness(options: TradingModuleOptions = {}, roles: Role[] = ['api']): Promise<TradingHarness> {
   const clock = new ManualClock(START);
   const factories = moduleFactories.map((factory) => (factory === tradingModule ? createTradingModule(options) : factory));
-  const app = await buildTestApp({ roles: ['api'], clock, factories });
+  const app = await buildTestApp({ roles, clock, factories });
   const trading = () => app.ctx.services.trading;
   const events = () => app.ctx.services.events;
   return {

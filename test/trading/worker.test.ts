@@ -1,0 +1,57 @@
+// The worker role's own loops, on a hand-moved clock: the reconciler activates a new runtime, the events
+// scheduler fires its tick and trading.executions runs it; and a runtime whose status moved without its
+// schedule following (a crash between the two) is put right by the reconciler.
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
+
+let h: TradingHarness;
+beforeAll(async () => {
+  h = await openTradingHarness({}, ['api', 'worker']);
+});
+afterAll(async () => h?.close());
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('the worker role', () => {
+  it('activates a runtime and runs its ticks with its own loops', async () => {
+    const token = await h.app.identityToken('looper');
+    const strategy = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody())).body.data;
+    const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, {})).body.data;
+    const runtimeId = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
+    const runtime = () => h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token).then((r) => r.body.data);
+    expect((await eventually(runtime, (r) => r.status === 'active')).status).toBe('active');
+
+    const tick = new Date(Math.ceil(h.clock.now().getTime() / 60_000) * 60_000);
+    h.clock.set(tick);
+    const executions = () => h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token).then((r) => r.body.data);
+    const ran = await eventually(executions, (list) => list.length > 0);
+    expect(ran).toMatchObject([{ scheduledAt: tick.toISOString(), triggerType: 'schedule', status: 'completed' }]);
+  });
+
+  it('aligns a schedule left behind by a status move (a crash between the two)', async () => {
+    const token = await h.app.identityToken('crasher');
+    const strategy = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody())).body.data;
+    const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, {})).body.data;
+    const runtimeId = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
+    await eventually(() => h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token).then((r) => r.body.data.status), (s) => s === 'active');
+    // The status moved, the schedule call never happened.
+    await h.app.ctx.database.query(sql`update trading_runtimes set status = 'paused' where id = ${runtimeId}`);
+    const schedule = async () => {
+      const [row] = await h.app.ctx.database.query<{ paused: boolean }>(
+        sql`select paused_at is not null as paused from event_schedules where external_id = ${`runtime:${runtimeId}`}`,
+      );
+      return row?.paused;
+    };
+    expect(await eventually(schedule, (paused) => paused === true)).toBe(true);
+    const [aligned] = await h.app.ctx.database.query<{ schedule_state: string }>(sql`select schedule_state from trading_runtimes where id = ${runtimeId}`);
+    expect(aligned!.schedule_state).toBe('paused');
+  });
+});
