@@ -5,11 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, ROLES, type Role } from '../src/config.js';
 import type { ModuleFactory } from '../src/modules/module.js';
+import type { Clock } from '../src/platform/clock.js';
 import { startServer, type RunningServer } from '../src/server.js';
 
 export async function startBenchServer(
   name: string,
-  options: { env?: Record<string, string>; roles?: readonly Role[]; factories?: ModuleFactory[] } = {},
+  options: { env?: Record<string, string>; roles?: readonly Role[]; factories?: ModuleFactory[]; clock?: Clock } = {},
 ): Promise<RunningServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `tollgate-bench-${name}-`));
   const config = loadConfig({
@@ -24,7 +25,7 @@ export async function startBenchServer(
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
     ...options.env,
   });
-  const server = await startServer({ config, roles: options.roles ?? ROLES, factories: options.factories, adminSocket: false });
+  const server = await startServer({ config, roles: options.roles ?? ROLES, factories: options.factories, clock: options.clock, adminSocket: false });
   const stop = async () => {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

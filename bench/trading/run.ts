@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { ManualClock } from '../../src/platform/clock.js';
 import { databaseUrl, machine, pgAdmin } from '../lib.js';
-import { startNode } from './node.js';
+import { startBenchServer } from '../bench-server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -27,7 +27,7 @@ const dbUrl = databaseUrl(serverUrl, database);
 
 // Ticks in the past (workers lease by the database's clock), a minute apart, one per measurement.
 const clock = new ManualClock(new Date(Math.floor(Date.now() / 60_000) * 60_000 - 6 * 3600_000));
-const main = await startNode(dbUrl, { clock });
+const main = await startBenchServer('trading', { roles: [], clock, env: { DATABASE_URL: dbUrl } });
 const { ctx } = main;
 const trading = ctx.services.trading;
 const workers: ChildProcess[] = [];
@@ -39,7 +39,7 @@ const spread = (values: number[], digits = 2) => `${Math.min(...values).toFixed(
 function startWorker(): Promise<ChildProcess> {
   const child = fork(path.join(here, 'worker.ts'), [], {
     execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])],
-    env: { ...process.env, BENCH_DATABASE_URL: dbUrl, BENCH_CHAIN_RPC_URL: ctx.chain.rpcUrl },
+    env: { ...process.env, BENCH_DATABASE_URL: dbUrl, CHAIN_RPC_URL: ctx.chain.rpcUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {

@@ -1,8 +1,9 @@
 // A benchmark worker: its own process and connection pool, draining fired ticks with the service's tick
 // consumer (what a `worker` role runs) each time the parent says go, and reporting when it found no more.
-import { startNode } from './node.js';
+import { startBenchServer } from '../bench-server.js';
 
-const node = await startNode(process.env.BENCH_DATABASE_URL!, { chainRpcUrl: process.env.BENCH_CHAIN_RPC_URL });
+// No origins, no loops: this process only drains when told (BENCH_DATABASE_URL and CHAIN_RPC_URL come from the parent).
+const node = await startBenchServer('trading-worker', { roles: [] });
 const consumer = node.ctx.services.trading.consumer;
 
 process.on('message', async (message: { type: string }) => {

@@ -3,6 +3,7 @@
 // schedule following (a crash between the two) is put right by the reconciler.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../wallets/helpers.js';
 import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 
 let h: TradingHarness;
@@ -11,15 +12,6 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 describe('the worker role', () => {
   it('activates a runtime and runs its ticks with its own loops', async () => {
     const token = await h.app.identityToken('looper');
@@ -27,12 +19,12 @@ describe('the worker role', () => {
     const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, {})).body.data;
     const runtimeId = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
     const runtime = () => h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token).then((r) => r.body.data);
-    expect((await eventually(runtime, (r) => r.status === 'active')).status).toBe('active');
+    await waitFor(async () => (await runtime()).status === 'active');
 
     const tick = new Date(Math.ceil(h.clock.now().getTime() / 60_000) * 60_000);
     h.clock.set(tick);
     const executions = () => h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token).then((r) => r.body.data);
-    const ran = await eventually(executions, (list) => list.length > 0);
+    const ran = await waitFor(async () => ((await executions()).length > 0 ? executions() : null));
     expect(ran).toMatchObject([{ scheduledAt: tick.toISOString(), triggerType: 'schedule', status: 'completed' }]);
   });
 
@@ -41,7 +33,7 @@ describe('the worker role', () => {
     const strategy = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody())).body.data;
     const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, {})).body.data;
     const runtimeId = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
-    await eventually(() => h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token).then((r) => r.body.data.status), (s) => s === 'active');
+    await waitFor(async () => (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.status === 'active');
     // The status moved, the schedule call never happened.
     await h.app.ctx.database.query(sql`update trading_runtimes set status = 'paused' where id = ${runtimeId}`);
     const schedule = async () => {
@@ -50,7 +42,7 @@ describe('the worker role', () => {
       );
       return row?.paused;
     };
-    expect(await eventually(schedule, (paused) => paused === true)).toBe(true);
+    await waitFor(schedule);
     const [aligned] = await h.app.ctx.database.query<{ schedule_state: string }>(sql`select schedule_state from trading_runtimes where id = ${runtimeId}`);
     expect(aligned!.schedule_state).toBe('paused');
   });
