@@ -1,7 +1,7 @@
 // A backtest replays a version over the feed on the live code path: over the window a paper runtime ran,
 // it makes the same decisions from the same inputs, tick for tick.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, openTradingHarness, type TradingHarness } from './harness.js';
+import { launch, openTradingHarness, strategyBody, type TradingHarness } from './harness.js';
 
 let h: TradingHarness;
 beforeAll(async () => {
@@ -47,6 +47,11 @@ describe('backtest', () => {
       const refused = await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, token, body(from!, to!));
       expect(refused).toMatchObject({ status: 400, body: { data: { reason: 'invalid_backtest_window' } } });
     }
+    // Work is bounded too: 2,000 ticks × 20 symbols × 200 candles each is refused.
+    const universe = Array.from({ length: 20 }, (_, i) => `S${i}-USD`);
+    const wide = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody('fast=50 slow=200', { universe, candleInterval: '1d' }))).body.data;
+    const tooMuch = await h.call('POST', `/agentic-trading/strategies/${wide.id}/backtest`, token, body(now - 2000 * 60_000, now));
+    expect(tooMuch).toMatchObject({ status: 400, body: { data: { reason: 'invalid_backtest_window' } } });
     const mallory = await h.app.identityToken('mallory');
     expect((await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, mallory, body(now - 600_000, now))).status).toBe(404);
   });

@@ -6,7 +6,7 @@ import type { Catalog } from './catalog.js';
 import { evaluateTick, type RiskLimits } from './engine.js';
 import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
-import type { QuantSignalDefinition } from './quant-signal.js';
+import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
 import type { VersionRow } from './store.js';
 import type { Venue } from './venue.js';
@@ -32,10 +32,14 @@ export class Backtester {
     const version = input.versionId ? versions.find((v) => v.id === input.versionId) : versions.find((v) => v.number === strategy.latestVersion);
     if (!version) throw tradingErrors.versionNotFound();
     const ticks = this.ticksOf(input);
+    const definition = version.definition as QuantSignalDefinition;
+    const reads = ticks.length * definition.universe.length * signalParams(definition.instructions).slow;
+    if (reads > TRADING_LIMITS.backtestCandleReads) {
+      throw tradingErrors.invalidWindow(`ticks × symbols × slow is ${reads}, above ${TRADING_LIMITS.backtestCandleReads}: shorten the window or use a sparser cron`);
+    }
 
     const limits: RiskLimits = { fundLimitUsd: input.fundLimitUsd, maxLeverage: input.maxLeverage, maxDrawdownPercent: input.maxDrawdownPercent };
     const parts = { feed: this.feedFor(version), venue: this.venue };
-    const definition = version.definition as QuantSignalDefinition;
     let book = openBook(input.fundLimitUsd);
     let stoppedAt: string | null = null;
     const executions = [];

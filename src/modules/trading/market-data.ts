@@ -21,6 +21,8 @@ export interface MarketDataProvider {
 export const CANDLE_INTERVALS: Record<string, number> = { '1m': 1, '5m': 5, '15m': 15, '30m': 30, '1h': 60, '4h': 240, '1d': 1440 };
 
 const MINUTE_MS = 60_000;
+/** Candles the embedded feed remembers (about 40 MB at most). */
+const MAX_CACHED = 200_000;
 const TWO_PI = 2 * Math.PI;
 
 /** FNV-1a over the symbol: its seed. */
@@ -50,6 +52,7 @@ function noise(seed: number, minute: number): number {
  */
 export class EmbeddedFeed implements MarketDataProvider {
   readonly name = 'embedded';
+  private readonly cache = new Map<string, Candle>();
 
   supports(symbol: string): boolean {
     return /^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/.test(symbol);
@@ -76,22 +79,28 @@ export class EmbeddedFeed implements MarketDataProvider {
     // The last candle that has closed: the one ending at or before this minute.
     const lastStart = Math.floor(now / intervalMinutes) * intervalMinutes - intervalMinutes;
     const candles: Candle[] = [];
-    for (let start = lastStart - (count - 1) * intervalMinutes; start <= lastStart; start += intervalMinutes) {
-      let high = -Infinity;
-      let low = Infinity;
-      for (let m = start; m < start + intervalMinutes; m++) {
-        const p = this.priceAtMinute(symbol, m);
-        if (p > high) high = p;
-        if (p < low) low = p;
-      }
-      candles.push({
-        start: new Date(start * MINUTE_MS).toISOString(),
-        open: this.priceAtMinute(symbol, start),
-        high,
-        low,
-        close: this.priceAtMinute(symbol, start + intervalMinutes - 1),
-      });
-    }
+    for (let start = lastStart - (count - 1) * intervalMinutes; start <= lastStart; start += intervalMinutes) candles.push(this.candle(symbol, intervalMinutes, start));
     return candles;
+  }
+
+  /**
+   * One candle, remembered: runtimes of one symbol share their candles, and a tick needs only the one
+   * that closed since the last (a 1d candle is 1,440 prices). The oldest are forgotten past MAX_CACHED.
+   */
+  private candle(symbol: string, intervalMinutes: number, start: number): Candle {
+    const key = `${symbol}|${intervalMinutes}|${start}`;
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    let high = -Infinity;
+    let low = Infinity;
+    for (let m = start; m < start + intervalMinutes; m++) {
+      const p = this.priceAtMinute(symbol, m);
+      if (p > high) high = p;
+      if (p < low) low = p;
+    }
+    const candle = { start: new Date(start * MINUTE_MS).toISOString(), open: this.priceAtMinute(symbol, start), high, low, close: this.priceAtMinute(symbol, start + intervalMinutes - 1) };
+    if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(key, candle);
+    return candle;
   }
 }

@@ -3,7 +3,14 @@ import { CANDLE_INTERVALS } from './market-data.js';
 import { EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
 
 /** Bounds of our own choosing (docs/trading.md). */
-export const TRADING_LIMITS = { universe: 20, dataSources: 10, instructionsChars: 4000, backtestTicks: 10_000 } as const;
+export const TRADING_LIMITS = {
+  universe: 20,
+  dataSources: 10,
+  instructionsChars: 4000,
+  backtestTicks: 10_000,
+  /** A backtest's work: ticks × symbols × candles read per symbol (`slow`). */
+  backtestCandleReads: 4_000_000,
+} as const;
 
 const symbol = z.string().regex(/^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/, 'a symbol such as BTC-USD');
 const candleInterval = z.enum(Object.keys(CANDLE_INTERVALS) as [string, ...string[]]);
