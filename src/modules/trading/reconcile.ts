@@ -32,8 +32,13 @@ export class RuntimeReconciler {
     private readonly log: Logger,
   ) {}
 
+  /** Where the last pass stopped: passes walk the unaligned runtimes round, so ones that must wait never hide the rest. */
+  private cursor: string | null = null;
+
+  /** One batch; true when the walk has not come round yet (run again at once). */
   async pass(): Promise<boolean> {
-    const unaligned = await this.store.unaligned(BATCH);
+    const unaligned = await this.store.unaligned(BATCH, this.cursor);
+    this.cursor = unaligned.length === BATCH ? unaligned.at(-1)!.id : null;
     for (const runtime of unaligned) {
       try {
         await this.align(runtime);

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
@@ -84,11 +84,11 @@ export class RuntimeStore {
   }
 
   /** Runtimes whose schedule does not match their status (provisioning ones among them). */
-  async unaligned(limit: number): Promise<RuntimeRow[]> {
+  async unaligned(limit: number, afterId: string | null): Promise<RuntimeRow[]> {
     return this.db
       .select()
       .from(tradingRuntimes)
-      .where(sql`${tradingRuntimes.scheduleState} is distinct from ${tradingRuntimes.status}`)
+      .where(and(sql`${tradingRuntimes.scheduleState} is distinct from ${tradingRuntimes.status}`, afterId ? gt(tradingRuntimes.id, afterId) : undefined))
       .orderBy(tradingRuntimes.id)
       .limit(limit);
   }
