@@ -6,6 +6,8 @@ const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).def
 const optionalUrl = z.url().optional();
 const optionalString = z.string().min(1).optional();
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A price in US dollars of USDG (6 decimals at most); 0 or unset: free. */
+const usdPrice = z.string().regex(/^\d{1,9}(\.\d{1,6})?$/, 'must be a dollar amount such as 0.01 (at most 6 decimals)').optional();
 const hexKey = z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex').optional();
 
 const envSchema = z.object({
@@ -60,6 +62,11 @@ const envSchema = z.object({
   IPFS_API_URL: optionalUrl,
   CREDITS_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   CREDITS_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  TRADING_METERING_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
+  TRADING_PRICE_ACTIVATION_USD: usdPrice,
+  TRADING_PRICE_EXECUTION_USD: usdPrice,
+  TRADING_PRICE_MARKET_DATA_USD: usdPrice,
+  TRADING_CHARGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
@@ -188,6 +195,19 @@ export interface Config {
     /** How often the worker looks for top-ups left settling. */
     sweepIntervalMs: number;
   };
+  /**
+   * Trading's optional x402 metering (docs/trading.md#payment-metering), paid by each account's agent
+   * wallet. A price unset or 0 is off (the default for all); payTo: TRADING_METERING_PAY_TO, else on the
+   * devchain a receiver key in the data dir.
+   */
+  trading: {
+    metering: {
+      payTo: string | null;
+      pricesUsd: { activation: string | null; execution: string | null; marketData: string | null };
+      /** A settling charge younger than this belongs to a live attempt; the reconciler leaves it alone. */
+      reconcileAfterSeconds: number;
+    };
+  };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   logLevel: Env['LOG_LEVEL'];
@@ -288,6 +308,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ipfsApiUrl: trimSlash(e.IPFS_API_URL) ?? null,
       sweepIntervalMs: e.STORAGE_SWEEP_INTERVAL_MS,
       reconcileAfterSeconds: e.STORAGE_RECONCILE_AFTER_SECONDS,
+    },
+    trading: {
+      metering: {
+        payTo: e.TRADING_METERING_PAY_TO ?? null,
+        pricesUsd: { activation: e.TRADING_PRICE_ACTIVATION_USD ?? null, execution: e.TRADING_PRICE_EXECUTION_USD ?? null, marketData: e.TRADING_PRICE_MARKET_DATA_USD ?? null },
+        reconcileAfterSeconds: e.TRADING_CHARGE_RECONCILE_AFTER_SECONDS,
+      },
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     walletKeys:

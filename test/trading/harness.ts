@@ -22,10 +22,10 @@ export interface TradingHarness {
 }
 
 /** The service on a hand-moved clock; background loops run only with the worker role, else the test drives them. */
-export async function openTradingHarness(options: TradingModuleOptions = {}, roles: Role[] = ['api']): Promise<TradingHarness> {
-  const clock = new ManualClock(START);
+export async function openTradingHarness(options: TradingModuleOptions = {}, roles: Role[] = ['api'], env: Record<string, string> = {}, start = START): Promise<TradingHarness> {
+  const clock = new ManualClock(start);
   const factories = moduleFactories.map((factory) => (factory === tradingModule ? createTradingModule(options) : factory));
-  const app = await buildTestApp({ roles, clock, factories });
+  const app = await buildTestApp({ roles, clock, factories, env });
   const trading = () => app.ctx.services.trading;
   const events = () => app.ctx.services.events;
   return {

@@ -43,6 +43,9 @@ describe('a runtime on a per-minute cron', () => {
     const again = await h.app.ctx.services.trading.runner.run(runtimeId, 'schedule', new Date(ticks[0]!), 2);
     expect(again).toMatchObject({ ran: false, reason: 'done' });
     expect(await h.executionCount(runtimeId)).toBe(8);
+    // Metering is off by default: the unfunded agent wallet paid nothing, and nothing was charged.
+    const account = (await h.call('GET', '/agentic-trading/accounts', token)).body.data[0];
+    expect((await h.call('GET', `/agentic-trading/accounts/${account.id}/charges`, token)).body.data).toEqual([]);
   });
 
   it('pauses (no ticks), resumes, refuses to stop an active runtime, stops a paused one for good', async () => {

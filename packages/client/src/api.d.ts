@@ -6969,6 +6969,10 @@ export interface paths {
                                 name: string;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
+                                access: {
+                                    priceUsd: string;
+                                    payTo: string;
+                                } | null;
                                 latestVersion: {
                                     id: string;
                                     strategyId: string;
@@ -7051,6 +7055,11 @@ export interface paths {
                          * @enum {string}
                          */
                         visibility?: "private" | "public";
+                        /** @description Paid access (x402, USDG): what another user's trading account pays you, once, to activate runtimes of this strategy */
+                        access?: {
+                            priceUsd: string;
+                            payTo: string;
+                        };
                         version: {
                             /** @enum {string} */
                             kind: "quant_signal";
@@ -7085,6 +7094,10 @@ export interface paths {
                                 name: string;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
+                                access: {
+                                    priceUsd: string;
+                                    payTo: string;
+                                } | null;
                                 latestVersion: {
                                     id: string;
                                     strategyId: string;
@@ -7201,6 +7214,10 @@ export interface paths {
                                 name: string;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
+                                access: {
+                                    priceUsd: string;
+                                    payTo: string;
+                                } | null;
                                 latestVersion: {
                                     id: string;
                                     strategyId: string;
@@ -7352,6 +7369,10 @@ export interface paths {
                                 name: string;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
+                                access: {
+                                    priceUsd: string;
+                                    payTo: string;
+                                } | null;
                                 latestVersion: {
                                     id: string;
                                     strategyId: string;
@@ -7861,6 +7882,112 @@ export interface paths {
                 };
             };
         };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/accounts/{accountId}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Metered payments made by the account's agent wallet, newest first (extension) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
+                header?: never;
+                path: {
+                    accountId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                accountId: string;
+                                runtimeId: string;
+                                /** @enum {string} */
+                                boundary: "strategy_access" | "activation" | "execution" | "market_data";
+                                /** @description What was bought: strategy:<id>, runtime:<id> or tick:<runtime id>:<trigger>:<scheduledAt> */
+                                subject: string;
+                                /** @description Atomic units of the asset */
+                                amount: string;
+                                payTo: string;
+                                /** @description The account's agent wallet */
+                                payer: string;
+                                network: string;
+                                asset: string;
+                                /** @enum {string} */
+                                status: "settling" | "settled" | "failed";
+                                reason: string | null;
+                                transaction: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -8469,6 +8596,9 @@ export interface paths {
                                 } | null;
                                 error: {
                                     message: string;
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick */
+                                    code?: string;
+                                    reason?: string;
                                 } | null;
                                 createdAt: string;
                                 completedAt: string | null;
@@ -8573,6 +8703,9 @@ export interface paths {
                                 } | null;
                                 error: {
                                     message: string;
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick */
+                                    code?: string;
+                                    reason?: string;
                                 } | null;
                                 createdAt: string;
                                 completedAt: string | null;

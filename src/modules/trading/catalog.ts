@@ -23,9 +23,19 @@ export class Catalog {
     this.store = new CatalogStore(ctx.db);
   }
 
-  async createStrategy(userId: string, input: { name: string; visibility: Visibility; version: StrategyVersionInput }) {
+  async createStrategy(userId: string, input: { name: string; visibility: Visibility; access?: { priceUsd: string; payTo: string }; version: StrategyVersionInput }) {
     const now = this.ctx.clock.now();
-    const strategy: StrategyRow = { id: newId(now.getTime()), userId, name: input.name, visibility: input.visibility, latestVersion: 1, createdAt: now, updatedAt: now };
+    const strategy: StrategyRow = {
+      id: newId(now.getTime()),
+      userId,
+      name: input.name,
+      visibility: input.visibility,
+      latestVersion: 1,
+      accessPriceUsd: input.access?.priceUsd ?? null,
+      accessPayTo: input.access?.payTo.toLowerCase() ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
     const created = await this.store.createStrategy(strategy, this.newVersion(strategy.id, input.version, now));
     return strategyView(created.strategy, [created.version], true);
   }

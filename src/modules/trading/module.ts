@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { devReceiver } from '../../chain/dev-receiver.js';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
@@ -7,8 +8,11 @@ import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/sc
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { Backtester } from './backtest.js';
 import { Catalog } from './catalog.js';
+import { ChargeReconciler, chargeReconcileLoop } from './charge-reconcile.js';
+import { ChargeStore } from './charge-store.js';
 import { TickConsumer } from './consumer.js';
 import { EmbeddedFeed, type MarketDataProvider } from './market-data.js';
+import { Meter } from './metering.js';
 import { reconcileLoop, RuntimeReconciler } from './reconcile.js';
 import { RuntimeService } from './runtimes.js';
 import { RuntimeStore } from './runtime-store.js';
@@ -18,6 +22,8 @@ import {
   accountSchema,
   backtestBody,
   backtestResult,
+  chargeSchema,
+  chargesQuery,
   createAccountBody,
   createRuntimeBody,
   createStrategyBody,
@@ -33,6 +39,7 @@ import {
 } from './schemas.js';
 import type { VersionRow } from './store.js';
 import { TickRunner } from './ticks.js';
+import { chargeView } from './views.js';
 import { PaperVenue, type Venue } from './venue.js';
 
 export interface TradingModuleOptions {
@@ -50,6 +57,8 @@ export interface TradingParts {
   runner: TickRunner;
   consumer: TickConsumer;
   schedules: RuntimeSchedules;
+  meter: Meter;
+  charges: ChargeReconciler;
 }
 
 declare module '../../context.js' {
@@ -68,24 +77,33 @@ export const createTradingModule =
     const catalog = new Catalog(ctx, feeds);
     const schedules = new RuntimeSchedules(ctx);
     const runtimeStore = new RuntimeStore(ctx.db);
-    const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, ctx.clock, ctx.log);
-    const runner = new TickRunner(ctx, catalog.store, { feedFor, venue });
+    const chargeStore = new ChargeStore(ctx.db);
+    const meter = new Meter(ctx, chargeStore, meteringPayTo(ctx));
+    const charges = new ChargeReconciler(ctx, chargeStore);
+    const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, meter, ctx.clock, ctx.log);
+    const runner = new TickRunner(ctx, catalog.store, { feedFor, venue, meter });
     const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
     const consumer = new TickConsumer(() => ctx.services.events, schedules, runner, (runtime) => reconciler.align(runtime), ctx.log);
     const backtester = new Backtester(catalog, feedFor, venue, ctx.clock);
-    ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules };
+    ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules, meter, charges };
 
     return {
       name: 'trading',
-      loops: [reconcileLoop(reconciler), { name: 'trading.executions', intervalMs: 1000, run: async () => (await consumer.drain()) > 0 }],
-      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester }) },
+      loops: [reconcileLoop(reconciler), { name: 'trading.executions', intervalMs: 1000, run: async () => (await consumer.drain()) > 0 }, chargeReconcileLoop(charges)],
+      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester, chargeStore }) },
     };
   };
 
 export const tradingModule = createTradingModule();
 
-function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester }): void {
-  const { catalog, runtimes, backtester } = parts;
+/** Where the deployment's metered payments go: TRADING_METERING_PAY_TO, or on the devchain a receiver key in the data dir. */
+function meteringPayTo(ctx: AppContext): string | null {
+  if (ctx.config.trading.metering.payTo) return ctx.config.trading.metering.payTo;
+  return ctx.chain.devchain ? devReceiver(ctx.config.dataDir, 'trading-receiver-key') : null;
+}
+
+function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester; chargeStore: ChargeStore }): void {
+  const { catalog, runtimes, backtester, chargeStore } = parts;
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const common = { tags: ['agentic-trading'], security: [{ bearer: [] }] };
   const onRequest = ctx.auth.guard(['identity']);
@@ -148,6 +166,23 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
       schema: { ...common, summary: "Set the account's kill switch for all its runtimes (extension)", params: accountIdParams, body: killSwitchBody, response: { 200: envelopeSchema(accountSchema), ...errors(400, 401, 404) } },
     },
     async (request) => envelope(await catalog.setKillSwitch(userOf(request), request.params.accountId, request.body.mode)),
+  );
+  app.get(
+    `${base}/accounts/:accountId/charges`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: "Metered payments made by the account's agent wallet, newest first (extension)",
+        params: accountIdParams,
+        querystring: chargesQuery,
+        response: { 200: envelopeSchema(z.array(chargeSchema)), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const account = await catalog.account(userOf(request), request.params.accountId);
+      return envelope((await chargeStore.ofAccount(account.id, request.query.limit, request.query.before ?? null)).map(chargeView));
+    },
   );
 
   app.get(`${base}/runtimes`, { onRequest, schema: { ...common, summary: 'Your runtimes, newest first', response: { 200: envelopeSchema(z.array(runtimeSchema)), ...errors(401) } } }, async (request) =>

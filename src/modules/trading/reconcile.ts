@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { Catalog } from './catalog.js';
+import type { Meter } from './metering.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { RuntimeSchedules } from './schedules.js';
 
@@ -16,9 +17,9 @@ const BATCH = 100;
  * written first and the schedule follows, here: right after the move (by the caller) and again by the
  * loop for any runtime whose `scheduleState` still differs, so a crash between the two is repaired.
  *
- *  - provisioning: the schedule is made; once the events scheduler has registered it and the account's
- *    wallet is active, the runtime becomes active. A schedule the scheduler refuses, or a failed
- *    wallet, fails the runtime.
+ *  - provisioning: the schedule is made; once the events scheduler has registered it, the account's
+ *    wallet is active and metered activation (if priced) is paid, the runtime becomes active. A schedule
+ *    the scheduler refuses, a failed wallet, or a refused activation payment fails the runtime.
  *  - active: the schedule runs (resumed if it was paused);
  *  - paused, needs_review: the schedule is paused;
  *  - stopped, failed: the schedule is deleted.
@@ -28,6 +29,7 @@ export class RuntimeReconciler {
     private readonly store: RuntimeStore,
     private readonly schedules: RuntimeSchedules,
     private readonly catalog: Catalog,
+    private readonly meter: Meter,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
@@ -71,17 +73,22 @@ export class RuntimeReconciler {
   private async provision(runtime: RuntimeRow): Promise<void> {
     const schedule = await this.schedules.ensure(runtime);
     if (runtime.scheduleId !== schedule.id) await this.store.setSchedule(runtime.id, schedule.id);
+    const fail = async (reason: string) => {
+      const failed = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'failed', reason, this.clock.now());
+      if (failed) await this.align({ ...failed, scheduleId: schedule.id });
+    };
+    if (schedule.syncStatus === 'error') return fail(`schedule refused: ${schedule.lastError}`);
     const account = await this.catalog.store.account(this.catalog.store.db, runtime.userId, runtime.accountId);
     const wallet = account ? await this.catalog.walletStatus(account) : 'failed';
-    const now = this.clock.now();
-    if (schedule.syncStatus === 'error' || wallet === 'failed') {
-      const reason = schedule.syncStatus === 'error' ? `schedule refused: ${schedule.lastError}` : "the account's agent wallet failed to provision";
-      const failed = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'failed', reason, now);
-      if (failed) await this.align({ ...failed, scheduleId: schedule.id });
-      return;
-    }
+    if (wallet === 'failed') return fail("the account's agent wallet failed to provision");
     if (schedule.syncStatus !== 'synced' || wallet !== 'active') return; // not yet: the next pass looks again
-    const active = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'active', null, now);
+
+    const { strategy } = (await this.catalog.store.version(runtime.strategyVersionId))!;
+    const paid = await this.meter.forActivation({ accountId: account!.id, walletId: account!.walletId, runtimeId: runtime.id }, runtime.userId, strategy);
+    if (paid.kind === 'refused') return fail(`activation payment refused: ${paid.reason}`);
+    if (paid.kind === 'pending') return; // the settle's outcome is not known yet: the next pass looks again
+
+    const active = await this.store.move(this.store.db, runtime.id, ['provisioning'], 'active', null, this.clock.now());
     if (active) await this.store.markAligned(runtime.id, 'active');
   }
 }

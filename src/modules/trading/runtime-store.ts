@@ -20,6 +20,9 @@ export interface TickState {
   book: Book;
   bookVersion: number;
   killSwitch: KillSwitchMode;
+  /** The account and its agent wallet, which pays a metered tick. */
+  accountId: string;
+  walletId: string;
   tickStatus: string | null;
 }
 
@@ -104,6 +107,7 @@ export class RuntimeStore {
       sql`select r.id, t.scheduled_at as "scheduledAt", r.status, r.schedule_id as "scheduleId", r.strategy_version_id as "strategyVersionId",
                  r.fund_limit_usd as "fundLimitUsd", r.max_leverage as "maxLeverage", r.max_drawdown_percent as "maxDrawdownPercent",
                  r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch",
+                 a.id as "accountId", a.wallet_id as "walletId",
                  (select e.status from trading_executions e
                    where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus"
             from unnest(${sql.param(ticks.map((t) => t.runtimeId))}::uuid[], ${sql.param(ticks.map((t) => t.scheduledAt.toISOString()))}::timestamptz[]) as t(runtime_id, scheduled_at)
@@ -146,6 +150,7 @@ export class RuntimeStore {
       decision: e.decision,
       risk_assessment: e.riskAssessment,
       order: e.order,
+      error: e.error,
       created_at: e.createdAt.toISOString(),
       completed_at: e.completedAt!.toISOString(),
     }));
@@ -155,7 +160,7 @@ export class RuntimeStore {
             select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(
               runtime_id uuid, book_version int, book jsonb, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
               execution_status text, attempt_count int, strategy_version_hash text, inputs_digest text, decision jsonb, risk_assessment jsonb,
-              "order" jsonb, created_at timestamptz, completed_at timestamptz)),
+              "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz)),
           moved as (
             update trading_runtimes r
                set book = i.book, book_version = r.book_version + 1, status = i.status,
@@ -166,18 +171,18 @@ export class RuntimeStore {
           insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash,
                                           inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at)
           select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.execution_status, i.attempt_count, i.strategy_version_hash,
-                 i.inputs_digest, i.decision, i.risk_assessment, i."order", null, i.created_at, i.completed_at
+                 i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at
             from input i join moved m on m.id = i.runtime_id
           on conflict (runtime_id, trigger_type, scheduled_at) do update
              set status = excluded.status, attempt_count = excluded.attempt_count, inputs_digest = excluded.inputs_digest,
                  decision = excluded.decision, risk_assessment = excluded.risk_assessment, "order" = excluded."order",
-                 error = null, completed_at = excluded.completed_at
+                 error = excluded.error, completed_at = excluded.completed_at
            where trading_executions.status = 'failed'
           returning id, runtime_id as "runtimeId", created_at as "createdAt"`,
     );
     // A failed execution taken over keeps its id and creation time.
     const byRuntime = new Map(commits.map((c) => [c.execution.runtimeId, c.execution]));
-    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt), error: null }));
+    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt) }));
   }
 
   /** A tick that threw: recorded failed (or a failed one's attempt count moved on); a finished one is left alone. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CANDLE_INTERVALS } from './market-data.js';
-import { EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
+import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
 
 /** Bounds of our own choosing (docs/trading.md). */
 export const TRADING_LIMITS = {
@@ -29,9 +29,20 @@ export const strategyVersionInput = z.object({
 });
 export type StrategyVersionInput = z.infer<typeof strategyVersionInput>;
 
+export const accessSchema = z
+  .object({
+    priceUsd: z
+      .string()
+      .regex(/^\d{1,9}(\.\d{1,6})?$/, 'a dollar amount such as 0.50 (at most 6 decimals)')
+      .refine((price) => Number(price) > 0, 'must be above 0'),
+    payTo: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a 0x-prefixed 20-byte address'),
+  })
+  .describe("Paid access (x402, USDG): what another user's trading account pays you, once, to activate runtimes of this strategy");
+
 export const createStrategyBody = z.object({
   name: z.string().trim().min(1).max(100),
   visibility: z.enum(VISIBILITIES).default('private').describe('private: only you; public: every signed-in user may read it and launch runtimes from it'),
+  access: accessSchema.optional(),
   version: strategyVersionInput,
 });
 
@@ -51,6 +62,7 @@ export const strategySchema = z.object({
   userId: z.string(),
   name: z.string(),
   visibility: z.enum(VISIBILITIES),
+  access: accessSchema.nullable(),
   latestVersion: versionSchema,
   versions: z.array(versionSchema).optional(),
   createdAt: z.string(),
@@ -150,7 +162,9 @@ export const executionSchema = z.object({
   decision: z.record(z.string(), z.unknown()).nullable(),
   riskAssessment: z.record(z.string(), z.unknown()).nullable(),
   order: orderSchema.nullable(),
-  error: z.object({ message: z.string() }).nullable(),
+  error: z
+    .object({ message: z.string(), code: z.string().optional().describe('payment_refused: the agent wallet could not pay a metered tick'), reason: z.string().optional() })
+    .nullable(),
   createdAt: z.string(),
   completedAt: z.string().nullable(),
 });
@@ -178,4 +192,24 @@ export const backtestResult = z.object({
 
 export const strategyIdParams = z.object({ strategyId: z.uuid() });
 export const runtimeIdParams = z.object({ runtimeId: z.uuid() });
+export const chargeSchema = z.object({
+  id: z.string(),
+  accountId: z.string(),
+  runtimeId: z.string(),
+  boundary: z.enum(CHARGE_BOUNDARIES),
+  subject: z.string().describe('What was bought: strategy:<id>, runtime:<id> or tick:<runtime id>:<trigger>:<scheduledAt>'),
+  amount: z.string().describe('Atomic units of the asset'),
+  payTo: z.string(),
+  payer: z.string().describe("The account's agent wallet"),
+  network: z.string(),
+  asset: z.string(),
+  status: z.enum(CHARGE_STATUSES),
+  reason: z.string().nullable(),
+  transaction: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const chargesQuery = executionsQuery;
+
 export const accountIdParams = z.object({ accountId: z.uuid() });

@@ -17,6 +17,9 @@ export const tradingStrategies = pgTable(
     name: text('name').notNull(),
     visibility: text('visibility').$type<Visibility>().notNull(),
     latestVersion: integer('latest_version').notNull(),
+    /** What launching it from another user's account costs in USD (x402, once per account; docs/trading.md#payment-metering); null: free. */
+    accessPriceUsd: text('access_price_usd'),
+    accessPayTo: text('access_pay_to'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -150,5 +153,51 @@ export const tradingExecutions = pgTable(
     check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual')`),
     unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt),
     index('trading_executions_runtime_idx').on(t.runtimeId, t.id),
+  ],
+);
+
+export const CHARGE_BOUNDARIES = ['strategy_access', 'activation', 'execution', 'market_data'] as const;
+export type ChargeBoundary = (typeof CHARGE_BOUNDARIES)[number];
+export const CHARGE_STATUSES = ['settling', 'settled', 'failed'] as const;
+export type ChargeStatus = (typeof CHARGE_STATUSES)[number];
+
+/**
+ * Metered payments (x402, paid by the account's agent wallet). One row per (account, boundary, subject):
+ * a thing is paid for once, however often it is retried or raced. A `failed` row (nothing moved) may be
+ * taken over by a new authorization; a `settling` one is left to the charge reconciler.
+ */
+export const tradingCharges = pgTable(
+  'trading_charges',
+  {
+    id: uuid('id').primaryKey(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => tradingAccounts.id),
+    runtimeId: uuid('runtime_id')
+      .notNull()
+      .references(() => tradingRuntimes.id),
+    boundary: text('boundary').$type<ChargeBoundary>().notNull(),
+    /** What was bought: `strategy:<id>`, `runtime:<id>`, or `tick:<runtime id>:<trigger>:<scheduledAt>`. */
+    subject: text('subject').notNull(),
+    amountAtomic: text('amount_atomic').notNull(),
+    payTo: text('pay_to').notNull(),
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    payer: text('payer').notNull(),
+    nonce: text('nonce').notNull(),
+    validBefore: text('valid_before').notNull(),
+    status: text('status').$type<ChargeStatus>().notNull(),
+    reason: text('reason'),
+    transactionHash: text('transaction_hash'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    check('trading_charges_boundary_check', sql`${t.boundary} in ('strategy_access', 'activation', 'execution', 'market_data')`),
+    check('trading_charges_status_check', sql`${t.status} in ('settling', 'settled', 'failed')`),
+    unique('trading_charges_subject_unique').on(t.accountId, t.boundary, t.subject),
+    unique('trading_charges_authorization_unique').on(t.network, t.asset, t.payer, t.nonce),
+    index('trading_charges_account_idx').on(t.accountId, t.id),
+    index('trading_charges_settling_idx').on(t.updatedAt).where(sql`${t.status} = 'settling'`),
   ],
 );

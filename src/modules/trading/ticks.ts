@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
 import { evaluateTick } from './engine.js';
 import type { MarketDataProvider } from './market-data.js';
+import type { Meter } from './metering.js';
 import type { QuantSignalDefinition } from './quant-signal.js';
 import { RuntimeStore, type ExecutionRow, type TickCommit, type TickState } from './runtime-store.js';
 import type { CatalogStore, VersionRow } from './store.js';
@@ -26,6 +27,8 @@ export type TickResult =
 export interface TickParts {
   feedFor(version: VersionRow): MarketDataProvider;
   venue: Venue;
+  /** Charges metered ticks before they run (docs/trading.md#payment-metering). */
+  meter: Meter;
 }
 
 /** Reads before giving up on a runtime whose book keeps changing under a tick (another tick of it won each time). */
@@ -90,7 +93,9 @@ export class TickRunner {
       else if (state.tickStatus && state.tickStatus !== 'failed') results[tick.index] = { ran: false, reason: 'done', status: state.tickStatus };
       else {
         try {
-          commits.push({ tick, state, commit: await this.evaluate(trigger, tick, state, now) });
+          const paid = await this.payFor(trigger, tick, state);
+          const commit = paid.kind === 'paid' ? await this.evaluate(trigger, tick, state, now) : await this.paymentRefused(trigger, tick, state, now, paid.reason);
+          commits.push({ tick, state, commit });
         } catch (error) {
           results[tick.index] = await this.failed(trigger, tick, error);
         }
@@ -139,6 +144,37 @@ export class TickRunner {
         riskAssessment: outcome.riskAssessment,
         order: outcome.order,
         error: null,
+        completedAt: now,
+      },
+    };
+  }
+
+  /** A metered tick's market data and execution (free when unpriced); a charge not settled yet fails the tick, to be retried. */
+  private async payFor(trigger: TickTrigger, tick: TickRequest, state: TickState) {
+    const { meter, feedFor } = this.parts;
+    if (!meter.metersTicks) return { kind: 'paid' } as const;
+    const feed = feedFor(await this.version(state.strategyVersionId)).name;
+    const paid = await meter.forTick({ accountId: state.accountId, walletId: state.walletId, runtimeId: state.id }, trigger, tick.scheduledAt, feed);
+    if (paid.kind === 'pending') throw new Error(`the tick's metered payment is not settled yet (${paid.reason})`);
+    return paid;
+  }
+
+  /** The account could not pay for the tick: nothing runs, the runtime goes to review (an account problem), the book stays. */
+  private async paymentRefused(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, reason: string): Promise<TickCommit> {
+    const version = await this.version(state.strategyVersionId);
+    return {
+      bookVersion: state.bookVersion,
+      book: state.book,
+      status: 'needs_review',
+      reason: `tick payment refused: ${reason}`,
+      execution: {
+        ...this.executionBase(tick, trigger, version, now),
+        status: 'failed',
+        inputsDigest: null,
+        decision: null,
+        riskAssessment: null,
+        order: null,
+        error: { code: 'payment_refused', reason, message: `The account's agent wallet could not pay for this tick: ${reason}` },
         completedAt: now,
       },
     };

@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import { markToMarket, type Book } from './book.js';
+import type { ChargeRow } from './charge-store.js';
 import type { RuntimeRow, ExecutionRow } from './runtime-store.js';
-import type { accountSchema, bookSchema, executionSchema, runtimeSchema, strategySchema, versionSchema } from './schemas.js';
+import type { accountSchema, bookSchema, chargeSchema, executionSchema, runtimeSchema, strategySchema, versionSchema } from './schemas.js';
 import type { AccountRow, StrategyRow, VersionRow } from './store.js';
 
 // Rows -> API records: the only place that decides what a client sees.
@@ -28,6 +29,7 @@ export function strategyView(row: StrategyRow, versions: VersionRow[], all = fal
     userId: row.userId,
     name: row.name,
     visibility: row.visibility,
+    access: row.accessPriceUsd && row.accessPayTo ? { priceUsd: row.accessPriceUsd, payTo: row.accessPayTo } : null,
     latestVersion: versionView(latest),
     ...(all ? { versions: versions.map(versionView) } : {}),
     createdAt: row.createdAt.toISOString(),
@@ -102,4 +104,22 @@ export const executionView = (row: ExecutionRow): ExecutionView => ({
   error: row.error as ExecutionView['error'],
   createdAt: row.createdAt.toISOString(),
   completedAt: row.completedAt ? row.completedAt.toISOString() : null,
+});
+
+export const chargeView = (row: ChargeRow): z.infer<typeof chargeSchema> => ({
+  id: row.id,
+  accountId: row.accountId,
+  runtimeId: row.runtimeId,
+  boundary: row.boundary,
+  subject: row.subject,
+  amount: row.amountAtomic,
+  payTo: row.payTo,
+  payer: row.payer,
+  network: row.network,
+  asset: row.asset,
+  status: row.status,
+  reason: row.reason,
+  transaction: row.transactionHash,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
 });

@@ -1,3 +1,4 @@
+import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
@@ -13,6 +14,8 @@ import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-cal
 import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
+import { signPayment, type SignedPayment } from './signing.js';
+import { conflict } from '../../platform/http/errors.js';
 import { PaymentReconciler } from './reconcile.js';
 import { KeySealer } from '../../platform/sealing.js';
 import { AwsKmsWalletProvider } from './kms-provider.js';
@@ -26,6 +29,8 @@ declare module '../../context.js' {
     wallets: WalletsService;
     /** Pay-and-call from a wallet as its credential would (other modules: an agent's tool). */
     walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput): Promise<PayAndCallResult>;
+    /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
+    walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
 }
 
@@ -54,6 +59,11 @@ export const createWalletsModule =
     const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
     ctx.services.wallets = service;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input) => payAndCall.run(await service.payingWallet(walletId), credentialId, input);
+    ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
+      const wallet = await service.payingWallet(walletId);
+      if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
+      return signPayment(await provider.signer(wallet.id, wallet.keyRef), challenge, requirement, requirement.amount);
+    };
     ctx.auth.register('wallet', service.resolveCredential);
 
     const mgmt = ctx.auth.guard(['mgmt']);
