@@ -8,10 +8,12 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
 COPY templates/paid-server/package.json templates/paid-server/
-RUN npm ci --omit=dev --no-audit --no-fund
+# All dependencies to build (Vite builds the web pages), then only the production ones are kept.
+RUN npm ci --no-audit --no-fund
 COPY bin bin
 COPY src src
-RUN node bin/build.js
+COPY web web
+RUN node bin/build.js && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 # What /health reports (there is no git in the image): docker build --build-arg BUILD_COMMIT=$(git rev-parse HEAD)
@@ -25,6 +27,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
+COPY --from=build /app/web/dist web/dist
 COPY package.json ./
 COPY bin bin
 COPY migrations migrations

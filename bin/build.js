@@ -26,14 +26,14 @@ function sources(dir = SRC, out = []) {
  * What the build was made from: a hash of every source's path and content (about 10 ms), so any edit,
  * addition or removal changes it, and a checkout or copy that only touches mtimes does not.
  */
-function fingerprint(files) {
+function fingerprint(files, base = SRC) {
   const hash = createHash('sha256');
-  for (const file of [...files].sort()) hash.update(`${relative(SRC, file)}\0`).update(readFileSync(file)).update('\0');
+  for (const file of [...files].sort()) hash.update(`${relative(base, file)}\0`).update(readFileSync(file)).update('\0');
   return hash.digest('hex');
 }
 
-function isFresh(print) {
-  return existsSync(STAMP) && readFileSync(STAMP, 'utf8') === print;
+function isFresh(print, stamp = STAMP) {
+  return existsSync(stamp) && readFileSync(stamp, 'utf8') === print;
 }
 
 async function compile(files, print) {
@@ -90,8 +90,43 @@ export async function ensureBuilt() {
   });
 }
 
+// The web pages (web/, Vite) build into web/dist the same way: only when their sources changed, into a
+// temporary directory renamed into place, so a running server never reads a half-written build.
+const WEB = join(ROOT, 'web');
+const WEB_DIST = join(WEB, 'dist');
+const WEB_STAMP = join(WEB_DIST, '.stamp');
+
+function webSources(dir = WEB, out = []) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === 'node_modules' || entry.name.startsWith('dist')) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) webSources(path, out);
+    else out.push(path);
+  }
+  return out;
+}
+
+/** Builds web/dist unless it matches web/ (or there is no web/ source: an image that ships web/dist). Returns whether it built. */
+export async function ensureWebBuilt() {
+  if (!existsSync(join(WEB, 'vite.config.ts'))) return false;
+  if (isFresh(fingerprint(webSources(), WEB), WEB_STAMP)) return false;
+  return withLock(async () => {
+    const print = fingerprint(webSources(), WEB);
+    if (isFresh(print, WEB_STAMP)) return false;
+    const { build } = await import('vite');
+    const out = `${WEB_DIST}.tmp-${process.pid}`;
+    await build({ configFile: join(WEB, 'vite.config.ts'), build: { outDir: out, emptyOutDir: true } });
+    writeFileSync(join(out, '.stamp'), print);
+    rmSync(WEB_DIST, { recursive: true, force: true });
+    renameSync(out, WEB_DIST);
+    return true;
+  });
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const started = performance.now();
-  const built = await ensureBuilt();
-  console.log(built ? `built dist/ in ${Math.round(performance.now() - started)} ms` : 'dist/ is up to date');
+  for (const [what, ensure] of [['dist/', ensureBuilt], ['web/dist/', ensureWebBuilt]]) {
+    const started = performance.now();
+    const built = await ensure();
+    console.log(built ? `built ${what} in ${Math.round(performance.now() - started)} ms` : `${what} is up to date`);
+  }
 }

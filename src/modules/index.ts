@@ -9,10 +9,11 @@ import { projectsModule } from './projects/routes.js';
 import { relayModule } from './relay/module.js';
 import { storageModule } from './storage/module.js';
 import { tradingModule } from './trading/module.js';
+import { webModule } from './web/module.js';
 import { systemModule } from './system/routes.js';
 import { txapiModule } from './txapi/module.js';
 import { walletsModule } from './wallets/routes.js';
 import { x402TestModule } from './x402-test/routes.js';
 
 /** Every module of the service, in registration order. */
-export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule];
+export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule, webModule];

@@ -58,6 +58,9 @@ describe('the Dockerfile image layout', () => {
       const api = output.match(/^api\s+(http:\/\/\S+)$/m)![1];
       await expect.poll(async () => (await fetch(`${api}/ready`).catch(() => null))?.status, { timeout: 30_000 }).toBe(200);
       expect(fs.statSync(stamp).mtimeMs).toBe(builtAt); // not rebuilt
+      // The pages ship prebuilt (web/dist): the dashboard answers without web/ sources or Vite.
+      expect(fs.existsSync(path.join(image, 'web/vite.config.ts'))).toBe(false);
+      expect((await fetch(`${api}/app/`)).status).toBe(200);
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

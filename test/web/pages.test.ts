@@ -1,0 +1,60 @@
+// How the api origin serves the built pages: the dashboard under /app/, hashed assets cached for good
+// and gzipped, the checkout at a paymentUrl for a browser only (POST stays the x402 pay contract), and a
+// CSP that allows nothing but this origin.
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await buildTestApp();
+});
+afterAll(async () => app?.close());
+
+const get = (url: string, headers: Record<string, string> = {}) => app.origins.api!.inject({ method: 'GET', url, headers });
+const intentUrl = '/v1/payment-intents/01900000-0000-7000-8000-000000000000/pay';
+
+describe('the web pages on the api origin', () => {
+  it('serves the dashboard at /app/ with a same-origin CSP, and redirects /app', async () => {
+    expect((await get('/app')).headers.location).toBe('/app/');
+    const page = await get('/app/');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['cache-control']).toBe('no-cache');
+    const csp = String(page.headers['content-security-policy']);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/unsafe-inline|https?:/);
+    // No CDN: every script and stylesheet the page names is one of ours.
+    for (const src of page.body.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) expect(src[1]).toMatch(/^\/app\/assets\//);
+  });
+
+  it('serves hashed assets immutable, gzipped when asked, and 404 for anything else', async () => {
+    const page = await get('/app/');
+    const script = page.body.match(/src="(\/app\/assets\/[^"]+\.js)"/)![1]!;
+    const plain = await get(script);
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(plain.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    const gzipped = await get(script, { 'accept-encoding': 'gzip, br' });
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gzipped.rawPayload).toString()).toBe(plain.body);
+    expect((await get('/app/assets/nothing-here.js')).statusCode).toBe(404);
+    expect((await get('/app/assets/..%2Fapp.html')).statusCode).toBe(400);
+  });
+
+  it('answers a browser at a paymentUrl with the checkout page, and other GETs with 406', async () => {
+    const page = await get(intentUrl, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('<div class="card" id="checkout"');
+    expect(page.headers['content-security-policy']).toContain("connect-src 'self'");
+    const json = await get(intentUrl, { accept: 'application/json' });
+    expect(json.statusCode).toBe(406);
+    expect(json.json()).toMatchObject({ code: 'not_acceptable' });
+    // POST is still the pay contract: a challenge (here 404, the intent does not exist), never the page.
+    const post = await app.origins.api!.inject({ method: 'POST', url: intentUrl, headers: { accept: 'text/html' } });
+    expect(post.statusCode).toBe(404);
+    expect(post.headers['content-type']).toContain('application/json');
+  });
+});

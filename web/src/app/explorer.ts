@@ -1,0 +1,105 @@
+// The payment explorer over the transaction API: payments by recipient, each attestation verified here
+// in the browser (EIP-712 recover of its signature must give the attestation signer the API publishes),
+// and cursor paging by recipient sequence (or newest-first pages across recipients).
+import { recoverTypedDataAddress, type Hex, type TypedDataDomain } from 'viem';
+import { field, h, mount, notice } from '../shared/dom.js';
+import { shortHex, units, when } from '../shared/format.js';
+import { json } from '../shared/http.js';
+
+interface TxRecord {
+  from: string;
+  to: string;
+  transactionHash: string;
+  value: string;
+  tokenSymbol: string;
+  tokenDecimals: number;
+  blockTimestamp: number;
+  chainId: number;
+  attestation: { paymentId: Hex; payer: Hex; recipient: Hex; recipientSequence: string; token: Hex; amount: string };
+  signature: Hex;
+  signer: string;
+}
+interface AttestationInfo { domain: TypedDataDomain; types: Record<string, { name: string; type: string }[]>; primaryType: string; signer: string }
+
+const PAGE_SIZE = 10;
+
+/** Whether the record's signature recovers to the signer the API publishes (and the record names). */
+export async function verify(record: TxRecord, info: AttestationInfo): Promise<{ ok: boolean; recovered: string }> {
+  const a = record.attestation;
+  const recovered = await recoverTypedDataAddress({
+    domain: { ...info.domain, chainId: record.chainId },
+    types: { PaymentAttestation: info.types.PaymentAttestation! },
+    primaryType: 'PaymentAttestation',
+    message: { ...a, recipientSequence: BigInt(a.recipientSequence), amount: BigInt(a.amount) },
+    signature: record.signature,
+  });
+  const ok = recovered.toLowerCase() === info.signer.toLowerCase() && record.signer.toLowerCase() === info.signer.toLowerCase();
+  return { ok, recovered };
+}
+
+export async function explorerPage(root: HTMLElement, query: URLSearchParams): Promise<void> {
+  const recipient = query.get('recipient') ?? '';
+  const after = query.get('after');
+  const page = Number(query.get('page') ?? '1');
+  const info = await json<AttestationInfo>('GET', '/x402scan/attestation');
+  const chain = String(info.domain.chainId);
+  const params = new URLSearchParams({ pageSize: String(PAGE_SIZE), chain });
+  if (recipient) {
+    params.set('recipient', recipient);
+    params.set('afterSequence', after ?? '0');
+  } else params.set('page', String(page));
+  const records = await json<TxRecord[]>('GET', `/x402scan/transactions?${params}`);
+
+  const input = h('input', { name: 'recipient', value: recipient, pattern: '0x[0-9a-fA-F]{40}', spellcheck: 'false', autocomplete: 'off', size: 44, placeholder: '0x…' });
+  const go = (next: Record<string, string>) => (location.hash = `#/explorer?${new URLSearchParams(next)}`);
+  const rows = await Promise.all(records.map(async (r) => ({ r, v: await verify(r, info).catch(() => ({ ok: false, recovered: 'unrecoverable' })) })));
+  mount(
+    root,
+    h('h1', {}, 'Payment explorer'),
+    h(
+      'form',
+      { class: 'card inline', role: 'search', onsubmit: (e: Event) => (e.preventDefault(), go(input.value.trim() ? { recipient: input.value.trim() } : {})) },
+      field('Recipient address', input, 'Payments to this address in the order they were indexed; leave empty for the newest payments to anyone.'),
+      h('button', { type: 'submit' }, 'Search'),
+    ),
+    h('p', { class: 'muted' }, 'Attestations are signed by ', h('code', {}, info.signer), ` (${info.domain.name} v${info.domain.version}). Each row is checked in this browser.`),
+    rows.length === 0
+      ? notice('info', recipient ? 'No payments to this address after this point yet.' : 'No payments indexed yet.')
+      : h(
+          'table',
+          {},
+          h('caption', {}, recipient ? `Payments to ${recipient}` : 'Newest payments'),
+          h('thead', {}, h('tr', {}, ['#', 'Time', 'From', 'To', 'Amount', 'Transaction', 'Attestation'].map((t) => h('th', { scope: 'col' }, t)))),
+          h(
+            'tbody',
+            {},
+            rows.map(({ r, v }) =>
+              h(
+                'tr',
+                { 'data-payment-id': r.attestation.paymentId },
+                h('td', {}, r.attestation.recipientSequence),
+                h('td', {}, when(new Date(r.blockTimestamp * 1000).toISOString())),
+                h('td', {}, h('code', { title: r.from }, shortHex(r.from))),
+                h('td', {}, h('a', { href: `#/explorer?recipient=${r.to}`, title: r.to }, shortHex(r.to))),
+                h('td', {}, `${units(r.value, r.tokenDecimals)} ${r.tokenSymbol}`),
+                h('td', {}, h('code', { title: r.transactionHash }, shortHex(r.transactionHash))),
+                h('td', {}, h('span', { class: `badge ${v.ok ? 'verified' : 'mismatch'}`, title: `recovered ${v.recovered}` }, v.ok ? 'verified' : 'signature mismatch')),
+              ),
+            ),
+          ),
+        ),
+    h(
+      'div',
+      { class: 'row pager' },
+      recipient
+        ? [
+            after && after !== '0' ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient }) }, 'From the first') : null,
+            records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient, after: records.at(-1)!.attestation.recipientSequence }) }, 'Next payments') : null,
+          ]
+        : [
+            page > 1 ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ page: String(page - 1) }) }, 'Newer') : null,
+            records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ page: String(page + 1) }) }, 'Older') : null,
+          ],
+    ),
+  );
+}

@@ -1,0 +1,53 @@
+// Wallets of the Wallet API. They belong to a management credential (svc_api_…), which the operator
+// issues; the user enters it here to list its wallets. It stays in this tab's memory only.
+import { field, h, mount, notice } from '../shared/dom.js';
+import { when } from '../shared/format.js';
+import { json } from '../shared/http.js';
+
+interface Wallet { id: string; externalId: string; name: string; address: string | null; status: string; provider: string; createdAt: string }
+
+let credential: string | null = null;
+
+export async function walletsPage(root: HTMLElement): Promise<void> {
+  const list = h('div');
+  const input = h('input', { name: 'credential', type: 'password', required: true, autocomplete: 'off', placeholder: 'svc_api_…' });
+  const show = async () => {
+    const wallets = (await json<{ data: Wallet[] }>('GET', '/v1/wallets', { token: credential })).data;
+    mount(
+      list,
+      wallets.length === 0
+        ? h('p', {}, 'This credential has no wallets yet.')
+        : h(
+            'table',
+            {},
+            h('thead', {}, h('tr', {}, ['Name', 'External id', 'Address', 'Status', 'Key provider', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
+            h('tbody', {}, wallets.map((w) => h('tr', {}, h('td', {}, w.name), h('td', {}, w.externalId), h('td', {}, w.address ? h('code', {}, w.address) : '—'), h('td', {}, h('span', { class: `badge ${w.status}` }, w.status)), h('td', {}, w.provider), h('td', {}, when(w.createdAt))))),
+          ),
+    );
+  };
+  mount(
+    root,
+    h('h1', {}, 'Wallets'),
+    h(
+      'form',
+      {
+        class: 'card inline',
+        'aria-label': 'Management credential',
+        onsubmit: async (event: Event) => {
+          event.preventDefault();
+          credential = input.value.trim();
+          try {
+            await show();
+          } catch (error) {
+            credential = null;
+            mount(list, notice('error', (error as Error).message));
+          }
+        },
+      },
+      field('Management credential', input, 'Wallets belong to a management credential (svc_api_…) that your operator issues. It is kept in this tab only.'),
+      h('button', { type: 'submit' }, 'Show wallets'),
+    ),
+    list,
+  );
+  if (credential) await show();
+}

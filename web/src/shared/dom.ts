@@ -1,0 +1,37 @@
+// A few lines instead of a framework: the checkout must stay small, and these pages are forms and tables.
+
+type Child = Node | string | number | null | undefined | false;
+type Attrs = Record<string, string | number | boolean | null | undefined | ((event: Event) => void)>;
+
+/** An element with attributes (`on…` ones become listeners; false/null ones are left out) and children. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: (Child | Child[])[]): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (typeof value === 'function') element.addEventListener(name.slice(2).toLowerCase(), value);
+    else if (value === true) element.setAttribute(name, '');
+    else if (value !== false && value !== null && value !== undefined) element.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(typeof child === 'object' ? child : String(child));
+  }
+  return element;
+}
+
+/** Replaces everything inside `parent`. */
+export function mount(parent: Element, ...children: (Child | Child[])[]): void {
+  parent.replaceChildren(...children.flat().filter((c): c is Node | string => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)));
+}
+
+/** A labelled input: the label names it for screen readers and clicking it focuses the field. */
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLElement {
+  input.id ||= `f-${Math.random().toString(36).slice(2, 9)}`;
+  const hintId = hint ? `${input.id}-hint` : null;
+  if (hintId) input.setAttribute('aria-describedby', hintId);
+  return h('div', { class: 'field' }, h('label', { for: input.id }, label), input, hint ? h('small', { id: hintId }, hint) : null);
+}
+
+/** A message region screen readers announce: role=status for news, role=alert for errors. */
+export function notice(kind: 'info' | 'error' | 'success', ...children: (Child | Child[])[]): HTMLElement {
+  return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, ...children);
+}
