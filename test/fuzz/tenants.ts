@@ -61,7 +61,8 @@ export function credentialFor(tenant: Tenant, method: string, path: string): str
   if (path.startsWith('/v1/projects') || path.startsWith('/agents') || path.startsWith('/credits') || path.startsWith('/agentic-trading')) return tenant.identity;
   if (path.startsWith('/v1/wallets/me')) return tenant.walletSecret;
   if (path.startsWith('/v1/wallets')) return tenant.mgmt;
-  if (path.startsWith('/v1/payment-intents')) return path.endsWith('/pay') ? undefined : tenant.apiKey;
+  // Public by design: the pay contract and the payer's checkout view (the intent id is the payer's link).
+  if (path.startsWith('/v1/payment-intents')) return path.endsWith('/pay') || path.endsWith('/checkout') ? undefined : tenant.apiKey;
   if (path.startsWith('/v1/event-queues') || path.startsWith('/v1/events') || path.startsWith('/v1/schedules')) return tenant.apiKey;
   return undefined;
 }

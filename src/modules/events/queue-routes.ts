@@ -5,14 +5,17 @@ import { envelope } from '../../platform/http/render.js';
 import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
 import { queueRecord } from './records.js';
-import { createQueueBody, deletedSchema, queueParams, queueSchema } from './schemas.js';
+import { createQueueBody, deletedSchema, queueParams, queueSchema, queueStatsSchema } from './schemas.js';
 import type { EventsServices } from './services.js';
 
 const tags = ['events'];
 const security = [{ bearer: [] }];
 const errors = { 400: envelopeErrorSchema, 401: envelopeErrorSchema, 404: envelopeErrorSchema, 409: envelopeErrorSchema };
 
-export function registerQueueRoutes(app: ZodApp, ctx: AppContext, { queues }: EventsServices): void {
+/** Queues the owner's dashboard shows with their depth (each depth is a count over the queue's events). */
+const DASHBOARD_QUEUES = 100;
+
+export function registerQueueRoutes(app: ZodApp, ctx: AppContext, { queues, events }: EventsServices): void {
   // Authenticate before the body is parsed or validated: an unknown caller learns nothing.
   const onRequest = ctx.auth.guard(['project_key']);
   const projectOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request, 'project_key').projectId;
@@ -50,6 +53,31 @@ export function registerQueueRoutes(app: ZodApp, ctx: AppContext, { queues }: Ev
     async (request) => {
       await queues.delete(projectOf(request), request.params.queueId);
       return envelope({ id: request.params.queueId, deleted: true as const }, 'Event queue deleted');
+    },
+  );
+
+  app.get(
+    '/v1/projects/:projectId/event-queues',
+    {
+      onRequest: ctx.auth.guard(['identity']),
+      schema: {
+        tags,
+        security,
+        summary: `A project's event queues with their depth by state, for its owner (identity token, extension; the newest ${DASHBOARD_QUEUES})`,
+        params: z.object({ projectId: z.uuid() }),
+        response: { 200: envelopeSchema(z.array(queueSchema.extend({ depth: queueStatsSchema.shape.depth }))), ...errors },
+      },
+    },
+    async (request) => {
+      const { projectId } = request.params;
+      await ctx.services.projects.requireOwned(principalOf(request, 'identity').userId, projectId);
+      const list = (await queues.list(projectId)).slice(0, DASHBOARD_QUEUES);
+      const withDepth = [];
+      for (const queue of list) {
+        const { leaseExpiries: _expiries, oldestReadyAgeSeconds: _age, ...depth } = await events.stats(projectId, queue.id);
+        withDepth.push({ ...queueRecord(queue), depth });
+      }
+      return envelope(withDepth);
     },
   );
 }

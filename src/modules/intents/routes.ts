@@ -1,7 +1,8 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
-import { intentErrorSchema } from '../../platform/http/schemas.js';
+import { envelope } from '../../platform/http/render.js';
+import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { intentErrors } from './errors.js';
 import { paymentIndexOf, paymentRailOf } from './gateway.js';
@@ -9,10 +10,10 @@ import { PayService } from './pay.js';
 import type { PaymentIndex, PaymentRail } from './payments.js';
 import { Reconciler } from './reconcile.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
-import { createIntentBody, intentIdParams, intentSchema, settlementBodySchema } from './schemas.js';
+import { checkoutViewSchema, createIntentBody, intentIdParams, intentSchema, projectIntentsQuery, settlementBodySchema } from './schemas.js';
 import { IntentsService } from './service.js';
 import { IntentsStore } from './store.js';
-import { intentView } from './views.js';
+import { checkoutView, intentView } from './views.js';
 import { reconciliationLoop } from './worker.js';
 
 declare module '../../context.js' {
@@ -44,6 +45,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));
   ctx.services.intents = service;
   const projectKey = ctx.auth.guard(['project_key'], { code: 'project_unauthorized' });
+  const signedIn = ctx.auth.guard(['identity']);
   const keyErrors = errors(400, 401, 403, 404);
   const view = (row: Parameters<typeof intentView>[0]) => intentView(row, ctx.urls.api);
 
@@ -86,6 +88,43 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
         },
       },
       async (request) => view(await service.reconcile(principalOf(request, 'project_key').projectId, request.params.intentId)),
+    );
+    app.get(
+      '/v1/payment-intents/:intentId/checkout',
+      {
+        schema: {
+          tags,
+          summary: "The payer's view of an intent, for the hosted checkout (public, extension)",
+          description: 'Merchant name, amount, status, expiry, payee and settlement: what a payer may see. Never metadata, customerRef, externalId or the project. Not cached.',
+          params: intentIdParams,
+          response: { 200: checkoutViewSchema, ...errors(400, 404) },
+        },
+      },
+      async (request, reply) => {
+        const { row, merchantName } = await service.checkout(request.params.intentId);
+        reply.header('cache-control', 'no-store');
+        return checkoutView(row, merchantName);
+      },
+    );
+    app.get(
+      '/v1/projects/:projectId/payment-intents',
+      {
+        onRequest: signedIn,
+        schema: {
+          tags,
+          security,
+          summary: "A project's intents for its owner, newest first (identity token, extension)",
+          description: 'Filters: merchantId, status (a pending intent past its expiry counts as expired). Paging: limit (1-100, default 50) and before (the last id of the previous page). 404 when the project is not yours.',
+          params: z.object({ projectId: z.uuid() }),
+          querystring: projectIntentsQuery,
+          response: { 200: envelopeSchema(z.array(intentSchema)), ...envelopeErrors(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const { merchantId, status, before, limit } = request.query;
+        const rows = await service.listForOwner(principalOf(request, 'identity').userId, request.params.projectId, { merchantId, status, before, limit });
+        return envelope(rows.map(view));
+      },
     );
     app.post(
       '/v1/payment-intents/:intentId/pay',

@@ -79,3 +79,29 @@ export const settlementBodySchema = z.object({
 });
 export type SettlementBody = z.infer<typeof settlementBodySchema>;
 
+
+/** The public checkout view (GET /v1/payment-intents/{id}/checkout): what the payer's page shows, nothing the merchant keeps private. */
+export const checkoutViewSchema = z.object({
+  id: z.string(),
+  status: z.enum(INTENT_STATUSES),
+  amountUsdCents: z.number().int(),
+  currency: z.literal('USD'),
+  amount: z.string().describe('Atomic units the 402 challenge asks for'),
+  network: z.string(),
+  asset: z.string(),
+  payTo: z.string(),
+  merchant: z.object({ name: z.string() }),
+  description: z.string().nullable(),
+  expiresAt: z.string(),
+  settledAt: z.string().nullable(),
+  transactionHash: z.string().nullable(),
+  failureCode: z.string().nullable(),
+});
+
+export const projectIntentsQuery = z.object({
+  merchantId: z.uuid().optional(),
+  status: z.enum(INTENT_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  before: z.uuid().optional().describe('The last id of the previous page'),
+});
+export type CheckoutView = z.infer<typeof checkoutViewSchema>;

@@ -54,6 +54,24 @@ export class IntentsService {
     return this.current(row);
   }
 
+  /** What a payer's checkout page may see of an intent (any project's: its id is the link the payer holds). */
+  async checkout(intentId: string): Promise<{ row: IntentRow; merchantName: string }> {
+    const found = UUID_PATTERN.test(intentId) ? await this.store.byId(intentId) : undefined;
+    if (!found) throw intentErrors.intentNotFound();
+    const row = await this.current(found);
+    const merchant = await this.ctx.services.projects.merchant(row.merchantId);
+    return { row, merchantName: merchant?.name ?? '' };
+  }
+
+  /** A project's intents for its owner (404 for anyone else), newest first. */
+  async listForOwner(userId: string, projectId: string, filter: { merchantId?: string; status?: IntentRow['status']; before?: string; limit: number }): Promise<IntentRow[]> {
+    await this.ctx.services.projects.requireOwned(userId, projectId);
+    const now = this.ctx.clock.now();
+    const rows = await this.store.listInProject(projectId, filter, now);
+    // Read-only: a pending intent past its expiry is shown as what it is, without moving it here.
+    return rows.map((row) => (row.status === 'pending' && row.expiresAt <= now ? { ...row, status: 'expired' as const } : row));
+  }
+
   /** Manual reconcile: idempotent; 503 reconciliation_unavailable when the chain or index is unreachable. */
   async reconcile(projectId: string, intentId: string): Promise<IntentRow> {
     const row = await this.get(projectId, intentId);

@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, gt, inArray, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db, Executor } from '../../platform/db.js';
 import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
@@ -98,6 +98,29 @@ export class IntentsStore {
   async byId(id: string): Promise<IntentRow | undefined> {
     const [row] = await this.db.select().from(intents).where(eq(intents.id, id));
     return row;
+  }
+
+  /**
+   * A project's intents, newest first, for its owner's dashboard; `before` is the last id of the previous
+   * page. Read-only: a pending intent past its expiry is filtered and shown as expired (intentView's
+   * caller) without being moved.
+   */
+  async listInProject(projectId: string, filter: { merchantId?: string; status?: IntentRow['status']; before?: string; limit: number }, now: Date): Promise<IntentRow[]> {
+    const due = and(eq(intents.status, 'pending'), lte(intents.expiresAt, now));
+    const status =
+      filter.status === 'expired'
+        ? sql`(${intents.status} = 'expired' or ${due})`
+        : filter.status === 'pending'
+          ? and(eq(intents.status, 'pending'), gt(intents.expiresAt, now))
+          : filter.status
+            ? eq(intents.status, filter.status)
+            : undefined;
+    return this.db
+      .select()
+      .from(intents)
+      .where(and(eq(intents.projectId, projectId), filter.merchantId ? eq(intents.merchantId, filter.merchantId) : undefined, status, filter.before ? lt(intents.id, filter.before) : undefined))
+      .orderBy(desc(intents.id))
+      .limit(filter.limit);
   }
 
   async byIdInProject(id: string, projectId: string): Promise<IntentRow | undefined> {

@@ -47,7 +47,8 @@ export const paymentIntents = pgTable(
     check('payment_intents_status_check', sql`${t.status} in ('pending', 'settling', 'settled', 'failed', 'expired')`),
     check('payment_intents_amount_check', sql`${t.amountUsdCents} between 100 and 100000000`),
     check('payment_intents_settled_check', sql`(${t.status} = 'settled') = (${t.transactionHash} is not null)`),
-    index('payment_intents_project_idx').on(t.projectId),
+    // The owner's listing pages newest first within a project (ids are time-ordered).
+    index('payment_intents_project_idx').on(t.projectId, t.id),
     // The reconciliation worker's queue: small, only intents in flight.
     index('payment_intents_settling_idx').on(t.settlingSince).where(sql`${t.status} = 'settling'`),
     index('payment_intents_pending_expiry_idx').on(t.expiresAt).where(sql`${t.status} = 'pending'`),

@@ -1,5 +1,5 @@
 import { isoDate } from '../../platform/http/schemas.js';
-import type { IntentView, SettlementBody } from './schemas.js';
+import type { CheckoutView, IntentView, SettlementBody } from './schemas.js';
 import type { IntentRow } from './store.js';
 
 /** The pay address of an intent: the public x402 endpoint (a hosted checkout page will live here later). */
@@ -42,5 +42,24 @@ export function settlementBody(row: IntentRow): SettlementBody {
     settlement: row.transactionHash
       ? { transaction: row.transactionHash, network: row.network, payer: row.payer, settledAt: isoDate(row.settledAt) }
       : null,
+  };
+}
+
+export function checkoutView(row: IntentRow, merchantName: string): CheckoutView {
+  return {
+    id: row.id,
+    status: row.status,
+    amountUsdCents: row.amountUsdCents,
+    currency: 'USD',
+    amount: row.amount,
+    network: row.network,
+    asset: row.asset,
+    payTo: row.payTo,
+    merchant: { name: merchantName },
+    description: row.description,
+    expiresAt: row.expiresAt.toISOString(),
+    settledAt: isoDate(row.settledAt),
+    transactionHash: row.transactionHash,
+    failureCode: row.failureCode,
   };
 }

@@ -2,9 +2,11 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';
 import {
+  apiKeyParams,
+  apiKeySchema,
   createApiKeyBody,
   createdApiKeySchema,
   createMerchantBody,
@@ -55,6 +57,21 @@ export function projectsModule(ctx: AppContext): Module {
           },
           async (request, reply) =>
             reply.code(201).send(envelope(await service.createApiKey(principalOf(request, 'identity').userId, request.params.projectId, request.body.name))),
+        );
+        app.delete(
+          '/v1/projects/:projectId/api-keys/:keyId',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags: ['projects'],
+              summary: 'Revoke a project API key (extension): requests with it are refused (401) from now on',
+              description: 'Idempotent: revoking a revoked key answers it again. 404 when the project or the key is not yours.',
+              security,
+              params: apiKeyParams,
+              response: { 200: envelopeSchema(apiKeySchema), ...envelopeErrors(400, 401, 404) },
+            },
+          },
+          async (request) => envelope(await service.revokeApiKey(principalOf(request, 'identity').userId, request.params.projectId, request.params.keyId)),
         );
         app.post(
           '/v1/projects/:projectId/merchants',

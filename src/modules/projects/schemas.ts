@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isAddress, getAddress } from 'viem';
 
 export const projectIdParams = z.object({ projectId: z.uuid() });
+export const apiKeyParams = projectIdParams.extend({ keyId: z.uuid() });
 export const createProjectBody = z.object({ name: z.string().min(1).max(200) });
 export const createApiKeyBody = z.object({ name: z.string().min(1).max(100) });
 export const createMerchantBody = z.object({

@@ -54,6 +54,14 @@ export class ProjectsService {
     return { ...apiKeyView(key), secret: issued.secret };
   }
 
+  /** Revokes a key at once (the next request with it is 401); revoking twice answers it revoked. */
+  async revokeApiKey(userId: string, projectId: string, keyId: string): Promise<ApiKeyView> {
+    await this.requireOwned(userId, projectId);
+    const row = await this.store.revokeKey(projectId, keyId);
+    if (!row) throw notFound('API key not found', 'api_key_not_found');
+    return apiKeyView(row);
+  }
+
   async createMerchant(userId: string, projectId: string, input: { name: string; payTo: string }): Promise<MerchantView> {
     await this.requireOwned(userId, projectId);
     const now = this.ctx.clock.now();
@@ -105,7 +113,8 @@ export class ProjectsService {
   setKeyStatus = (keyId: string, status: 'active' | 'disabled' | 'revoked') => this.store.setKeyStatus(keyId, status);
   setMerchantEnabled = (merchantId: string, enabled: boolean) => this.store.setMerchantEnabled(merchantId, enabled, this.ctx.clock.now());
 
-  private async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {
+  /** The user's project; 404 project_not_found otherwise (another module's owner-only routes use it too). */
+  async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {
     const project = await this.store.ownedProject(userId, projectId);
     if (!project) throw notFound('Project not found', 'project_not_found');
     return project;

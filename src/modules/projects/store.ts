@@ -97,6 +97,16 @@ export class ProjectsStore {
     return rows.length > 0;
   }
 
+  /** Revokes a key of the project; the key after, or undefined when it is not that project's. */
+  async revokeKey(projectId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+    const [row] = await this.db
+      .update(projectApiKeys)
+      .set({ status: 'revoked' })
+      .where(and(eq(projectApiKeys.id, keyId), eq(projectApiKeys.projectId, projectId)))
+      .returning();
+    return row;
+  }
+
   async setKeyStatus(keyId: string, status: string): Promise<boolean> {
     const rows = await this.db.update(projectApiKeys).set({ status }).where(eq(projectApiKeys.id, keyId)).returning({ id: projectApiKeys.id });
     return rows.length > 0;

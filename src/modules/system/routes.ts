@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isEmbeddedChain } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { envelopeSchema } from '../../platform/http/schemas.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
@@ -7,6 +8,9 @@ import type { Module, ZodApp } from '../module.js';
 
 const healthData = z.object({ commit: z.string(), branch: z.string(), buildTime: z.string() });
 const checkSchema = z.object({ ok: z.boolean(), ms: z.number(), reason: z.string().optional(), detail: z.record(z.string(), z.unknown()).optional() });
+const devTokenBody = z.object({ sub: z.string().regex(/^[A-Za-z0-9._@:-]{1,200}$/, 'sub: 1-200 of A-Z a-z 0-9 . _ @ : -') });
+const devTokenResult = z.object({ token: z.string(), sub: z.string(), expiresAt: z.string() });
+const DEV_TOKEN_TTL_SECONDS = 3600;
 const readyData = z.object({ ready: z.boolean(), checks: z.record(z.string(), checkSchema) });
 
 /** Health and readiness on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
@@ -47,6 +51,26 @@ export function systemModule(ctx: AppContext): Module {
         const issuer = ctx.devIdentity;
         if (issuer) {
           app.get('/dev/identity/jwks.json', { schema: { tags: ['dev'], summary: 'JWKS of the dev identity issuer' } }, async () => issuer.jwks());
+          // The dashboard's sign-in in embedded mode. Never on a real chain: there a token is minted only by
+          // `tollgate dev token` on the machine that holds the issuer's key.
+          if (isEmbeddedChain(ctx.config)) {
+            app.post(
+              '/dev/identity/token',
+              {
+                schema: {
+                  tags: ['dev'],
+                  summary: 'An identity token for any user from the dev issuer (embedded devchain only; the dashboard signs in with it)',
+                  body: devTokenBody,
+                  response: { 200: devTokenResult },
+                },
+              },
+              async (request, reply) => {
+                const expiresAt = new Date(Date.now() + DEV_TOKEN_TTL_SECONDS * 1000).toISOString();
+                reply.header('cache-control', 'no-store');
+                return { token: await issuer.sign(request.body.sub, DEV_TOKEN_TTL_SECONDS), sub: request.body.sub, expiresAt };
+              },
+            );
+          }
         }
       },
       facilitator: health,
