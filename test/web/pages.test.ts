@@ -44,6 +44,15 @@ describe('the web pages on the api origin', () => {
     expect((await get('/app/assets/..%2Fapp.html')).statusCode).toBe(400);
   });
 
+  it('keeps the checkout first load within 150 KB of JavaScript, gzipped', async () => {
+    const page = await get(intentUrl, { accept: 'text/html' });
+    const scripts = [...page.body.matchAll(/<(?:script|link)[^>]+(?:src|href)="(\/app\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(scripts.length).toBeGreaterThan(0);
+    let gzipped = 0;
+    for (const script of scripts) gzipped += (await get(script, { 'accept-encoding': 'gzip' })).rawPayload.length;
+    expect(gzipped).toBeLessThanOrEqual(150 * 1024);
+  });
+
   it('answers a browser at a paymentUrl with the checkout page, and other GETs with 406', async () => {
     const page = await get(intentUrl, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
     expect(page.statusCode).toBe(200);

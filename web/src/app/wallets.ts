@@ -32,7 +32,7 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
       'form',
       {
         class: 'card inline',
-        'aria-label': 'Management credential',
+        'aria-label': 'Wallets of a management credential',
         onsubmit: async (event: Event) => {
           event.preventDefault();
           credential = input.value.trim();

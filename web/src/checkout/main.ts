@@ -35,6 +35,8 @@ let message: HTMLElement | null = null;
 /** Words a payer understands, for the refusals pay can answer. */
 const REASONS: Record<string, string> = {
   insufficient_funds: 'Your wallet does not hold enough USDG for this payment.',
+  invalid_exact_evm_insufficient_balance: 'Your wallet does not hold enough USDG for this payment.',
+  invalid_exact_evm_payload_authorization_valid_before: 'The signed payment expired before it arrived; try again.',
   invalid_exact_evm_payload_signature: 'The wallet produced a signature the token does not accept.',
   settlement_in_progress: 'A payment for this request is already being settled.',
   intent_expired: 'This payment request has expired.',

@@ -35,9 +35,12 @@ export async function json<T>(method: string, path: string, options: Parameters<
 }
 
 function messageOf(body: unknown, status: number): string {
-  const b = body as { message?: unknown; error?: { message?: unknown } } | null;
+  const b = body as { message?: unknown; data?: unknown; details?: unknown; error?: { message?: unknown; details?: unknown } } | null;
   const message = typeof b?.message === 'string' ? b.message : typeof b?.error?.message === 'string' ? b.error.message : null;
-  return message ?? `The server answered ${status}`;
+  // A validation error names each field's problem in its details: say which, not just "validation failed".
+  const details = [b?.data, b?.details, b?.error?.details].find(Array.isArray) as { message?: unknown }[] | undefined;
+  const reasons = (details ?? []).map((d) => d?.message).filter((m): m is string => typeof m === 'string');
+  return [message ?? `The server answered ${status}`, ...reasons].join(': ');
 }
 
 function codeOf(body: unknown): string | number | null {

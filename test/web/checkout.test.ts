@@ -1,0 +1,124 @@
+// The hosted checkout in a real browser (Debian's Chromium): a payer opens an intent's paymentUrl, pays
+// it with an injected EIP-1193 wallet (a real EIP-712 signature over USDG's EIP-3009 transfer), and sees
+// it settled with its transaction; the money moved once on the devchain. Declined signatures, expired
+// and unknown intents get clear words; no API key ever reaches the page.
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import type { TestApp } from '../helpers/test-app.js';
+import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
+import { balanceOf, buildPayApp, getIntent } from '../intents/harness.js';
+import { browserMissing, injectWallet, launchChromium, screenshot } from './browser.js';
+
+let app: TestApp;
+let shop: Shop;
+let browser: Browser;
+const clock = new ManualClock();
+const requests: { url: string; authorization?: string }[] = [];
+
+beforeAll(async () => {
+  if (browserMissing) return;
+  app = await buildPayApp({ clock });
+  shop = await createShop(app, 'checkout-merchant');
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+async function newIntent(amountUsdCents = 1234, description = 'Order #1042 — 3 API credits packs') {
+  const created = await fetch(`${app.urls.api}/v1/payment-intents`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${shop.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ merchantId: shop.merchantId, amountUsdCents, externalId: uniqueExternalId(), description }),
+  });
+  expect(created.status).toBe(201);
+  return (await created.json()) as { id: string; paymentUrl: string };
+}
+
+async function payerPage(usdg: string): Promise<{ page: Page; wallet: Awaited<ReturnType<typeof injectWallet>>; address: `0x${string}` }> {
+  const account = privateKeyToAccount(generatePrivateKey());
+  if (usdg !== '0') await app.ctx.chain.devchain!.fund(account.address, usdg);
+  const page = await browser.newPage();
+  page.on('request', (request) => requests.push({ url: request.url(), authorization: request.headers().authorization }));
+  const wallet = await injectWallet(page, account, Number(app.ctx.chain.network.split(':')[1]));
+  return { page, wallet, address: account.address };
+}
+
+describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
+  it('pays an intent with the injected wallet and shows it settled with its transaction', async () => {
+    const intent = await newIntent();
+    const { page, wallet, address } = await payerPage('50');
+    const before = await balanceOf(app, shop.payTo);
+
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
+    expect(await page.locator('main').textContent()).toContain('store');
+    expect(await page.locator('h1').textContent()).toContain('$12.34');
+    await screenshot(page, 'checkout');
+
+    await page.getByRole('button', { name: 'Pay $12.34 with your wallet' }).click();
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 30_000 }).toBe('settled');
+    const settled = await getIntent(app, shop.apiKey, intent.id);
+    expect(settled.status).toBe('settled');
+    expect(await page.getByTestId('transaction').getAttribute('title')).toBe(settled.transactionHash);
+    await screenshot(page, 'checkout-paid');
+
+    expect(wallet.calls).toEqual(['eth_requestAccounts', 'eth_chainId', 'eth_signTypedData_v4']);
+    expect(await balanceOf(app, shop.payTo)).toBe(before + 12_340_000n);
+    expect(await balanceOf(app, address)).toBe(50_000_000n - 12_340_000n);
+
+    // A reload of a paid intent says so, and offers no second payment.
+    await page.reload();
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('settled');
+    expect(await page.getByRole('button').count()).toBe(0);
+    await page.close();
+  });
+
+  it('says so when the payer declines in the wallet or cannot pay, and the intent stays payable', async () => {
+    const intent = await newIntent(500);
+    const { page, wallet } = await payerPage('1');
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
+
+    wallet.declineNext();
+    await page.getByRole('button', { name: /^Pay \$5\.00/ }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('You declined the request in your wallet. Nothing was paid.');
+
+    // $1 of USDG against $5: the facilitator refuses, and the page says why in words.
+    await page.getByRole('button', { name: /^Pay \$5\.00/ }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 30_000 }).toContain('Your wallet does not hold enough USDG');
+    expect(await page.getByTestId('status').textContent()).toBe('pending');
+    expect((await getIntent(app, shop.apiKey, intent.id)).status).toBe('pending');
+    await page.close();
+  });
+
+  it('tells a payer without a browser wallet how to pay, and an unknown link that it is unknown', async () => {
+    const intent = await newIntent(100);
+    const page = await browser.newPage();
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('No browser wallet was found');
+    await page.goto(`${app.urls.api}/v1/payment-intents/01900000-0000-7000-8000-000000000000/pay`);
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Payment request not found');
+    await page.close();
+  });
+
+  it('never sent an API key or any credential from a checkout page', () => {
+    expect(requests.length).toBeGreaterThan(5);
+    expect(requests.filter((r) => r.authorization)).toEqual([]);
+  });
+
+  it('shows an expired intent as expired, with no way to pay it', async () => {
+    const intent = await newIntent(700);
+    clock.advance(24 * 3600_000 + 1000); // past the intent's lifetime (INTENT_LIFETIME_SECONDS, a day)
+    const { page } = await payerPage('0');
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('expired');
+    expect(await page.getByRole('alert').textContent()).toContain('This payment request has expired and can no longer be paid');
+    expect(await page.getByRole('button').count()).toBe(0);
+    await screenshot(page, 'checkout-expired');
+    await page.close();
+  });
+});

@@ -1,0 +1,154 @@
+// The dashboard and the payment explorer in a real browser (Debian's Chromium): sign in with the dev
+// issuer, create a project (its key shown once, and it works), create and revoke a key (refused at once),
+// create merchants (a bad checksum refused in the server's words), list and filter intents, see queue
+// depth, wallets and credits; then find a real settled payment in the explorer with its attestation
+// verified in the page, and a tampered one shown as a mismatch.
+import type { Browser, Page } from 'playwright-core';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/test-app.js';
+import { uniqueExternalId } from '../intents/fixtures.js';
+import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
+import { browserMissing, launchChromium, screenshot } from './browser.js';
+
+let app: TestApp;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  if (browserMissing) return;
+  app = await buildPayApp();
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('dialog', (dialog) => void dialog.accept());
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+/** A JSON answer, untyped: its shape is the API's, checked by that API's own tests. */
+const body = async (response: Promise<Response>): Promise<any> => (await response).json();
+const api = (path: string, token: string, init: RequestInit = {}) =>
+  fetch(`${app.urls.api}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+
+let projectKey = '';
+let projectUrl = '';
+
+describe.skipIf(browserMissing)('dashboard in Chromium', () => {
+  it('signs in with the dev issuer and creates a project whose key is shown once and works', async () => {
+    await page.goto(`${app.urls.api}/app/`);
+    await page.getByLabel('User name').fill('dana');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Projects');
+    expect(await page.getByText('Signed in as').textContent()).toContain('dana');
+
+    await page.getByLabel('Project name').fill('Acme shop');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    projectKey = (await page.getByTestId('secret').textContent({ timeout: 10_000 }))!;
+    expect(projectKey).toMatch(/^\w+_/);
+    expect((await api('/v1/event-queues', projectKey)).status).toBe(200);
+
+    await page.getByRole('link', { name: 'Open Acme shop' }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Acme shop');
+    projectUrl = page.url();
+    // Shown once: the project page lists keys by prefix, never a secret.
+    expect(await page.getByTestId('secret').count()).toBe(0);
+    expect(await page.content()).not.toContain(projectKey);
+  });
+
+  it('creates a key and revokes it: the revoked key is refused at once', async () => {
+    await page.getByLabel('Key name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.getByTestId('secret').textContent({ timeout: 10_000 }))!;
+    expect((await api('/v1/event-queues', secret)).status).toBe(200);
+    await page.getByRole('button', { name: 'Revoke key ci' }).click();
+    await expect.poll(() => page.getByRole('row', { name: /^ci / }).textContent()).toContain('revoked');
+    expect((await api('/v1/event-queues', secret)).status).toBe(401);
+    expect((await api('/v1/event-queues', projectKey)).status).toBe(200);
+  });
+
+  it('creates merchants, refusing a bad checksum in the server’s words', async () => {
+    const address = privateKeyToAccount(generatePrivateKey()).address;
+    const wrongCase = address.slice(0, 2) + [...address.slice(2)].map((c) => (/[a-f]/.test(c) ? c.toUpperCase() : /[A-F]/.test(c) ? c.toLowerCase() : c)).join('');
+    await page.getByLabel('Merchant name').fill('Acme store');
+    await page.getByLabel('Pay to (EVM address)').fill(wrongCase);
+    await page.getByRole('button', { name: 'Create merchant' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('checksum');
+    await page.getByLabel('Pay to (EVM address)').fill(address);
+    await page.getByRole('button', { name: 'Create merchant' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: 'Acme store' }).count()).toBe(1);
+  });
+
+  it('lists the project’s intents with status filters, and queue depth', async () => {
+    const projects = (await body(api('/v1/projects', await app.identityToken('dana')))).data;
+    const merchantId = projects[0].merchants[0].id;
+    for (const cents of [250, 990]) {
+      const made = await api('/v1/payment-intents', projectKey, { method: 'POST', body: JSON.stringify({ merchantId, amountUsdCents: cents, externalId: uniqueExternalId() }) });
+      expect(made.status).toBe(201);
+    }
+    const queue = await body(api('/v1/event-queues', projectKey, { method: 'POST', body: JSON.stringify({ name: 'orders' }) }));
+    for (let i = 0; i < 3; i++) expect((await api(`/v1/event-queues/${queue.data.id}/events`, projectKey, { method: 'POST', body: JSON.stringify({ payload: { i } }) })).status).toBe(201);
+
+    await page.goto(projectUrl);
+    await page.reload();
+    await expect.poll(() => page.getByRole('cell', { name: '$9.90' }).count()).toBe(1);
+    expect(await page.getByRole('cell', { name: '$2.50' }).count()).toBe(1);
+    const queueRow = page.getByRole('row', { name: /^orders/ });
+    expect(await queueRow.textContent()).toContain('3');
+    await screenshot(page, 'dashboard');
+
+    await page.getByLabel('Status').selectOption('settled');
+    await expect.poll(() => page.getByText('No intents match.').count()).toBe(1);
+    await page.getByLabel('Status').selectOption('pending');
+    await expect.poll(() => page.getByRole('cell', { name: '$9.90' }).count()).toBe(1);
+  });
+
+  it('shows credits and agents, and wallets for a management credential', async () => {
+    await page.getByRole('link', { name: 'Agents and credits' }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Agents and credits');
+    expect(await page.locator('.balance').textContent()).toBe('$0.00');
+
+    const mgmt = await app.mgmtSecret('dashboard');
+    expect((await api('/v1/wallets', mgmt, { method: 'POST', body: JSON.stringify({ externalId: 'bot-1', name: 'Trading bot' }) })).status).toBe(201);
+    await page.getByRole('link', { name: 'Wallets' }).click();
+    await page.getByLabel('Management credential', { exact: true }).fill(mgmt);
+    await page.getByRole('button', { name: 'Show wallets' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: 'Trading bot' }).count()).toBe(1);
+  });
+});
+
+describe.skipIf(browserMissing)('payment explorer in Chromium', () => {
+  it('finds a settled payment by recipient and verifies its attestation in the page; a tampered one is a mismatch', async () => {
+    // A real payment: an intent paid with an x402 signature, settled on the devchain and indexed.
+    const owner = await app.identityToken('explorer-owner');
+    const project = (await body(api('/v1/projects', owner, { method: 'POST', body: JSON.stringify({ name: 'explorer' }) }))).data;
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    const merchant = (await body(api(`/v1/projects/${project.project.id}/merchants`, owner, { method: 'POST', body: JSON.stringify({ name: 'explorer store', payTo }) }))).data;
+    const intent = await body(api('/v1/payment-intents', project.apiKey.secret, { method: 'POST', body: JSON.stringify({ merchantId: merchant.id, amountUsdCents: 321, externalId: uniqueExternalId() }) }));
+    const payer = await fundedPayer(app, '10');
+    const paid = await fetch(intent.paymentUrl, { method: 'POST', headers: { 'payment-signature': await signedHeader(app, intent.id, payer) } });
+    expect(paid.status).toBe(200);
+    await eventually(async () => ((await (await fetch(`${app.urls.api}/x402scan/transactions?recipient=${payTo}`)).json()) as unknown[]).length === 1);
+
+    const explorer = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await explorer.goto(`${app.urls.api}/app/#/explorer`);
+    await explorer.getByLabel('Recipient address').fill(payTo);
+    await explorer.getByRole('button', { name: 'Search' }).click();
+    const row = explorer.locator('tbody tr');
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toContain('3.21 USDG');
+    expect(await row.locator('.badge').textContent()).toBe('verified');
+    await screenshot(explorer, 'explorer');
+
+    // The same answer with one byte of the amount changed: the signature no longer recovers to the signer.
+    await explorer.route('**/x402scan/transactions?*', async (route) => {
+      const records = (await (await route.fetch()).json()) as { attestation: { amount: string } }[];
+      for (const record of records) record.attestation.amount = String(BigInt(record.attestation.amount) + 1n);
+      await route.fulfill({ json: records });
+    });
+    await explorer.reload();
+    await expect.poll(() => explorer.locator('tbody tr .badge').textContent()).toBe('signature mismatch');
+    await explorer.close();
+  });
+});
