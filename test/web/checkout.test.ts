@@ -83,8 +83,11 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     await page.goto(intent.paymentUrl);
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
 
+    // By keyboard alone: Tab reaches the pay button first, Enter presses it.
     wallet.declineNext();
-    await page.getByRole('button', { name: /^Pay \$5\.00/ }).click();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Pay $5.00 with your wallet');
+    await page.keyboard.press('Enter');
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('You declined the request in your wallet. Nothing was paid.');
 
     // $1 of USDG against $5: the facilitator refuses, and the page says why in words.

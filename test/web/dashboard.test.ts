@@ -97,6 +97,10 @@ describe.skipIf(browserMissing)('dashboard in Chromium', () => {
     const queueRow = page.getByRole('row', { name: /^orders/ });
     expect(await queueRow.textContent()).toContain('3');
     await screenshot(page, 'dashboard');
+    // Every field has a label a screen reader reads out.
+    // (A string: this runs in the page, where the DOM is.)
+    const unlabelled = await page.evaluate(`[...document.querySelectorAll('input, select')].filter((el) => !el.labels?.length && !el.getAttribute('aria-label')).map((el) => el.outerHTML)`);
+    expect(unlabelled).toEqual([]);
 
     await page.getByLabel('Status').selectOption('settled');
     await expect.poll(() => page.getByText('No intents match.').count()).toBe(1);
