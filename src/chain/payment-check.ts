@@ -74,3 +74,19 @@ export async function authorizationOnChain(client: PublicClient, expected: Expec
   });
   return { used: true as const, transactionHash: logs[0]?.transactionHash ?? null };
 }
+
+/**
+ * For reconcilers of payments left unsettled: what became of one authorization. `paid`: a transaction used it
+ * to pay exactly `expected`, at `confirmations` depth. `dead`: unused past validBefore, so it can never move
+ * money. `open`: not decided yet (unused but still valid, not deep enough), or used by a transaction that
+ * did not pay `expected` (left for an operator).
+ */
+export type AuthorizationOutcome = { kind: 'paid'; transactionHash: Hex } | { kind: 'dead' } | { kind: 'open' };
+
+export async function authorizationOutcome(client: PublicClient, expected: ExpectedPayment, validBefore: bigint, lookbackBlocks: bigint, confirmations: number): Promise<AuthorizationOutcome> {
+  const state = await authorizationOnChain(client, expected, validBefore, lookbackBlocks);
+  if (!state.used) return state.dead ? { kind: 'dead' } : { kind: 'open' };
+  if (!state.transactionHash) return { kind: 'open' };
+  const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, confirmations);
+  return verdict.kind === 'confirmed' ? { kind: 'paid', transactionHash: state.transactionHash } : { kind: 'open' };
+}

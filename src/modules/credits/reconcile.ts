@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { CreditsStore, TopUpRow } from './store.js';
 import type { TopUpService } from './top-up.js';
@@ -37,14 +37,10 @@ export class TopUpReconciler {
 
   private async resolve(topUp: TopUpRow): Promise<boolean> {
     const expected: ExpectedPayment = { asset: topUp.asset, payer: topUp.payer, nonce: topUp.nonce, payTo: topUp.payTo, amount: topUp.amountAtomic };
-    const client = this.ctx.chain.publicClient;
-    const state = await authorizationOnChain(client, expected, BigInt(topUp.validBefore), LOOKBACK_BLOCKS);
-    if (!state.used) return state.dead ? this.store.markTopUpFailed(topUp.id, 'authorization_expired', this.ctx.clock.now()) : false;
-    if (!state.transactionHash) return false;
-    const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, this.ctx.config.txapi.confirmations);
-    // Used by a transaction that did not pay this top-up: nothing to credit; it stays for an operator.
-    if (verdict.kind !== 'confirmed') return false;
-    await this.topUps.creditSettled(topUp, state.transactionHash);
+    const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(topUp.validBefore), LOOKBACK_BLOCKS, this.ctx.config.txapi.confirmations);
+    if (outcome.kind === 'open') return false;
+    if (outcome.kind === 'dead') return this.store.markTopUpFailed(topUp.id, 'authorization_expired', this.ctx.clock.now());
+    await this.topUps.creditSettled(topUp, outcome.transactionHash);
     return true;
   }
 }

@@ -2,7 +2,7 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
-import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
 import { storageErrors } from './errors.js';
 import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
 
@@ -54,16 +54,11 @@ export class StorageReconciler {
 
   private async resolve(order: OrderRow): Promise<boolean> {
     const expected = expectedOf(order);
-    const state = await authorizationOnChain(this.ctx.chain.publicClient, expected, BigInt(order.authorizationValidBefore ?? 0), LOOKBACK_BLOCKS);
-    if (!state.used) {
-      // Unused past validBefore: it can never move money, so the order may be paid with a new signature.
-      return state.dead ? this.store.release(order.id, expected) : false;
-    }
-    if (!state.transactionHash) return false;
-    const verdict = await checkPaymentTransaction(this.ctx.chain.publicClient, state.transactionHash, expected, this.ctx.config.txapi.confirmations);
-    // Used by a transaction that did not pay this order (e.g. another amount): nothing to credit; it stays for an operator.
-    if (verdict.kind !== 'confirmed') return false;
-    await this.markPaid(order, state.transactionHash);
+    const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(order.authorizationValidBefore ?? 0), LOOKBACK_BLOCKS, this.ctx.config.txapi.confirmations);
+    // Unused past validBefore: it can never move money, so the order may be paid with a new signature.
+    if (outcome.kind === 'dead') return this.store.release(order.id, expected);
+    if (outcome.kind === 'open') return false;
+    await this.markPaid(order, outcome.transactionHash);
     return true;
   }
 

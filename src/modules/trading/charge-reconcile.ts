@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOnChain, checkPaymentTransaction } from '../../chain/payment-check.js';
+import { authorizationOutcome } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
 
@@ -35,14 +35,11 @@ export class ChargeReconciler {
 
   private async resolve(charge: ChargeRow): Promise<boolean> {
     const expected = { asset: charge.asset, payer: charge.payer, nonce: charge.nonce, payTo: charge.payTo, amount: charge.amountAtomic };
-    const client = this.ctx.chain.publicClient;
-    const state = await authorizationOnChain(client, expected, BigInt(charge.validBefore), LOOKBACK_BLOCKS);
+    const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(charge.validBefore), LOOKBACK_BLOCKS, this.ctx.config.txapi.confirmations);
     const now = this.ctx.clock.now();
-    if (!state.used) return state.dead && this.store.finish(charge.id, { status: 'failed', reason: 'authorization_expired' }, now);
-    if (!state.transactionHash) return false;
-    // Used by a transaction that did not pay this charge: it stays settling, for an operator.
-    const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, this.ctx.config.txapi.confirmations);
-    return verdict.kind === 'confirmed' && this.store.finish(charge.id, { status: 'settled', transactionHash: state.transactionHash.toLowerCase() }, now);
+    if (outcome.kind === 'open') return false;
+    if (outcome.kind === 'dead') return this.store.finish(charge.id, { status: 'failed', reason: 'authorization_expired' }, now);
+    return this.store.finish(charge.id, { status: 'settled', transactionHash: outcome.transactionHash.toLowerCase() }, now);
   }
 }
 
