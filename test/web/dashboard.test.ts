@@ -123,11 +123,14 @@ describe.skipIf(browserMissing)('dashboard in Chromium', () => {
 });
 
 describe.skipIf(browserMissing)('payment explorer in Chromium', () => {
+  /** The recipient of the real settled payment the first test makes. */
+  let payTo = '';
+
   it('finds a settled payment by recipient and verifies its attestation in the page; a tampered one is a mismatch', async () => {
     // A real payment: an intent paid with an x402 signature, settled on the devchain and indexed.
     const owner = await app.identityToken('explorer-owner');
     const project = (await body(api('/v1/projects', owner, { method: 'POST', body: JSON.stringify({ name: 'explorer' }) }))).data;
-    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    payTo = privateKeyToAccount(generatePrivateKey()).address;
     const merchant = (await body(api(`/v1/projects/${project.project.id}/merchants`, owner, { method: 'POST', body: JSON.stringify({ name: 'explorer store', payTo }) }))).data;
     const intent = await body(api('/v1/payment-intents', project.apiKey.secret, { method: 'POST', body: JSON.stringify({ merchantId: merchant.id, amountUsdCents: 321, externalId: uniqueExternalId() }) }));
     const payer = await fundedPayer(app, '10');
@@ -153,6 +156,24 @@ describe.skipIf(browserMissing)('payment explorer in Chromium', () => {
     });
     await explorer.reload();
     await expect.poll(() => explorer.locator('tbody tr .badge').textContent()).toBe('signature mismatch');
+    await explorer.close();
+  });
+
+  it('does not call a row verified when the record it shows differs from the signed attestation', async () => {
+    // The attestation and its signature untouched, the record's own value altered in flight: the signature
+    // still recovers to the signer, but the amount the row shows is not the one signed.
+    const explorer = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await explorer.route('**/x402scan/transactions?*', async (route) => {
+      const records = (await (await route.fetch()).json()) as { value: string }[];
+      for (const record of records) record.value = String(BigInt(record.value) + 1n);
+      await route.fulfill({ json: records });
+    });
+    await explorer.goto(`${app.urls.api}/app/#/explorer?recipient=${payTo}`);
+    const badge = explorer.locator('tbody tr .badge');
+    await expect.poll(() => badge.textContent()).toBe('record differs from attestation');
+    expect(await badge.getAttribute('title')).toContain('value');
+    // The page says what the signature does not cover.
+    expect(await explorer.locator('main').textContent()).toContain('transaction hash');
     await explorer.close();
   });
 });

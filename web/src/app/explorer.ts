@@ -1,6 +1,7 @@
 // The payment explorer over the transaction API: payments by recipient, each attestation verified here
-// in the browser (EIP-712 recover of its signature must give the attestation signer the API publishes),
-// and cursor paging by recipient sequence (or newest-first pages across recipients).
+// in the browser (EIP-712 recover of its signature must give the attestation signer the API publishes,
+// and the record the row shows must agree with what was signed), and cursor paging by recipient
+// sequence (or newest-first pages across recipients).
 import { recoverTypedDataAddress, type Hex, type TypedDataDomain } from 'viem';
 import { field, h, mount, notice } from '../shared/dom.js';
 import { shortHex, units, when } from '../shared/format.js';
@@ -11,6 +12,7 @@ interface TxRecord {
   to: string;
   transactionHash: string;
   value: string;
+  tokenAddress: string;
   tokenSymbol: string;
   tokenDecimals: number;
   blockTimestamp: number;
@@ -23,8 +25,19 @@ interface AttestationInfo { domain: TypedDataDomain; types: Record<string, { nam
 
 const PAGE_SIZE = 10;
 
-/** Whether the record's signature recovers to the signer the API publishes (and the record names). */
-export async function verify(record: TxRecord, info: AttestationInfo): Promise<{ ok: boolean; recovered: string }> {
+/** The record's fields a row shows that the attestation signs, each beside its name in the attestation. */
+const SIGNED = [
+  ['from', 'payer'],
+  ['to', 'recipient'],
+  ['value', 'amount'],
+  ['tokenAddress', 'token'],
+] as const satisfies readonly (readonly [keyof TxRecord, keyof TxRecord['attestation']])[];
+
+/**
+ * Whether the record's signature recovers to the signer the API publishes (and the record names), and
+ * which shown fields differ from the signed attestation: a valid signature vouches only for what it signs.
+ */
+export async function verify(record: TxRecord, info: AttestationInfo): Promise<{ signed: boolean; differs: string[]; recovered: string }> {
   const a = record.attestation;
   const recovered = await recoverTypedDataAddress({
     domain: { ...info.domain, chainId: record.chainId },
@@ -33,8 +46,16 @@ export async function verify(record: TxRecord, info: AttestationInfo): Promise<{
     message: { ...a, recipientSequence: BigInt(a.recipientSequence), amount: BigInt(a.amount) },
     signature: record.signature,
   });
-  const ok = recovered.toLowerCase() === info.signer.toLowerCase() && record.signer.toLowerCase() === info.signer.toLowerCase();
-  return { ok, recovered };
+  const signed = recovered.toLowerCase() === info.signer.toLowerCase() && record.signer.toLowerCase() === info.signer.toLowerCase();
+  // Addresses compare case-insensitively (EIP-55 case is a checksum, not a different address); amounts exactly.
+  const differs = SIGNED.filter(([shown, inAttestation]) => String(record[shown]).toLowerCase() !== String(a[inAttestation]).toLowerCase()).map(([shown]) => shown);
+  return { signed, differs, recovered };
+}
+
+function badge(v: { signed: boolean; differs: string[]; recovered: string }): HTMLElement {
+  if (!v.signed) return h('span', { class: 'badge mismatch', title: `recovered ${v.recovered}` }, 'signature mismatch');
+  if (v.differs.length > 0) return h('span', { class: 'badge mismatch', title: `The signature is valid, but the record's ${v.differs.join(', ')} ${v.differs.length > 1 ? 'differ' : 'differs'} from the signed attestation` }, 'record differs from attestation');
+  return h('span', { class: 'badge verified', title: `recovered ${v.recovered}` }, 'verified');
 }
 
 export async function explorerPage(root: HTMLElement, query: URLSearchParams): Promise<void> {
@@ -52,7 +73,7 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
 
   const input = h('input', { name: 'recipient', value: recipient, pattern: '0x[0-9a-fA-F]{40}', spellcheck: 'false', autocomplete: 'off', size: 44, placeholder: '0x…' });
   const go = (next: Record<string, string>) => (location.hash = `#/explorer?${new URLSearchParams(next)}`);
-  const rows = await Promise.all(records.map(async (r) => ({ r, v: await verify(r, info).catch(() => ({ ok: false, recovered: 'unrecoverable' })) })));
+  const rows = await Promise.all(records.map(async (r) => ({ r, v: await verify(r, info).catch(() => ({ signed: false, differs: [], recovered: 'unrecoverable' })) })));
   mount(
     root,
     h('h1', {}, 'Payment explorer'),
@@ -62,7 +83,7 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
       field('Recipient address', input, 'Payments to this address in the order they were indexed; leave empty for the newest payments to anyone.'),
       h('button', { type: 'submit' }, 'Search'),
     ),
-    h('p', { class: 'muted' }, 'Attestations are signed by ', h('code', {}, info.signer), ` (${info.domain.name} v${info.domain.version}). Each row is checked in this browser.`),
+    h('p', { class: 'muted' }, 'Attestations are signed by ', h('code', {}, info.signer), ` (${info.domain.name} v${info.domain.version}). Each row is checked in this browser: its payer, recipient, token and amount must be the signed ones. The transaction hash and time are not covered by the attestation.`),
     rows.length === 0
       ? notice('info', recipient ? 'No payments to this address after this point yet.' : 'No payments indexed yet.')
       : h(
@@ -83,7 +104,7 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
                 h('td', {}, h('a', { href: `#/explorer?recipient=${r.to}`, title: r.to }, shortHex(r.to))),
                 h('td', {}, `${units(r.value, r.tokenDecimals)} ${r.tokenSymbol}`),
                 h('td', {}, h('code', { title: r.transactionHash }, shortHex(r.transactionHash))),
-                h('td', {}, h('span', { class: `badge ${v.ok ? 'verified' : 'mismatch'}`, title: `recovered ${v.recovered}` }, v.ok ? 'verified' : 'signature mismatch')),
+                h('td', {}, badge(v)),
               ),
             ),
           ),
