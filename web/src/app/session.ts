@@ -1,6 +1,7 @@
 // Who is signed in: an identity token kept for this tab only (sessionStorage), sent as a bearer token.
-// Embedded mode signs in through the dev issuer (any name); with a real identity provider the user
-// pastes the token their provider issued (this page never sees a password).
+// Embedded mode (the dev issuer on the embedded devchain) signs in through the dev issuer (any name);
+// otherwise the user pastes the token their provider (or `tollgate dev token`) issued (this page never
+// sees a password).
 import { field, h, mount, notice } from '../shared/dom.js';
 import { json, request } from '../shared/http.js';
 
@@ -29,7 +30,9 @@ export const session = {
 
 /** The sign-in form: the dev issuer's when this deployment runs it, else a token field. */
 export async function signIn(root: HTMLElement, done: () => void): Promise<void> {
-  const devIssuer = (await request('GET', '/dev/identity/jwks.json')).status === 200;
+  // Asked of the token route itself, which exists only with the dev issuer on the embedded devchain (the
+  // issuer's JWKS is served on an external chain too): an empty body is refused (400) and mints nothing; 404 where absent.
+  const devIssuer = (await request('POST', '/dev/identity/token', { body: {} })).status === 400;
   const error = h('div');
   const input = h('input', { name: devIssuer ? 'user' : 'token', required: true, autocomplete: devIssuer ? 'username' : 'off', ...(devIssuer ? { pattern: '[A-Za-z0-9._@:-]{1,200}' } : {}) });
   const form = h(
