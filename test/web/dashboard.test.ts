@@ -34,6 +34,7 @@ const api = (path: string, token: string, init: RequestInit = {}) =>
 
 let projectKey = '';
 let projectUrl = '';
+let mgmt = '';
 
 describe.skipIf(browserMissing)('dashboard in Chromium', () => {
   it('signs in with the dev issuer and creates a project whose key is shown once and works', async () => {
@@ -113,12 +114,27 @@ describe.skipIf(browserMissing)('dashboard in Chromium', () => {
     await expect.poll(() => page.locator('h1').textContent()).toBe('Agents and credits');
     expect(await page.locator('.balance').textContent()).toBe('$0.00');
 
-    const mgmt = await app.mgmtSecret('dashboard');
+    mgmt = await app.mgmtSecret('dashboard');
     expect((await api('/v1/wallets', mgmt, { method: 'POST', body: JSON.stringify({ externalId: 'bot-1', name: 'Trading bot' }) })).status).toBe(201);
     await page.getByRole('link', { name: 'Wallets' }).click();
     await page.getByLabel('Management credential', { exact: true }).fill(mgmt);
     await page.getByRole('button', { name: 'Show wallets' }).click();
     await expect.poll(() => page.getByRole('cell', { name: 'Trading bot' }).count()).toBe(1);
+  });
+
+  it('forgets the management credential on sign-out: the next user of the tab sees none of its wallets', async () => {
+    const sent: string[] = [];
+    page.on('request', (request) => void (request.headers().authorization === `Bearer ${mgmt}` && sent.push(request.url())));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('User name').fill('erin');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Back on #/wallets as erin; the route has rendered once focus moves to the content.
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('content');
+    expect(await page.getByText('Signed in as').textContent()).toContain('erin');
+    expect(await page.locator('h1').textContent()).toBe('Wallets');
+    expect(await page.getByRole('cell', { name: 'Trading bot' }).count()).toBe(0);
+    expect(await page.getByLabel('Management credential', { exact: true }).inputValue()).toBe('');
+    expect(sent).toEqual([]);
   });
 });
 

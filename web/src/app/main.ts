@@ -6,7 +6,7 @@ import { agentsPage } from './agents.js';
 import { explorerPage } from './explorer.js';
 import { projectPage, projectsPage } from './projects.js';
 import { session, signIn } from './session.js';
-import { walletsPage } from './wallets.js';
+import { forgetCredential, walletsPage } from './wallets.js';
 
 const content = document.getElementById('content')!;
 const nav = document.getElementById('nav')!;
@@ -44,8 +44,14 @@ function renderNav(current: string): void {
   );
 }
 
-function signOut(): void {
+/** Ends the session: the identity token and the management credential this tab kept with it. */
+function endSession(): void {
   session.clear();
+  forgetCredential();
+}
+
+function signOut(): void {
+  endSession();
   void route();
 }
 
@@ -63,7 +69,7 @@ async function route(): Promise<void> {
     await found.r.render(content, found.m!, new URLSearchParams(search));
   } catch (error) {
     if (error instanceof HttpError && error.status === 401) {
-      session.clear();
+      endSession();
       return signIn(content, () => void route());
     }
     mount(content, h('h1', {}, found.r.title), notice('error', (error as Error).message));

@@ -8,6 +8,11 @@ interface Wallet { id: string; externalId: string; name: string; address: string
 
 let credential: string | null = null;
 
+/** Signing out (or a 401) forgets the credential too: the next user of this tab must not see its wallets. */
+export function forgetCredential(): void {
+  credential = null;
+}
+
 export async function walletsPage(root: HTMLElement): Promise<void> {
   const list = h('div');
   const input = h('input', { name: 'credential', type: 'password', required: true, autocomplete: 'off', placeholder: 'svc_api_…' });
