@@ -1,6 +1,7 @@
 // The hosted checkout in a real browser (Debian's Chromium): a payer opens an intent's paymentUrl, pays
 // it with an injected EIP-1193 wallet (a real EIP-712 signature over USDG's EIP-3009 transfer), and sees
-// it settled with its transaction; the money moved once on the devchain. Declined signatures, expired
+// it settled with its transaction; the money moved once on the devchain. An open page follows a payment made
+// elsewhere until it shows settled, without a reload. Declined signatures, expired
 // and unknown intents get clear words; no API key ever reaches the page.
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Browser, Page } from 'playwright-core';
@@ -8,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
-import { balanceOf, buildPayApp, getIntent } from '../intents/harness.js';
+import { balanceOf, buildPayApp, fundedPayer, getIntent, signedHeader } from '../intents/harness.js';
 import { browserMissing, injectWallet, launchChromium, screenshot } from './browser.js';
 
 let app: TestApp;
@@ -73,6 +74,27 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     // A reload of a paid intent says so, and offers no second payment.
     await page.reload();
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('settled');
+    expect(await page.getByRole('button').count()).toBe(0);
+    await page.close();
+  });
+
+  it('follows an open page live: paid from elsewhere, it shows settled with its transaction without a reload', async () => {
+    const intent = await newIntent(250, 'Paid from another device');
+    const page = await browser.newPage();
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
+    // A mark on this document: a reload would lose it.
+    await page.evaluate('window.__sameDocument = true');
+
+    // Paid through the API by an x402 client, as any payer outside this page would.
+    const paid = await fetch(intent.paymentUrl, { method: 'POST', headers: { 'payment-signature': await signedHeader(app, intent.id, await fundedPayer(app, '10')) } });
+    expect(paid.status).toBe(200);
+    const settled = await getIntent(app, shop.apiKey, intent.id);
+    expect(settled.status).toBe('settled');
+
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 10_000 }).toBe('settled');
+    expect(await page.getByTestId('transaction').getAttribute('title')).toBe(settled.transactionHash);
+    expect(await page.evaluate('window.__sameDocument')).toBe(true);
     expect(await page.getByRole('button').count()).toBe(0);
     await page.close();
   });
