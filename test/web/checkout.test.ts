@@ -3,9 +3,11 @@
 // it settled with its transaction; the money moved once on the devchain. An open page follows a payment made
 // elsewhere until it shows settled, without a reload. Declined signatures, expired
 // and unknown intents get clear words; no API key ever reaches the page.
+import { eq } from 'drizzle-orm';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { paymentIntents } from '../../src/modules/intents/tables.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
@@ -127,6 +129,29 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     await expect.poll(() => page.getByRole('status').first().textContent()).toContain('No browser wallet was found');
     await page.goto(`${app.urls.api}/v1/payment-intents/01900000-0000-7000-8000-000000000000/pay`);
     await expect.poll(() => page.locator('h1').textContent()).toBe('Payment request not found');
+    await page.close();
+  });
+
+  it('says what a failed intent means for the money by its failure code, never "no money moved" after a transfer', async () => {
+    const page = await browser.newPage();
+    // Failed as the intents module leaves them (docs/intents.md, failureCode values); the page reads the code
+    // from the checkout view.
+    const cases: [string | null, string][] = [
+      ['invalid_exact_evm_transaction_failed', 'No money moved'], // the settlement transaction reverted
+      ['settlement_mismatch', 'A transfer was made on chain'],
+      ['payment_already_used', 'already counted for another payment request'],
+      [null, 'check your wallet'],
+    ];
+    for (const [failureCode, words] of cases) {
+      const intent = await newIntent(300);
+      await app.ctx.db.update(paymentIntents).set({ status: 'failed', failureCode }).where(eq(paymentIntents.id, intent.id));
+      await page.goto(intent.paymentUrl);
+      await expect.poll(() => page.getByTestId('status').textContent()).toBe('failed');
+      const alert = (await page.getByRole('alert').textContent())!;
+      expect(alert).toContain(words);
+      if (failureCode !== 'invalid_exact_evm_transaction_failed') expect(alert).not.toContain('No money moved');
+      expect(await page.getByRole('button').count()).toBe(0);
+    }
     await page.close();
   });
 
