@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { uniqueExternalId } from '../intents/fixtures.js';
 import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
+import { randomAddress, seedPublished } from '../txapi/seed.js';
 import { browserMissing, launchChromium, screenshot } from './browser.js';
 
 let app: TestApp;
@@ -190,6 +191,26 @@ describe.skipIf(browserMissing)('payment explorer in Chromium', () => {
     expect(await badge.getAttribute('title')).toContain('value');
     // The page says what the signature does not cover.
     expect(await explorer.locator('main').textContent()).toContain('transaction hash');
+    await explorer.close();
+  });
+
+  it('pages a recipient’s payments by cursor: Next payments shows the ones after the page’s last sequence', async () => {
+    // Eleven published records straight into the index (as the transaction API's own tests seed them): one
+    // more than a page. Their signatures are not real, so they show as mismatches; the order is the point.
+    const recipient = randomAddress();
+    await seedPublished(app.ctx.db, Array.from({ length: 11 }, (_, i) => ({ recipient, sequence: i + 1 })));
+    const explorer = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const sequences = () => explorer.locator('tbody tr td:first-child').allTextContents();
+    const firstPage = Array.from({ length: 10 }, (_, i) => String(i + 1));
+
+    await explorer.goto(`${app.urls.api}/app/#/explorer?recipient=${recipient}`);
+    await expect.poll(sequences).toEqual(firstPage);
+    await explorer.getByRole('button', { name: 'Next payments' }).click();
+    await expect.poll(sequences).toEqual(['11']);
+    expect(new URL(explorer.url()).hash).toContain('after=10');
+    expect(await explorer.getByRole('button', { name: 'Next payments' }).count()).toBe(0);
+    await explorer.getByRole('button', { name: 'From the first' }).click();
+    await expect.poll(sequences).toEqual(firstPage);
     await explorer.close();
   });
 });
