@@ -8005,10 +8005,10 @@ export interface paths {
                                 executions: {
                                     scheduledAt: string;
                                     /**
-                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
                                      * @enum {string}
                                      */
-                                    status: "completed" | "blocked" | "halted" | "failed";
+                                    status: "completed" | "blocked" | "halted" | "failed" | "placing";
                                     inputsDigest: string | null;
                                     decision: {
                                         [key: string]: unknown;
@@ -8021,8 +8021,11 @@ export interface paths {
                                         /** @enum {string} */
                                         side: "buy" | "sell";
                                         size: string;
-                                        /** @enum {string} */
-                                        status: "filled" | "blocked";
+                                        /**
+                                         * @description placing: out at a live venue, not filled yet
+                                         * @enum {string}
+                                         */
+                                        status: "filled" | "blocked" | "placing";
                                         venue: string;
                                         price: number | null;
                                         notionalUsd: number;
@@ -9047,10 +9050,10 @@ export interface paths {
                                 triggerType: "schedule" | "manual";
                                 scheduledAt: string;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
                                  * @enum {string}
                                  */
-                                status: "completed" | "blocked" | "halted" | "failed";
+                                status: "completed" | "blocked" | "halted" | "failed" | "placing";
                                 attemptCount: number;
                                 strategyVersionHash: string;
                                 inputsDigest: string | null;
@@ -9065,8 +9068,11 @@ export interface paths {
                                     /** @enum {string} */
                                     side: "buy" | "sell";
                                     size: string;
-                                    /** @enum {string} */
-                                    status: "filled" | "blocked";
+                                    /**
+                                     * @description placing: out at a live venue, not filled yet
+                                     * @enum {string}
+                                     */
+                                    status: "filled" | "blocked" | "placing";
                                     venue: string;
                                     price: number | null;
                                     notionalUsd: number;
@@ -9154,10 +9160,10 @@ export interface paths {
                                 triggerType: "schedule" | "manual";
                                 scheduledAt: string;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
                                  * @enum {string}
                                  */
-                                status: "completed" | "blocked" | "halted" | "failed";
+                                status: "completed" | "blocked" | "halted" | "failed" | "placing";
                                 attemptCount: number;
                                 strategyVersionHash: string;
                                 inputsDigest: string | null;
@@ -9172,8 +9178,11 @@ export interface paths {
                                     /** @enum {string} */
                                     side: "buy" | "sell";
                                     size: string;
-                                    /** @enum {string} */
-                                    status: "filled" | "blocked";
+                                    /**
+                                     * @description placing: out at a live venue, not filled yet
+                                     * @enum {string}
+                                     */
+                                    status: "filled" | "blocked" | "placing";
                                     venue: string;
                                     price: number | null;
                                     notionalUsd: number;

@@ -1,9 +1,9 @@
-import { applyFill, markToMarket, type Book } from './book.js';
+import { applyFill, markToMarket, type Book, type Fill } from './book.js';
 import { digestOf } from './canonical.js';
 import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
 import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import type { ExecutionStatus, KillSwitchMode } from './tables.js';
-import type { Venue } from './venue.js';
+import type { OrderRequest, Venue } from './venue.js';
 
 export interface RiskLimits {
   fundLimitUsd: number;
@@ -23,15 +23,19 @@ export interface OrderSummary {
   symbol: string;
   side: 'buy' | 'sell';
   size: string;
-  status: 'filled' | 'blocked';
+  /** placing: claimed and sent to a live venue, its fill not recorded yet (ticks.ts). */
+  status: 'filled' | 'blocked' | 'placing';
   venue: string;
   price: number | null;
   notionalUsd: number;
   feeUsd: number | null;
 }
 
+/** The order a tick decided on, before it is placed. */
+export type PendingOrder = OrderRequest;
+
 export interface TickOutcome {
-  status: Exclude<ExecutionStatus, 'failed'>;
+  status: Exclude<ExecutionStatus, 'failed' | 'placing'>;
   inputsDigest: string;
   decision: Record<string, unknown>;
   riskAssessment: Record<string, unknown>;
@@ -62,9 +66,10 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *  3. risk: drawdown from the peak, gross exposure against fundLimitUsd × maxLeverage, and leverage
  *     against equity, each after the order; any breach blocks it (and the runtime goes to review);
  *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
- *  5. the fill, on the venue, applied to the book.
+ *  5. the order to place, if any (`placing`): evaluateTick places it at once, a live venue's tick
+ *     claims it first (ticks.ts).
  */
-export async function evaluateTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Venue }): Promise<TickOutcome> {
+export async function decideTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Pick<Venue, 'name'> }): Promise<TickOutcome & { placing: PendingOrder | null }> {
   const { definition } = input.version;
   const params = signalParams(definition.instructions);
   const interval = CANDLE_INTERVALS[definition.candleInterval]!;
@@ -131,17 +136,32 @@ export async function evaluateTick(input: TickInput, parts: { feed: MarketDataPr
 
   const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
   const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
-  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches };
+  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
   const side = best.delta > 0 ? 'buy' : 'sell';
   const notionalUsd = size * prices[best.symbol]!;
   if (status !== 'completed') {
     const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
-    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches };
+    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
   }
 
-  // 5. The fill.
-  const fill = await parts.venue.place({ symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at });
-  const book = applyFill({ ...input.book, peakEquityUsd }, fill);
-  const order: OrderSummary = { symbol: fill.symbol, side, size: fill.size.toFixed(6), status: 'filled', venue: parts.venue.name, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
-  return { status, inputsDigest, decision, riskAssessment, order, book, breaches };
+  const placing: PendingOrder = { symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at };
+  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
+  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing };
+}
+
+/** The order's fill applied to the book the decision left: the summary and the book after it. */
+export function filled(book: Book, fill: Fill, venue: string): { order: OrderSummary; book: Book } {
+  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
+  return { order, book: applyFill(book, fill) };
+}
+
+/**
+ * decideTick, then the order placed and filled: the whole tick for the paper venue and backtests, whose
+ * orders have no effect outside the book. A live venue's tick claims its order before placing it (ticks.ts).
+ */
+export async function evaluateTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Venue }): Promise<TickOutcome> {
+  const { placing, ...outcome } = await decideTick(input, parts);
+  if (!placing) return outcome;
+  const fill = await parts.venue.place(placing);
+  return { ...outcome, ...filled(outcome.book, fill, parts.venue.name) };
 }

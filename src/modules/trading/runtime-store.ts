@@ -24,7 +24,11 @@ export interface TickState {
   accountId: string;
   walletId: string;
   tickStatus: string | null;
+  /** The runtime's execution whose order was claimed for a live venue and not filled yet (ticks.ts). */
+  placing: PlacingExecution | null;
 }
+
+export type PlacingExecution = Pick<ExecutionRow, 'id' | 'triggerType' | 'scheduledAt' | 'decision' | 'order'>;
 
 /** A tick's outcome to commit over the book version it read (commitTicks). */
 export interface TickCommit {
@@ -43,8 +47,16 @@ export interface TickCommit {
  *    over the version it read, and only while the runtime is active (optimistic: ticks of different
  *    runtimes never wait on each other, a pause between read and commit wins);
  *  - a tick's execution is inserted only where none but a failed one exists: the unique (runtime,
- *    trigger, scheduledAt) makes a tick delivered twice, or to two workers, run once.
+ *    trigger, scheduledAt) makes a tick delivered twice, or to two workers, run once;
+ *  - a live venue's order is claimed that way first (an execution `placing`, the book version moved on)
+ *    and placed after; its fill commits over the claimed version (commitFill).
  */
+const placingOf = (value: unknown): PlacingExecution | null => {
+  if (value === null || value === undefined) return null;
+  const p = (typeof value === 'string' ? JSON.parse(value) : value) as PlacingExecution & { scheduledAt: string };
+  return { ...p, scheduledAt: new Date(p.scheduledAt) };
+};
+
 export class RuntimeStore {
   constructor(readonly db: Db) {}
 
@@ -109,13 +121,16 @@ export class RuntimeStore {
                  r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch",
                  a.id as "accountId", a.wallet_id as "walletId",
                  (select e.status from trading_executions e
-                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus"
+                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus",
+                 (select jsonb_build_object('id', p.id, 'triggerType', p.trigger_type, 'scheduledAt', p.scheduled_at, 'decision', p.decision, 'order', p."order")
+                    from trading_executions p where p.runtime_id = r.id and p.status = 'placing' limit 1) as placing
             from unnest(${sql.param(ticks.map((t) => t.runtimeId))}::uuid[], ${sql.param(ticks.map((t) => t.scheduledAt.toISOString()))}::timestamptz[]) as t(runtime_id, scheduled_at)
             join trading_runtimes r on r.id = t.runtime_id
             join trading_accounts a on a.id = r.account_id`,
     );
     return rows.map((row) => ({
       ...row,
+      placing: placingOf(row.placing),
       scheduledAt: toDate(row.scheduledAt),
       book: typeof row.book === 'string' ? JSON.parse(row.book) : row.book,
       fundLimitUsd: Number(row.fundLimitUsd),
@@ -152,7 +167,7 @@ export class RuntimeStore {
       order: e.order,
       error: e.error,
       created_at: e.createdAt.toISOString(),
-      completed_at: e.completedAt!.toISOString(),
+      completed_at: e.completedAt?.toISOString() ?? null,
     }));
     const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp }>(
       this.db,
@@ -164,7 +179,7 @@ export class RuntimeStore {
           moved as (
             update trading_runtimes r
                set book = i.book, book_version = r.book_version + 1, status = i.status,
-                   status_reason = case when i.status = 'needs_review' then i.reason else r.status_reason end, updated_at = i.completed_at
+                   status_reason = case when i.status = 'needs_review' then i.reason else r.status_reason end, updated_at = i.created_at
               from input i
              where r.id = i.runtime_id and r.book_version = i.book_version and r.status = 'active'
             returning r.id)
@@ -185,15 +200,41 @@ export class RuntimeStore {
     return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt) }));
   }
 
-  /** A tick that threw: recorded failed (or a failed one's attempt count moved on); a finished one is left alone. */
+  /**
+   * A live order's fill: the book after it, over the book its claim left (nothing else moves a book while
+   * an order is placing), and its execution completed, both or neither. False when another worker
+   * recorded this fill first.
+   */
+  async commitFill(fill: { executionId: string; runtimeId: string; bookVersion: number; book: Book; order: unknown; attempt: number; at: Date }): Promise<ExecutionRow | null> {
+    const rows = await rowsOf<{ id: string }>(
+      this.db,
+      sql`with moved as (
+            update trading_runtimes set book = ${JSON.stringify(fill.book)}::jsonb, book_version = book_version + 1, updated_at = ${fill.at.toISOString()}
+             where id = ${fill.runtimeId} and book_version = ${fill.bookVersion}
+            returning id)
+          update trading_executions
+             set status = 'completed', "order" = ${JSON.stringify(fill.order)}::jsonb, error = null, completed_at = ${fill.at.toISOString()},
+                 attempt_count = greatest(attempt_count, ${fill.attempt})
+           where id = ${fill.executionId} and status = 'placing' and exists (select 1 from moved)
+          returning id`,
+    );
+    if (rows.length === 0) return null;
+    const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, fill.executionId));
+    return row!;
+  }
+
+  /**
+   * A tick that threw: recorded failed (or a failed one's attempt count moved on); a placing one keeps
+   * its status (its order may be out) and records the error; a finished one is left alone.
+   */
   async recordFailure(row: ExecutionRow): Promise<void> {
     await this.db
       .insert(tradingExecutions)
       .values(row)
       .onConflictDoUpdate({
         target: [tradingExecutions.runtimeId, tradingExecutions.triggerType, tradingExecutions.scheduledAt],
-        set: { attemptCount: row.attemptCount, error: row.error },
-        setWhere: sql`${tradingExecutions.status} = 'failed'`,
+        set: { attemptCount: sql`greatest(${tradingExecutions.attemptCount}, ${row.attemptCount})`, error: row.error },
+        setWhere: sql`${tradingExecutions.status} in ('failed', 'placing')`,
       });
   }
 

@@ -121,12 +121,13 @@ export const tradingRuntimes = pgTable(
   ],
 );
 
-export const EXECUTION_STATUSES = ['completed', 'blocked', 'halted', 'failed'] as const;
+export const EXECUTION_STATUSES = ['completed', 'blocked', 'halted', 'failed', 'placing'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
 /**
  * Executions. One row per (runtime, trigger, scheduledAt), enforced here: a tick delivered twice, or run
  * by two workers, finds the row and does nothing. Only a `failed` row may be taken over by a retry.
+ * `placing`: a live venue's order claimed and not yet filled (at most one per runtime: ticks.ts).
  */
 export const tradingExecutions = pgTable(
   'trading_executions',
@@ -149,10 +150,12 @@ export const tradingExecutions = pgTable(
     completedAt: timestamp('completed_at', { withTimezone: true }),
   },
   (t) => [
-    check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed')`),
+    check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed', 'placing')`),
     check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual')`),
     unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt),
     index('trading_executions_runtime_idx').on(t.runtimeId, t.id),
+    // A runtime's order out at a live venue, read by every tick of it.
+    index('trading_executions_placing_idx').on(t.runtimeId).where(sql`${t.status} = 'placing'`),
   ],
 );
 

@@ -1,10 +1,10 @@
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
-import { evaluateTick } from './engine.js';
+import { decideTick, evaluateTick, filled, type OrderSummary } from './engine.js';
 import type { MarketDataProvider } from './market-data.js';
 import type { Meter } from './metering.js';
 import type { QuantSignalDefinition } from './quant-signal.js';
-import { RuntimeStore, type ExecutionRow, type TickCommit, type TickState } from './runtime-store.js';
+import { RuntimeStore, type ExecutionRow, type PlacingExecution, type TickCommit, type TickState } from './runtime-store.js';
 import type { CatalogStore, VersionRow } from './store.js';
 import type { Venue } from './venue.js';
 
@@ -81,14 +81,17 @@ export class TickRunner {
     return results as TickResult[];
   }
 
-  /** One read and one commit for ticks of distinct runtimes; answers the ticks that lost a race. */
+  /** One read and one commit for ticks of distinct runtimes (then a live venue's orders); answers the ticks that lost a race. */
   private async runRound<T extends TickRequest & { index: number }>(trigger: TickTrigger, round: T[], results: (TickResult | undefined)[]): Promise<T[]> {
     const states = await this.runtimes.tickStates(trigger, round);
     const now = this.ctx.clock.now();
     const commits: { tick: T; state: TickState; commit: TickCommit }[] = [];
+    const orders: { tick: T; state: TickState; placing: PlacingExecution }[] = [];
     for (const tick of round) {
       const state = states.find((s) => s.id === tick.runtimeId && s.scheduledAt.getTime() === tick.scheduledAt.getTime());
       if (!state) results[tick.index] = { ran: false, reason: 'gone' };
+      // An order out at a live venue is filled before anything else of its runtime runs, whatever its status now.
+      else if (state.placing) orders.push({ tick, state, placing: state.placing });
       else if (state.status !== 'active') results[tick.index] = { ran: false, reason: 'not_active', status: state.status };
       else if (state.tickStatus && state.tickStatus !== 'failed') results[tick.index] = { ran: false, reason: 'done', status: state.tickStatus };
       else {
@@ -112,23 +115,51 @@ export class TickRunner {
     for (const { tick, state, commit } of commits) {
       const execution = committed.find((e) => e.runtimeId === tick.runtimeId);
       if (!execution) lost.push(tick);
+      // Claimed for a live venue: placed below, over the book version the claim moved to.
+      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution });
       else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status }, movedToReview: commit.status === 'needs_review' };
     }
+    await Promise.all(
+      orders.map(async ({ tick, state, placing }) => {
+        const own = placing.triggerType === trigger && placing.scheduledAt.getTime() === tick.scheduledAt.getTime();
+        try {
+          const execution = await this.place(state, placing, own ? tick.attempt : 0);
+          if (own && execution) results[tick.index] = { ran: true, execution, runtime: state, movedToReview: false };
+          else lost.push(tick); // another tick's order came first, or another worker recorded this fill: read again
+        } catch (error) {
+          if (!own) await this.failed(placing.triggerType as TickTrigger, { runtimeId: tick.runtimeId, scheduledAt: placing.scheduledAt, attempt: 0 }, error);
+          results[tick.index] = await this.failed(trigger, tick, error);
+        }
+      }),
+    );
     return lost;
+  }
+
+  /**
+   * Places a claimed order at the live venue (its execution id as the client order id, so a second call
+   * for it places nothing new) and commits its fill; null when another worker committed it first.
+   */
+  private async place(state: TickState, placing: PlacingExecution, attempt: number): Promise<ExecutionRow | null> {
+    const order = placing.order as OrderSummary;
+    const signals = (placing.decision as { signals: { symbol: string; price: number }[] }).signals;
+    const referencePrice = signals.find((s) => s.symbol === order.symbol)!.price;
+    const fill = await this.parts.venue.place({ symbol: order.symbol, side: order.side, size: Number(order.size), referencePrice, at: placing.scheduledAt, clientOrderId: placing.id });
+    const after = filled(state.book, fill, this.parts.venue.name);
+    return this.runtimes.commitFill({ executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, book: after.book, order: after.order, attempt, at: this.ctx.clock.now() });
   }
 
   private async evaluate(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date): Promise<TickCommit> {
     const version = await this.version(state.strategyVersionId);
-    const outcome = await evaluateTick(
-      {
-        version: { contentHash: version.contentHash, definition: version.definition as QuantSignalDefinition },
-        limits: { fundLimitUsd: state.fundLimitUsd, maxLeverage: state.maxLeverage, maxDrawdownPercent: state.maxDrawdownPercent },
-        book: state.book,
-        killSwitch: state.killSwitch,
-        at: tick.scheduledAt,
-      },
-      { feed: this.parts.feedFor(version), venue: this.parts.venue },
-    );
+    const input = {
+      version: { contentHash: version.contentHash, definition: version.definition as QuantSignalDefinition },
+      limits: { fundLimitUsd: state.fundLimitUsd, maxLeverage: state.maxLeverage, maxDrawdownPercent: state.maxDrawdownPercent },
+      book: state.book,
+      killSwitch: state.killSwitch,
+      at: tick.scheduledAt,
+    };
+    const parts = { feed: this.parts.feedFor(version), venue: this.parts.venue };
+    // A live venue's order is only decided here, and claimed by the commit before it is placed.
+    const outcome = this.parts.venue.live ? await decideTick(input, parts) : await evaluateTick(input, parts);
     // A breach blocks the order (in evaluateTick) and hands the runtime to its owner.
     const review = outcome.breaches.length > 0;
     return {
@@ -138,13 +169,13 @@ export class TickRunner {
       reason: review ? `risk limit breached: ${outcome.breaches.join(', ')}` : null,
       execution: {
         ...this.executionBase(tick, trigger, version, now),
-        status: outcome.status,
+        status: outcome.order?.status === 'placing' ? 'placing' : outcome.status,
         inputsDigest: outcome.inputsDigest,
         decision: outcome.decision,
         riskAssessment: outcome.riskAssessment,
         order: outcome.order,
         error: null,
-        completedAt: now,
+        completedAt: outcome.order?.status === 'placing' ? null : now,
       },
     };
   }

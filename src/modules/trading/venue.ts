@@ -8,6 +8,8 @@ export interface OrderRequest {
   /** The feed's price at the execution. */
   referencePrice: number;
   at: Date;
+  /** Set for a live venue: the execution's id, so a repeat of the call places nothing new. */
+  clientOrderId?: string;
 }
 
 /**
@@ -16,6 +18,13 @@ export interface OrderRequest {
  */
 export interface Venue {
   readonly name: string;
+  /**
+   * True when an order has effects outside the book (a real venue). A live venue's ticks claim the
+   * order in the database before placing it, with the execution's id as `clientOrderId`; the venue
+   * must place at most one order per clientOrderId and answer a repeat with that order's fill (real
+   * venues' client order ids do this), since a tick whose worker died after placing places it again.
+   */
+  readonly live: boolean;
   place(order: OrderRequest): Promise<Fill>;
 }
 
@@ -26,6 +35,7 @@ export const PAPER_FEE_BPS = 10;
 /** Fills every order whole at the reference price moved PAPER_SLIPPAGE_BPS against it, charging PAPER_FEE_BPS. */
 export class PaperVenue implements Venue {
   readonly name = 'paper';
+  readonly live = false;
 
   async place(order: OrderRequest): Promise<Fill> {
     const slip = order.side === 'buy' ? 1 + PAPER_SLIPPAGE_BPS / 10_000 : 1 - PAPER_SLIPPAGE_BPS / 10_000;

@@ -1,0 +1,3 @@
+ALTER TABLE "trading_executions" DROP CONSTRAINT "trading_executions_status_check";--> statement-breakpoint
+CREATE INDEX "trading_executions_placing_idx" ON "trading_executions" USING btree ("runtime_id") WHERE "trading_executions"."status" = 'placing';--> statement-breakpoint
+ALTER TABLE "trading_executions" ADD CONSTRAINT "trading_executions_status_check" CHECK ("trading_executions"."status" in ('completed', 'blocked', 'halted', 'failed', 'placing'));

@@ -1,0 +1,146 @@
+// A live venue (orders with effects outside the book): each order is claimed in the database before it
+// is placed, so however ticks race, are retried or lose the venue's answer, every order the venue holds
+// is one execution's, recorded once in the book.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import type { Fill } from '../../src/modules/trading/book.js';
+import { PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
+import { launch, openTradingHarness, type TradingHarness } from './harness.js';
+
+/**
+ * A stand-in for a real venue's order book: one order per client order id (a repeat answers the first
+ * order's fill, as real venues' client order ids do), filled like the paper venue. `loseNextAnswer`
+ * places the order and then fails the call, as a connection cut after the venue took it would.
+ */
+class LiveVenue implements Venue {
+  readonly name = 'live-test';
+  readonly live = true;
+  readonly orders = new Map<string, Fill>();
+  calls = 0;
+  loseNextAnswer = false;
+  private readonly paper = new PaperVenue();
+
+  async place(order: OrderRequest): Promise<Fill> {
+    this.calls += 1;
+    expect(order.clientOrderId).toBeTruthy();
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the venue's round trip: racers overlap here
+    let fill = this.orders.get(order.clientOrderId!);
+    if (!fill) this.orders.set(order.clientOrderId!, (fill = await this.paper.place(order)));
+    if (this.loseNextAnswer) {
+      this.loseNextAnswer = false;
+      throw new Error('connection reset after the venue took the order');
+    }
+    return fill;
+  }
+}
+
+const venue = new LiveVenue();
+let h: TradingHarness;
+beforeAll(async () => {
+  h = await openTradingHarness({ venue });
+});
+afterAll(async () => h?.close());
+
+// short=true: every first tick of an empty book trades (long or short).
+const TRADES_AT_ONCE = 'Trend both ways. fast=2 slow=5 short=true';
+
+async function executionsOf(runtimeId: string) {
+  return h.app.ctx.database.query<{ id: string; status: string; order: any; attemptCount: number; error: any }>(
+    sql`select id, status, "order", attempt_count as "attemptCount", error from trading_executions where runtime_id = ${runtimeId} order by id`,
+  );
+}
+
+async function bookOf(runtimeId: string) {
+  const [row] = await h.app.ctx.database.query<{ book: any }>(sql`select book from trading_runtimes where id = ${runtimeId}`);
+  return typeof row!.book === 'string' ? JSON.parse(row!.book) : row!.book;
+}
+
+/** Every order the venue holds is one filled execution, and the runtime's book counts each of its own once. */
+async function expectOrdersMatchBook(runtimeId: string) {
+  const all = await h.app.ctx.database.query<{ id: string }>(sql`select id from trading_executions where "order"->>'status' = 'filled'`);
+  expect(new Set(all.map((e) => e.id))).toEqual(new Set(venue.orders.keys()));
+  const executions = await executionsOf(runtimeId);
+  const filled = executions.filter((e) => e.order?.status === 'filled');
+  expect(executions.filter((e) => e.status === 'placing')).toEqual([]);
+  const book = await bookOf(runtimeId);
+  expect(book.trades).toBe(filled.length);
+  const net = filled.reduce((qty, e) => qty + (e.order.side === 'buy' ? 1 : -1) * Number(e.order.size), 0);
+  expect(Object.values(book.positions as Record<string, { qty: number }>).reduce((q, p) => q + p.qty, 0)).toBeCloseTo(net, 6);
+  return filled;
+}
+
+/** Each test's runtime stops ticking when it is done, so the next test's minutes are its own. */
+async function pause(token: string, runtimeId: string) {
+  expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
+  await h.settle();
+}
+
+describe('a live venue', () => {
+  it('a tick run twenty times at once places one order, with the execution id as its client order id', async () => {
+    const { token, runtimeId } = await launch(h, 'live-racer', TRADES_AT_ONCE);
+    const at = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000 + 60_000);
+    h.clock.set(at);
+    const before = venue.orders.size;
+    const results = await Promise.all(Array.from({ length: 20 }, () => h.app.ctx.services.trading.runner.run(runtimeId, 'schedule', at, 1)));
+    expect(results.filter((r) => r.ran)).toHaveLength(1);
+    expect(venue.orders.size - before).toBe(1);
+    const [execution] = await expectOrdersMatchBook(runtimeId);
+    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', venue: 'live-test' } });
+    await pause(token, runtimeId);
+  });
+
+  it('manual runs racing a scheduled tick of one runtime: each order at the venue is one execution, in the book once', async () => {
+    const { token, runtimeId } = await launch(h, 'live-mixed', TRADES_AT_ONCE);
+    const at = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000 + 60_000);
+    const runner = h.app.ctx.services.trading.runner;
+    const runs = [runner.run(runtimeId, 'schedule', at, 1)];
+    for (let i = 1; i <= 6; i++) runs.push(runner.run(runtimeId, 'manual', new Date(at.getTime() + i * 1_000), 1));
+    h.clock.set(new Date(at.getTime() + 10_000));
+    const settled = await Promise.allSettled(runs);
+    expect(settled.filter((r) => r.status === 'fulfilled' && r.value.ran).length).toBeGreaterThan(0);
+    const filled = await expectOrdersMatchBook(runtimeId);
+    expect(filled.length).toBeGreaterThan(0);
+    await pause(token, runtimeId);
+  });
+
+  it('an order whose answer was lost stays placing, and its retry fills it once without a second order', async () => {
+    const { token, runtimeId } = await launch(h, 'live-lost', TRADES_AT_ONCE);
+    venue.loseNextAnswer = true;
+    const ordersBefore = venue.orders.size;
+    const at = await h.nextMinute();
+    let [execution] = await executionsOf(runtimeId);
+    expect(execution).toMatchObject({ status: 'placing', order: { status: 'placing' }, error: { message: 'connection reset after the venue took the order' } });
+    expect(venue.orders.has(execution!.id)).toBe(true);
+    const shown = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token)).body.data[0];
+    expect(shown).toMatchObject({ id: execution!.id, status: 'placing', scheduledAt: at });
+    // While the order is out, nothing else of the runtime runs: a manual run fills it first, then runs.
+    const callsBefore = venue.calls;
+    h.clock.advance(1_000);
+    const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
+    expect(manual.status).toBe(201);
+    expect(venue.calls - callsBefore).toBeGreaterThanOrEqual(1);
+    [execution] = await executionsOf(runtimeId);
+    expect(execution).toMatchObject({ status: 'completed', error: null, order: { status: 'filled' } });
+    // The tick's own event, delivered again, finds its execution done and places nothing.
+    const ordersAfterManual = venue.orders.size;
+    h.clock.advance(6_000);
+    while ((await h.app.ctx.services.trading.consumer.drain()) > 0);
+    expect(venue.orders.size).toBe(ordersAfterManual);
+    expect(venue.orders.size - ordersBefore).toBe((await expectOrdersMatchBook(runtimeId)).length);
+    await pause(token, runtimeId);
+  });
+
+  it('a lost answer retried by its own event fills the order once', async () => {
+    const { runtimeId } = await launch(h, 'live-retry', TRADES_AT_ONCE);
+    venue.loseNextAnswer = true;
+    const ordersBefore = venue.orders.size;
+    await h.nextMinute();
+    expect((await executionsOf(runtimeId))[0]).toMatchObject({ status: 'placing', attemptCount: 1 });
+    h.clock.advance(6_000);
+    while ((await h.app.ctx.services.trading.consumer.drain()) > 0);
+    const [execution] = await executionsOf(runtimeId);
+    expect(execution).toMatchObject({ status: 'completed', attemptCount: 2, order: { status: 'filled' } });
+    expect(venue.orders.size - ordersBefore).toBe(1);
+    await expectOrdersMatchBook(runtimeId);
+  });
+});
