@@ -1,8 +1,11 @@
 // How the api origin serves the built pages: the dashboard under /app/, hashed assets cached for good
 // and gzipped, the checkout at a paymentUrl for a browser only (POST stays the x402 pay contract), and a
 // CSP that allows nothing but this origin.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEB_DIST } from '../../src/modules/web/assets.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 
 let app: TestApp;
@@ -28,6 +31,20 @@ describe('the web pages on the api origin', () => {
     expect(csp).not.toMatch(/unsafe-inline|https?:/);
     // No CDN: every script and stylesheet the page names is one of ours.
     for (const src of page.body.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) expect(src[1]).toMatch(/^\/app\/assets\//);
+  });
+
+  it('names no external URL in any built file (html, js, css), but for text that is never fetched', () => {
+    // URLs that appear as text only: XML namespace names, and the documentation link viem puts in its error messages.
+    const neverFetched = [/^http:\/\/www\.w3\.org\//, /^https:\/\/viem\.sh(?:\/|$)/];
+    const files = readdirSync(WEB_DIST, { recursive: true, encoding: 'utf8' }).filter((file) => statSync(path.join(WEB_DIST, file)).isFile());
+    expect(files.filter((file) => /\.(?:html|js|css)$/.test(file)).length).toBeGreaterThanOrEqual(4);
+    const external = files.flatMap((file) =>
+      [...readFileSync(path.join(WEB_DIST, file), 'latin1').matchAll(/\b(?:https?|wss?):\/\/[^\s"'`<>()\\,;]*/g)]
+        .map((match) => match[0])
+        .filter((url) => !neverFetched.some((allowed) => allowed.test(url)))
+        .map((url) => `${file}: ${url}`),
+    );
+    expect(external).toEqual([]);
   });
 
   it('serves hashed assets immutable, gzipped when asked, and 404 for anything else', async () => {
