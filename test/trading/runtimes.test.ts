@@ -1,5 +1,6 @@
 // A runtime on `* * * * *` with a hand-moved clock, over HTTP: one execution per tick, pause, resume and
 // stop (terminal), a later version that does not change it, idempotent creation, tenants apart.
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 
@@ -77,6 +78,21 @@ describe('a runtime on a per-minute cron', () => {
     // Its schedule is gone.
     const schedules = await h.app.ctx.services.events.schedules.list('system:agentic-trading', null);
     expect(schedules.some((s) => (s.payload as any).runtimeId === runtimeId)).toBe(false);
+  });
+
+  it('a pause aligned after a racing resume leaves the schedule running, as the runtime is', async () => {
+    const { runtimeId } = await launch(h, 'racing-mover');
+    const { reconciler } = h.app.ctx.services.trading;
+    const runtime = (await h.app.ctx.services.trading.runtimes.store.get(runtimeId))!;
+    // A pause's aligner that reaches the schedule only after a resume was written and aligned.
+    await reconciler.align({ id: runtimeId, status: 'paused', scheduleId: runtime.scheduleId });
+    const [row] = await h.app.ctx.database.query<{ paused: boolean; state: string }>(
+      sql`select s.paused_at is not null as paused, r.schedule_state as state from trading_runtimes r join event_schedules s on s.id = r.schedule_id where r.id = ${runtimeId}`,
+    );
+    expect(row).toEqual({ paused: false, state: 'active' });
+    await h.settle(); // the scheduler registers the resumed schedule
+    await h.nextMinute();
+    expect(await h.executionCount(runtimeId)).toBe(1);
   });
 
   it('runs now on request (manual trigger) on the same path', async () => {

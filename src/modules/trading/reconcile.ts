@@ -51,7 +51,12 @@ export class RuntimeReconciler {
     return unaligned.length === BATCH;
   }
 
-  async align(runtime: AlignTarget): Promise<void> {
+  /**
+   * Makes the schedule follow the runtime's status. Two moves racing (a pause and a resume) may reach the
+   * schedule in the other order, so after each change the status is read again and, if it moved on, the
+   * schedule follows it: the last aligner to read the status sets the schedule last.
+   */
+  async align(runtime: AlignTarget, rounds = 3): Promise<void> {
     switch (runtime.status) {
       case 'provisioning':
         return this.provision('cronExpression' in runtime ? runtime : (await this.store.get(runtime.id))!);
@@ -67,7 +72,12 @@ export class RuntimeReconciler {
         if (runtime.scheduleId) await this.schedules.remove(runtime.scheduleId);
         break;
     }
-    await this.store.markAligned(runtime.id, runtime.status);
+    const now = await this.store.get(runtime.id);
+    if (!now) return;
+    if (now.status === runtime.status) return this.store.markAligned(runtime.id, runtime.status);
+    // Moved on while we aligned: follow it, or record what the schedule now matches so the loop does.
+    if (rounds > 1) return this.align(now, rounds - 1);
+    await this.store.setScheduleState(runtime.id, runtime.status);
   }
 
   private async provision(runtime: RuntimeRow): Promise<void> {

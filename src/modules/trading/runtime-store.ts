@@ -98,6 +98,11 @@ export class RuntimeStore {
     await this.db.update(tradingRuntimes).set({ scheduleState: status }).where(and(eq(tradingRuntimes.id, id), eq(tradingRuntimes.status, status)));
   }
 
+  /** Records the status the schedule was last made to match, whatever the runtime's status is now. */
+  async setScheduleState(id: string, status: RuntimeStatus): Promise<void> {
+    await this.db.update(tradingRuntimes).set({ scheduleState: status }).where(eq(tradingRuntimes.id, id));
+  }
+
   /** Runtimes whose schedule does not match their status (provisioning ones among them). */
   async unaligned(limit: number, afterId: string | null): Promise<RuntimeRow[]> {
     return this.db
