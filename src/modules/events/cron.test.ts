@@ -1,3 +1,4 @@
+import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { CronDefinitionError, latestTickUpTo, nextTick, parseCron } from './cron.js';
 
@@ -23,6 +24,18 @@ describe('cron', () => {
       })();
       expect(error).toBeInstanceOf(CronDefinitionError);
       expect((error as CronDefinitionError).field).toBe(field);
+    }
+  });
+
+  it('gives UTC the same ticks on its fixed-offset path as croner’s IANA path', () => {
+    for (const expression of ['* * * * *', '*/7 3-5 * * *', '0 0 29 2 *', '15 3 * * MON-FRI', '0 9 L * *', '30 23 31 12 *', '0 12 * * 5#3']) {
+      const fast = parseCron(expression, 'UTC');
+      const zoned = new Cron(expression, { timezone: 'UTC', paused: true });
+      for (let at = new Date('2023-12-31T22:00:00Z'), n = 0; n < 200; n++) {
+        const next = nextTick(fast, at)!;
+        expect(next.toISOString()).toBe(zoned.nextRun(at)!.toISOString());
+        at = next;
+      }
     }
   });
 

