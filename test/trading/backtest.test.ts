@@ -52,6 +52,12 @@ describe('backtest', () => {
     const wide = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody('fast=50 slow=200', { universe, candleInterval: '1d' }))).body.data;
     const tooMuch = await h.call('POST', `/agentic-trading/strategies/${wide.id}/backtest`, token, body(now - 2000 * 60_000, now));
     expect(tooMuch).toMatchObject({ status: 400, body: { data: { reason: 'invalid_backtest_window' } } });
+    // And the feed's work: a daily tick over 9,999 days of 1d candles reads few candles (9,999 × 20 × 20 =
+    // 4.0M) but computes 20 symbols × ~10,000 candles × 1,440 minute prices.
+    const daily = (await h.call('POST', '/agentic-trading/strategies', token, strategyBody('fast=5 slow=20', { universe, candleInterval: '1d' }))).body.data;
+    const longAgo = await h.call('POST', `/agentic-trading/strategies/${daily.id}/backtest`, token, { ...body(now - 9_999 * 86_400_000, now), cronExpression: '0 0 * * *' });
+    expect(longAgo).toMatchObject({ status: 400, body: { data: { reason: 'invalid_backtest_window' } } });
+    expect(longAgo.body.message).toMatch(/minute prices/);
     const mallory = await h.app.identityToken('mallory');
     expect((await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, mallory, body(now - 600_000, now))).status).toBe(404);
   });

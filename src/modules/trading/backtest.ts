@@ -5,12 +5,15 @@ import { openBook } from './book.js';
 import type { Catalog } from './catalog.js';
 import { evaluateTick, type RiskLimits } from './engine.js';
 import { tradingErrors } from './errors.js';
-import type { MarketDataProvider } from './market-data.js';
+import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
 import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
 import type { VersionRow } from './store.js';
 import type { Venue } from './venue.js';
 import { bookView } from './views.js';
+
+/** Ticks replayed between yields to the event loop. */
+const YIELD_EVERY = 50;
 
 /**
  * Replays a strategy version over the feed with the code path of live ticks (evaluateTick), from a fresh
@@ -33,17 +36,15 @@ export class Backtester {
     if (!version) throw tradingErrors.versionNotFound();
     const ticks = this.ticksOf(input);
     const definition = version.definition as QuantSignalDefinition;
-    const reads = ticks.length * definition.universe.length * signalParams(definition.instructions).slow;
-    if (reads > TRADING_LIMITS.backtestCandleReads) {
-      throw tradingErrors.invalidWindow(`ticks × symbols × slow is ${reads}, above ${TRADING_LIMITS.backtestCandleReads}: shorten the window or use a sparser cron`);
-    }
+    this.checkWork(definition, ticks, input);
 
     const limits: RiskLimits = { fundLimitUsd: input.fundLimitUsd, maxLeverage: input.maxLeverage, maxDrawdownPercent: input.maxDrawdownPercent };
     const parts = { feed: this.feedFor(version), venue: this.venue };
     let book = openBook(input.fundLimitUsd);
     let stoppedAt: string | null = null;
     const executions = [];
-    for (const at of ticks) {
+    for (const [i, at] of ticks.entries()) {
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve)); // let the api's other requests run
       const outcome = await evaluateTick({ version: { contentHash: version.contentHash, definition }, limits, book, killSwitch: 'off', at }, parts);
       executions.push({ scheduledAt: at.toISOString(), status: outcome.status, inputsDigest: outcome.inputsDigest, decision: outcome.decision, riskAssessment: outcome.riskAssessment, order: outcome.order });
       book = outcome.book;
@@ -55,6 +56,25 @@ export class Backtester {
     const end = new Date(input.to);
     const prices = Object.fromEntries(await Promise.all(Object.keys(book.positions).map(async (s) => [s, await parts.feed.price(s, end)] as const)));
     return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, executions, book: bookView(book, prices, end) };
+  }
+
+  /**
+   * Refuses a replay whose work is past the limits: candle reads (ticks × symbols × slow), and the minute
+   * prices behind the distinct candles read (consecutive ticks share candles; a 1d candle is 1,440 prices).
+   */
+  private checkWork(definition: QuantSignalDefinition, ticks: Date[], input: z.infer<typeof backtestBody>): void {
+    const { slow } = signalParams(definition.instructions);
+    const symbols = definition.universe.length;
+    const reads = ticks.length * symbols * slow;
+    if (reads > TRADING_LIMITS.backtestCandleReads) {
+      throw tradingErrors.invalidWindow(`ticks × symbols × slow is ${reads}, above ${TRADING_LIMITS.backtestCandleReads}: shorten the window or use a sparser cron`);
+    }
+    const interval = CANDLE_INTERVALS[definition.candleInterval]!;
+    const windowCandles = Math.ceil((Date.parse(input.to) - Date.parse(input.from)) / 60_000 / interval) + slow;
+    const prices = symbols * Math.min(ticks.length * slow, windowCandles) * interval;
+    if (prices > TRADING_LIMITS.backtestPrices) {
+      throw tradingErrors.invalidWindow(`the window's candles take ${prices} minute prices, above ${TRADING_LIMITS.backtestPrices}: shorten the window, or use fewer symbols or a shorter candleInterval`);
+    }
   }
 
   /** The cron's ticks in [from, to], UTC; the window must be in the past and hold at most TRADING_LIMITS.backtestTicks. */

@@ -10,6 +10,8 @@ export const TRADING_LIMITS = {
   backtestTicks: 10_000,
   /** A backtest's work: ticks × symbols × candles read per symbol (`slow`). */
   backtestCandleReads: 4_000_000,
+  /** A backtest's feed work: the minute prices behind the distinct candles it reads (a 1d candle is 1,440). */
+  backtestPrices: 20_000_000,
 } as const;
 
 const symbol = z.string().regex(/^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/, 'a symbol such as BTC-USD');
