@@ -101,6 +101,10 @@ describe('a runtime on a per-minute cron', () => {
     const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token);
     expect(manual.status).toBe(201);
     expect(manual.body.data).toMatchObject({ runtimeId, triggerType: 'manual', scheduledAt: h.clock.now().toISOString(), status: 'completed', attemptCount: 1 });
+    // Asked again at the same instant (the clock has not moved): the same tick, so the same execution.
+    const again = await Promise.all([1, 2].map(() => h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token)));
+    for (const answer of again) expect(answer).toMatchObject({ status: 201, body: { data: { id: manual.body.data.id } } });
+    expect(await h.executionCount(runtimeId)).toBe(1);
   });
 
   it('creates once per idempotencyKey: the same body answers the runtime, another body is a conflict', async () => {

@@ -225,7 +225,7 @@ export class RuntimeStore {
     );
     if (rows.length === 0) return null;
     const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, fill.executionId));
-    return row!;
+    return row ?? null;
   }
 
   /**
@@ -241,6 +241,15 @@ export class RuntimeStore {
         set: { attemptCount: sql`greatest(${tradingExecutions.attemptCount}, ${row.attemptCount})`, error: row.error },
         setWhere: sql`${tradingExecutions.status} in ('failed', 'placing')`,
       });
+  }
+
+  /** The execution of one tick. */
+  async execution(runtimeId: string, triggerType: string, scheduledAt: Date): Promise<ExecutionRow | null> {
+    const [row] = await this.db
+      .select()
+      .from(tradingExecutions)
+      .where(and(eq(tradingExecutions.runtimeId, runtimeId), eq(tradingExecutions.triggerType, triggerType), eq(tradingExecutions.scheduledAt, scheduledAt)));
+    return row ?? null;
   }
 
   async executions(runtimeId: string, limit: number, before: string | null): Promise<ExecutionRow[]> {
