@@ -39,8 +39,8 @@ async function strategy(token: string, body: Record<string, unknown> = {}) {
   return created.body.data as { id: string; latestVersion: { id: string }; access: unknown };
 }
 
-async function runtime(token: string, versionId: string, accountId: string) {
-  const created = await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(versionId, accountId));
+async function runtime(token: string, versionId: string, accountId: string, overrides: Record<string, unknown> = {}) {
+  const created = await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(versionId, accountId, overrides));
   expect(created.status).toBe(201);
   await h.settle();
   return (await h.call('GET', `/agentic-trading/runtimes/${created.body.data.id}`, token)).body.data as { id: string; status: string; statusReason: string | null };
@@ -142,8 +142,14 @@ describe('metered trading (x402, paid by the agent wallet)', () => {
 
     const buyer = await h.app.identityToken('metered-buyer');
     const acct = await account(buyer, '5');
-    expect((await runtime(buyer, priced.latestVersion.id, acct.id)).status).toBe('active');
-    expect((await runtime(buyer, priced.latestVersion.id, acct.id)).status).toBe('active');
+    // The price is charged only with the buyer's consent to it: none, or a lower ceiling, is refused and charges nothing.
+    for (const consent of [{}, { maxAccessPriceUsd: '1.249999' }]) {
+      const refused = await h.call('POST', '/agentic-trading/runtimes', buyer, runtimeBody(priced.latestVersion.id, acct.id, consent));
+      expect(refused).toMatchObject({ status: 409, body: { data: { reason: 'access_price_not_accepted', accessPriceUsd: '1.25' } } });
+    }
+    expect(await charges(buyer, acct.id)).toEqual([]);
+    expect((await runtime(buyer, priced.latestVersion.id, acct.id, { maxAccessPriceUsd: '1.25' })).status).toBe('active');
+    expect((await runtime(buyer, priced.latestVersion.id, acct.id, { maxAccessPriceUsd: '2' })).status).toBe('active');
     expect(await balance(AUTHOR)).toBe(authorBefore + 1_250_000n);
     expect(await balance(acct.address)).toBe(5_000_000n - 1_250_000n - 2n * 500_000n);
     expect((await charges(buyer, acct.id)).map((c) => c.boundary).sort()).toEqual(['activation', 'activation', 'strategy_access']);

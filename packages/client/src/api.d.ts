@@ -8585,6 +8585,8 @@ export interface paths {
                         /** @description 5 fields, evaluated in UTC */
                         cronExpression: string;
                         idempotencyKey: string;
+                        /** @description The most the account agrees to pay for another user's priced strategy (its access.priceUsd, charged once per account at activation); required to launch one */
+                        maxAccessPriceUsd?: string;
                     };
                 };
             };

@@ -66,10 +66,11 @@ export class Catalog {
   }
 
   /** A version the user may launch: of their own strategy or a public one. */
-  async visibleVersion(userId: string, versionId: string): Promise<VersionRow> {
+  /** A version this user may launch, with its strategy. */
+  async visibleVersion(userId: string, versionId: string) {
     const found = await this.store.version(versionId);
     if (!found || (found.strategy.userId !== userId && found.strategy.visibility !== 'public')) throw tradingErrors.versionNotFound();
-    return found.version;
+    return found;
   }
 
   /** Checks what the schema cannot: the signal's parameters, the symbols and the data sources this deployment has. */

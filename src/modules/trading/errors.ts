@@ -15,5 +15,7 @@ export const tradingErrors = {
     fail(409, 'idempotency_key_reused', 'This idempotencyKey created a runtime with another definition', { runtimeId }),
   illegalTransition: (status: string, requested: string) =>
     fail(409, 'invalid_status_transition', `A ${status} runtime cannot move to ${requested}`, { status, requested }),
+  accessPriceNotAccepted: (accessPriceUsd: string) =>
+    fail(409, 'access_price_not_accepted', `This strategy's access costs ${accessPriceUsd} USD, charged to the account at activation: send maxAccessPriceUsd of at least that to accept it`, { accessPriceUsd }),
   notActive: (status: string) => fail(409, 'runtime_not_active', `Only an active runtime runs (this one is ${status})`, { status }),
 };

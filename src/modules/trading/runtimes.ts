@@ -8,6 +8,7 @@ import { digestOf } from './canonical.js';
 import type { Catalog } from './catalog.js';
 import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
+import { atomicOf } from './metering.js';
 import type { AlignTarget, RuntimeReconciler } from './reconcile.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { createRuntimeBody } from './schemas.js';
@@ -59,7 +60,11 @@ export class RuntimeService {
       if (error instanceof CronDefinitionError) throw tradingErrors.invalidCron(error.message);
       throw error;
     }
-    const version = await this.catalog.visibleVersion(userId, input.strategyVersionId);
+    const { version, strategy } = await this.catalog.visibleVersion(userId, input.strategyVersionId);
+    // Another user's priced strategy is charged at activation: only with the buyer's stated consent to that price.
+    if (strategy.userId !== userId && strategy.accessPriceUsd && atomicOf(input.maxAccessPriceUsd ?? null, 6) < atomicOf(strategy.accessPriceUsd, 6)) {
+      throw tradingErrors.accessPriceNotAccepted(strategy.accessPriceUsd);
+    }
     await this.catalog.account(userId, input.accountId);
     const now = this.ctx.clock.now();
     const row: RuntimeRow = {

@@ -31,12 +31,15 @@ export const strategyVersionInput = z.object({
 });
 export type StrategyVersionInput = z.infer<typeof strategyVersionInput>;
 
+/** Dollars of USDG as a decimal string, above 0. */
+const usdAmount = z
+  .string()
+  .regex(/^\d{1,9}(\.\d{1,6})?$/, 'a dollar amount such as 0.50 (at most 6 decimals)')
+  .refine((price) => Number(price) > 0, 'must be above 0');
+
 export const accessSchema = z
   .object({
-    priceUsd: z
-      .string()
-      .regex(/^\d{1,9}(\.\d{1,6})?$/, 'a dollar amount such as 0.50 (at most 6 decimals)')
-      .refine((price) => Number(price) > 0, 'must be above 0'),
+    priceUsd: usdAmount,
     payTo: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a 0x-prefixed 20-byte address'),
   })
   .describe("Paid access (x402, USDG): what another user's trading account pays you, once, to activate runtimes of this strategy");
@@ -100,6 +103,9 @@ export const createRuntimeBody = riskLimitsInput.extend({
   name: z.string().trim().min(1).max(100),
   cronExpression: z.string().trim().min(1).max(200).describe('5 fields, evaluated in UTC'),
   idempotencyKey: z.string().min(1).max(200),
+  maxAccessPriceUsd: usdAmount
+    .optional()
+    .describe("The most the account agrees to pay for another user's priced strategy (its access.priceUsd, charged once per account at activation); required to launch one"),
 });
 
 export const statusBody = z.object({
