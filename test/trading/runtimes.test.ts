@@ -107,6 +107,28 @@ describe('a runtime on a per-minute cron', () => {
     expect(await h.executionCount(runtimeId)).toBe(1);
   });
 
+  it('pages strategies, accounts and runtimes newest first by cursor, so a flood of public strategies hides no private one', async () => {
+    const { token, runtimeId, strategy, account } = await launch(h, 'pager');
+    const flooder = await h.app.identityToken('flooder');
+    for (let i = 0; i < 3; i++) expect((await h.call('POST', '/agentic-trading/strategies', flooder, { ...strategyBody(), visibility: 'public' })).status).toBe(201);
+    const ids: string[] = [];
+    for (let before: string | undefined, n = 0; n < 20; n++) {
+      const page = (await h.call('GET', `/agentic-trading/strategies?limit=2${before ? `&before=${before}` : ''}`, token)).body.data as any[];
+      expect(page.length).toBeLessThanOrEqual(2);
+      ids.push(...page.map((s) => s.id));
+      if (page.length < 2) break;
+      before = page.at(-1).id;
+    }
+    expect(ids).toEqual([...ids].sort().reverse());
+    expect(ids).toContain(strategy.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const second = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
+    expect((await h.call('GET', '/agentic-trading/runtimes?limit=1', token)).body.data.map((r: any) => r.id)).toEqual([second]);
+    expect((await h.call('GET', `/agentic-trading/runtimes?limit=1&before=${second}`, token)).body.data.map((r: any) => r.id)).toEqual([runtimeId]);
+    expect((await h.call('GET', `/agentic-trading/accounts?before=${account.id}`, token)).body.data).toEqual([]);
+    for (const bad of ['limit=0', 'limit=501', 'before=nope']) expect((await h.call('GET', `/agentic-trading/runtimes?${bad}`, token)).status).toBe(400);
+  });
+
   it('creates once per idempotencyKey: the same body answers the runtime, another body is a conflict', async () => {
     const { token, strategy, account } = await launch(h, 'dave');
     const body = runtimeBody(strategy.latestVersion.id, account.id, { idempotencyKey: 'launch-1' });

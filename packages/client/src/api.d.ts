@@ -7425,7 +7425,11 @@ export interface paths {
         /** Strategies you own and public ones, newest first, each with its latest version */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -7496,6 +7500,19 @@ export interface paths {
                                 createdAt: string;
                                 updatedAt: string;
                             }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -8109,10 +8126,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your trading accounts */
+        /** Your trading accounts, newest first */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -8146,6 +8167,19 @@ export interface paths {
                                 createdAt: string;
                                 updatedAt: string;
                             }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -8486,7 +8520,11 @@ export interface paths {
         /** Your runtimes, newest first */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -8540,6 +8578,19 @@ export interface paths {
                                 createdAt: string;
                                 updatedAt: string;
                             }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };

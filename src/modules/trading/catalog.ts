@@ -5,7 +5,7 @@ import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
 import { SignalParamsError, signalParams } from './quant-signal.js';
 import type { StrategyVersionInput } from './schemas.js';
-import { CatalogStore, type AccountRow, type NewVersion, type StrategyRow, type VersionRow } from './store.js';
+import { CatalogStore, type AccountRow, type NewVersion, type Page, type StrategyRow, type VersionRow } from './store.js';
 import type { KillSwitchMode, Visibility } from './tables.js';
 import { accountView, strategyView } from './views.js';
 
@@ -48,9 +48,9 @@ export class Catalog {
     return strategyView(published.strategy, await this.store.versions([strategyId]), true);
   }
 
-  async listStrategies(userId: string) {
-    const strategies = await this.store.visibleStrategies(userId);
-    const versions = await this.store.versions(strategies.map((s) => s.id));
+  async listStrategies(userId: string, page: Page) {
+    const strategies = await this.store.visibleStrategies(userId, page);
+    const versions = await this.store.latestVersions(strategies.map((s) => s.id));
     return strategies.map((s) => strategyView(s, versions.filter((v) => v.strategyId === s.id)));
   }
 
@@ -65,8 +65,7 @@ export class Catalog {
     return strategy;
   }
 
-  /** A version the user may launch: of their own strategy or a public one. */
-  /** A version this user may launch, with its strategy. */
+  /** A version the user may launch (of their own strategy or a public one), with its strategy. */
   async visibleVersion(userId: string, versionId: string) {
     const found = await this.store.version(versionId);
     if (!found || (found.strategy.userId !== userId && found.strategy.visibility !== 'public')) throw tradingErrors.versionNotFound();
@@ -101,8 +100,8 @@ export class Catalog {
     return accountView(row, created.wallet);
   }
 
-  async listAccounts(userId: string) {
-    return Promise.all((await this.store.accounts(userId)).map((row) => this.withWallet(row)));
+  async listAccounts(userId: string, page: Page) {
+    return Promise.all((await this.store.accounts(userId, page)).map((row) => this.withWallet(row)));
   }
 
   async account(userId: string, accountId: string): Promise<AccountRow> {

@@ -29,6 +29,7 @@ import {
   createStrategyBody,
   executionSchema,
   executionsQuery,
+  listQuery,
   killSwitchBody,
   runtimeIdParams,
   runtimeSchema,
@@ -109,8 +110,11 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
   const onRequest = ctx.auth.guard(['identity']);
   const base = '/agentic-trading';
 
-  app.get(`${base}/strategies`, { onRequest, schema: { ...common, summary: 'Strategies you own and public ones, newest first, each with its latest version', response: { 200: envelopeSchema(z.array(strategySchema)), ...errors(401) } } }, async (request) =>
-    envelope(await catalog.listStrategies(userOf(request))),
+  const pageOf = (query: z.infer<typeof listQuery>) => ({ limit: query.limit, before: query.before ?? null });
+  app.get(
+    `${base}/strategies`,
+    { onRequest, schema: { ...common, summary: 'Strategies you own and public ones, newest first, each with its latest version', querystring: listQuery, response: { 200: envelopeSchema(z.array(strategySchema)), ...errors(400, 401) } } },
+    async (request) => envelope(await catalog.listStrategies(userOf(request), pageOf(request.query))),
   );
   app.post(
     `${base}/strategies`,
@@ -151,8 +155,10 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
     async (request) => envelope(await backtester.run(userOf(request), request.params.strategyId, request.body)),
   );
 
-  app.get(`${base}/accounts`, { onRequest, schema: { ...common, summary: 'Your trading accounts', response: { 200: envelopeSchema(z.array(accountSchema)), ...errors(401) } } }, async (request) =>
-    envelope(await catalog.listAccounts(userOf(request))),
+  app.get(
+    `${base}/accounts`,
+    { onRequest, schema: { ...common, summary: 'Your trading accounts, newest first', querystring: listQuery, response: { 200: envelopeSchema(z.array(accountSchema)), ...errors(400, 401) } } },
+    async (request) => envelope(await catalog.listAccounts(userOf(request), pageOf(request.query))),
   );
   app.post(
     `${base}/accounts/agent-wallets`,
@@ -185,8 +191,10 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
     },
   );
 
-  app.get(`${base}/runtimes`, { onRequest, schema: { ...common, summary: 'Your runtimes, newest first', response: { 200: envelopeSchema(z.array(runtimeSchema)), ...errors(401) } } }, async (request) =>
-    envelope(await runtimes.list(userOf(request))),
+  app.get(
+    `${base}/runtimes`,
+    { onRequest, schema: { ...common, summary: 'Your runtimes, newest first', querystring: listQuery, response: { 200: envelopeSchema(z.array(runtimeSchema)), ...errors(400, 401) } } },
+    async (request) => envelope(await runtimes.list(userOf(request), pageOf(request.query))),
   );
   app.post(
     `${base}/runtimes`,

@@ -2,6 +2,7 @@ import { and, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
+import type { Page } from './store.js';
 import { tradingAccounts, tradingExecutions, tradingRuntimes, type KillSwitchMode, type RuntimeStatus } from './tables.js';
 
 export type RuntimeRow = typeof tradingRuntimes.$inferSelect;
@@ -75,8 +76,13 @@ export class RuntimeStore {
     return row ?? null;
   }
 
-  async list(userId: string): Promise<RuntimeRow[]> {
-    return this.db.select().from(tradingRuntimes).where(eq(tradingRuntimes.userId, userId)).orderBy(desc(tradingRuntimes.id)).limit(500);
+  async list(userId: string, page: Page): Promise<RuntimeRow[]> {
+    return this.db
+      .select()
+      .from(tradingRuntimes)
+      .where(and(eq(tradingRuntimes.userId, userId), page.before ? lt(tradingRuntimes.id, page.before) : undefined))
+      .orderBy(desc(tradingRuntimes.id))
+      .limit(page.limit);
   }
 
   /** Moves the runtime from one of `from` to `to`; null when it was in none of them (a lost race or an illegal move). */

@@ -12,7 +12,7 @@ import { atomicOf } from './metering.js';
 import type { AlignTarget, RuntimeReconciler } from './reconcile.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { createRuntimeBody } from './schemas.js';
-import type { VersionRow } from './store.js';
+import type { Page, VersionRow } from './store.js';
 import type { RuntimeStatus } from './tables.js';
 import type { TickRunner } from './ticks.js';
 import { bookView, executionView, runtimeView } from './views.js';
@@ -105,8 +105,8 @@ export class RuntimeService {
     return { created: false, runtime: await this.view(existing) };
   }
 
-  async list(userId: string) {
-    return Promise.all((await this.store.list(userId)).map((row) => this.view(row)));
+  async list(userId: string, page: Page) {
+    return Promise.all((await this.store.list(userId, page)).map((row) => this.view(row)));
   }
 
   async get(userId: string, runtimeId: string) {

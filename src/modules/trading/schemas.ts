@@ -177,6 +177,11 @@ export const executionSchema = z.object({
   completedAt: z.string().nullable(),
 });
 
+export const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  before: z.uuid().optional().describe('The last id of the previous page'),
+});
+
 export const executionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   before: z.uuid().optional().describe('The last id of the previous page'),

@@ -1,6 +1,12 @@
-import { and, asc, desc, eq, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, lt, or, sql } from 'drizzle-orm';
 import type { Db, Executor } from '../../platform/db.js';
 import { tradingAccounts, tradingStrategies, tradingStrategyVersions, type KillSwitchMode } from './tables.js';
+
+/** A page of a list, newest first: at most `limit` rows with ids below `before`. */
+export interface Page {
+  limit: number;
+  before: string | null;
+}
 
 export type StrategyRow = typeof tradingStrategies.$inferSelect;
 export type VersionRow = typeof tradingStrategyVersions.$inferSelect;
@@ -37,13 +43,24 @@ export class CatalogStore {
   }
 
   /** Strategies the user may read: their own and public ones. */
-  async visibleStrategies(userId: string): Promise<StrategyRow[]> {
+  async visibleStrategies(userId: string, page: Page): Promise<StrategyRow[]> {
     return this.db
       .select()
       .from(tradingStrategies)
-      .where(or(eq(tradingStrategies.userId, userId), eq(tradingStrategies.visibility, 'public')))
+      .where(and(or(eq(tradingStrategies.userId, userId), eq(tradingStrategies.visibility, 'public')), page.before ? lt(tradingStrategies.id, page.before) : undefined))
       .orderBy(desc(tradingStrategies.id))
-      .limit(500);
+      .limit(page.limit);
+  }
+
+  /** The latest version of each strategy (a list shows no other). */
+  async latestVersions(strategyIds: readonly string[]): Promise<VersionRow[]> {
+    if (strategyIds.length === 0) return [];
+    const rows = await this.db
+      .select({ version: tradingStrategyVersions })
+      .from(tradingStrategyVersions)
+      .innerJoin(tradingStrategies, and(eq(tradingStrategies.id, tradingStrategyVersions.strategyId), eq(tradingStrategies.latestVersion, tradingStrategyVersions.number)))
+      .where(sql`${tradingStrategies.id} = any(${sql.param([...strategyIds])}::uuid[])`);
+    return rows.map((row) => row.version);
   }
 
   async strategy(id: string): Promise<StrategyRow | null> {
@@ -74,8 +91,13 @@ export class CatalogStore {
     return created!;
   }
 
-  async accounts(userId: string): Promise<AccountRow[]> {
-    return this.db.select().from(tradingAccounts).where(eq(tradingAccounts.userId, userId)).orderBy(desc(tradingAccounts.id));
+  async accounts(userId: string, page: Page): Promise<AccountRow[]> {
+    return this.db
+      .select()
+      .from(tradingAccounts)
+      .where(and(eq(tradingAccounts.userId, userId), page.before ? lt(tradingAccounts.id, page.before) : undefined))
+      .orderBy(desc(tradingAccounts.id))
+      .limit(page.limit);
   }
 
   async account(executor: Executor, userId: string, id: string): Promise<AccountRow | null> {
