@@ -1,12 +1,13 @@
 import type { z } from 'zod';
 import type { Clock } from '../../platform/clock.js';
-import { CronDefinitionError, nextTick, parseCron } from '../events/cron.js';
+import { nextTick } from '../events/cron.js';
 import { openBook } from './book.js';
 import type { Catalog } from './catalog.js';
 import { evaluateTick, type RiskLimits } from './engine.js';
 import { tradingErrors } from './errors.js';
 import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
 import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import { utcCron } from './schedules.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
 import type { VersionRow } from './store.js';
 import type { Venue } from './venue.js';
@@ -83,13 +84,7 @@ export class Backtester {
     const to = new Date(input.to);
     if (from >= to) throw tradingErrors.invalidWindow('from must be before to');
     if (to > this.clock.now()) throw tradingErrors.invalidWindow('to must not be in the future: the feed has no candles there yet');
-    let cron;
-    try {
-      cron = parseCron(input.cronExpression, 'UTC');
-    } catch (error) {
-      if (error instanceof CronDefinitionError) throw tradingErrors.invalidCron(error.message);
-      throw error;
-    }
+    const cron = utcCron(input.cronExpression);
     const ticks: Date[] = [];
     for (let tick = nextTick(cron, new Date(from.getTime() - 1)); tick && tick <= to; tick = nextTick(cron, tick)) {
       if (ticks.length === TRADING_LIMITS.backtestTicks) throw tradingErrors.invalidWindow(`the window holds more than ${TRADING_LIMITS.backtestTicks} ticks`);

@@ -18,6 +18,9 @@ export interface MarketDataProvider {
   price(symbol: string, at: Date): Promise<number>;
 }
 
+/** What a symbol looks like (BTC-USD, AAPL); the embedded feed quotes every one. */
+export const SYMBOL_PATTERN = /^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/;
+
 export const CANDLE_INTERVALS: Record<string, number> = { '1m': 1, '5m': 5, '15m': 15, '30m': 30, '1h': 60, '4h': 240, '1d': 1440 };
 
 const MINUTE_MS = 60_000;
@@ -55,7 +58,7 @@ export class EmbeddedFeed implements MarketDataProvider {
   private readonly cache = new Map<string, Candle>();
 
   supports(symbol: string): boolean {
-    return /^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/.test(symbol);
+    return SYMBOL_PATTERN.test(symbol);
   }
 
   priceAtMinute(symbol: string, minute: number): number {

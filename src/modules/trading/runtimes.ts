@@ -2,7 +2,6 @@ import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
-import { CronDefinitionError, parseCron } from '../events/cron.js';
 import { openBook, type Book } from './book.js';
 import { digestOf } from './canonical.js';
 import type { Catalog } from './catalog.js';
@@ -10,6 +9,7 @@ import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
 import { atomicOf } from './metering.js';
 import type { AlignTarget, RuntimeReconciler } from './reconcile.js';
+import { utcCron } from './schedules.js';
 import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { createRuntimeBody } from './schemas.js';
 import type { Page, VersionRow } from './store.js';
@@ -54,12 +54,7 @@ export class RuntimeService {
     const requestHash = digestOf(definition);
     const existing = await this.store.byIdempotencyKey(userId, idempotencyKey);
     if (existing) return this.repeat(existing, requestHash);
-    try {
-      parseCron(input.cronExpression, 'UTC');
-    } catch (error) {
-      if (error instanceof CronDefinitionError) throw tradingErrors.invalidCron(error.message);
-      throw error;
-    }
+    utcCron(input.cronExpression);
     const { version, strategy } = await this.catalog.visibleVersion(userId, input.strategyVersionId);
     // Another user's priced strategy is charged at activation: only with the buyer's stated consent to that price.
     if (strategy.userId !== userId && strategy.accessPriceUsd && atomicOf(input.maxAccessPriceUsd ?? null, 6) < atomicOf(strategy.accessPriceUsd, 6)) {

@@ -1,7 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
+import { CronDefinitionError, parseCron } from '../events/cron.js';
 import type { EventsServices } from '../events/services.js';
 import type { QueueRow } from '../events/queue-store.js';
+import { tradingErrors } from './errors.js';
 import type { RuntimeRow } from './runtime-store.js';
 
 /** The events project that holds trading's own queue and schedules; no API key ever names it. */
@@ -10,6 +12,16 @@ const QUEUE_NAME = 'executions';
 /** A tick's event: redelivered after this lease if its worker dies, given up after MAX_ATTEMPTS. */
 export const TICK_LEASE_SECONDS = 60;
 const MAX_ATTEMPTS = 3;
+
+/** A runtime's (or a backtest's) cron, evaluated in UTC; a bad expression is 400 invalid_cron_expression. */
+export function utcCron(expression: string) {
+  try {
+    return parseCron(expression, 'UTC');
+  } catch (error) {
+    if (error instanceof CronDefinitionError) throw tradingErrors.invalidCron(error.message);
+    throw error;
+  }
+}
 
 /**
  * Runtimes' cron ticks through the Events schedules: one schedule per runtime on trading's queue, whose

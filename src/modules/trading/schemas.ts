@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CANDLE_INTERVALS } from './market-data.js';
+import { CANDLE_INTERVALS, SYMBOL_PATTERN } from './market-data.js';
 import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
 
 /** Bounds of our own choosing (docs/trading.md). */
@@ -14,7 +14,7 @@ export const TRADING_LIMITS = {
   backtestPrices: 20_000_000,
 } as const;
 
-const symbol = z.string().regex(/^[A-Z0-9]{1,12}(-[A-Z]{2,5})?$/, 'a symbol such as BTC-USD');
+const symbol = z.string().regex(SYMBOL_PATTERN, 'a symbol such as BTC-USD');
 const candleInterval = z.enum(Object.keys(CANDLE_INTERVALS) as [string, ...string[]]);
 
 export const strategyVersionInput = z.object({
