@@ -41,6 +41,10 @@ const MAX_READS = 10;
  * again. A worker that dies mid-batch leaves nothing of it; the ticks' events are delivered again and
  * run then. A tick that throws is recorded as a failed execution, which a redelivery may take over
  * (attemptCount counts the tries).
+ *
+ * A live venue's order is claimed by that commit (the execution `placing`) and placed only after it; a
+ * runtime with an order placing runs nothing else until that order's fill is committed (docs/trading.md,
+ * "Live venues").
  */
 export class TickRunner {
   private readonly runtimes: RuntimeStore;
