@@ -30,6 +30,62 @@ describe('config', () => {
     }
   });
 
+  describe('the dashboard\'s OpenID sign-in', () => {
+    const provider = {
+      IDENTITY_JWKS_URL: 'https://id.example.com/jwks',
+      IDENTITY_ISSUER: 'https://id.example.com/',
+      IDENTITY_AUDIENCE: 'tollgate-dashboard',
+      IDENTITY_OIDC_ISSUER: 'https://id.example.com/',
+      IDENTITY_OIDC_CLIENT_ID: 'tollgate-dashboard',
+    };
+    const problemsOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        return error.problems;
+      }
+    };
+
+    it('is off by default, and takes the id_token with the openid scope when set', () => {
+      expect(loadConfig({}).identity.oidc).toBeNull();
+      expect(loadConfig(provider).identity.oidc).toEqual({ issuer: 'https://id.example.com/', clientId: 'tollgate-dashboard', scope: 'openid', token: 'id_token' });
+      const access = loadConfig({ ...provider, IDENTITY_AUDIENCE: 'https://api.example.com', IDENTITY_OIDC_TOKEN: 'access_token', IDENTITY_OIDC_SCOPE: 'openid profile' });
+      expect(access.identity.oidc).toMatchObject({ scope: 'openid profile', token: 'access_token' });
+    });
+
+    it('is all or nothing', () => {
+      const { IDENTITY_OIDC_CLIENT_ID: _client, ...withoutClient } = provider;
+      expect(problemsOf(withoutClient)).toEqual([expect.stringMatching(/^IDENTITY_OIDC_CLIENT_ID: required with IDENTITY_OIDC_ISSUER/)]);
+      const { IDENTITY_OIDC_ISSUER: _issuer, ...withoutIssuer } = provider;
+      expect(problemsOf({ ...withoutIssuer, IDENTITY_OIDC_SCOPE: 'openid' })).toEqual([expect.stringMatching(/^IDENTITY_OIDC_ISSUER: required with IDENTITY_OIDC_CLIENT_ID, IDENTITY_OIDC_SCOPE/)]);
+      expect(problemsOf({ IDENTITY_OIDC_TOKEN: 'id_token' }).join('\n')).toMatch(/IDENTITY_OIDC_ISSUER: required[\s\S]*IDENTITY_OIDC_CLIENT_ID: required[\s\S]*IDENTITY_JWKS_URL: required/);
+    });
+
+    it('needs IDENTITY_JWKS_URL, the only way the API verifies the provider\'s tokens', () => {
+      const { IDENTITY_JWKS_URL: _jwks, ...withoutJwks } = provider;
+      expect(problemsOf(withoutJwks)).toEqual([expect.stringMatching(/^IDENTITY_JWKS_URL: required with IDENTITY_OIDC_ISSUER, IDENTITY_OIDC_CLIENT_ID/)]);
+    });
+
+    it('takes an https issuer, or http on a loopback host only', () => {
+      for (const issuer of ['http://127.0.0.1:9000', 'http://localhost:9000/realm', 'http://[::1]:9000']) {
+        expect(problemsOf({ ...provider, IDENTITY_ISSUER: issuer, IDENTITY_OIDC_ISSUER: issuer })).toEqual([]);
+      }
+      for (const issuer of ['http://id.example.com', 'http://10.0.0.5', 'ftp://id.example.com', 'https://id.example.com/?tenant=1']) {
+        expect(problemsOf({ ...provider, IDENTITY_ISSUER: issuer, IDENTITY_OIDC_ISSUER: issuer })).toEqual([expect.stringMatching(/^IDENTITY_OIDC_ISSUER: must/)]);
+      }
+      expect(problemsOf({ ...provider, IDENTITY_OIDC_ISSUER: 'not a url' })[0]).toMatch(/^IDENTITY_OIDC_ISSUER/);
+    });
+
+    it('with the id_token, expects its iss and aud in IDENTITY_ISSUER and IDENTITY_AUDIENCE, and the openid scope', () => {
+      expect(problemsOf({ ...provider, IDENTITY_ISSUER: 'https://id.example.com' })).toEqual([expect.stringMatching(/^IDENTITY_ISSUER: must be IDENTITY_OIDC_ISSUER \(https:\/\/id\.example\.com\/\)/)]);
+      expect(problemsOf({ ...provider, IDENTITY_AUDIENCE: 'tollgate' })).toEqual([expect.stringMatching(/^IDENTITY_AUDIENCE: must be IDENTITY_OIDC_CLIENT_ID/)]);
+      expect(problemsOf({ ...provider, IDENTITY_OIDC_SCOPE: 'profile email' })).toEqual([expect.stringMatching(/^IDENTITY_OIDC_SCOPE: must include openid/)]);
+      expect(problemsOf({ ...provider, IDENTITY_OIDC_TOKEN: 'refresh_token' })[0]).toMatch(/^IDENTITY_OIDC_TOKEN/);
+    });
+  });
+
   it('makes the CLI exit 2 with one message naming each bad variable', () => {
     const result = spawnSync(process.execPath, [bin, 'serve'], {
       env: { ...process.env, API_PORT: '99999', FACILITATOR_URL: 'not a url', DATABASE_URL: '' },
@@ -40,5 +96,16 @@ describe('config', () => {
     expect(result.stderr).toContain('Invalid configuration');
     expect(result.stderr).toContain('API_PORT');
     expect(result.stderr).toContain('FACILITATOR_URL');
+  }, 120_000);
+
+  it('makes the CLI exit 2 naming IDENTITY_JWKS_URL when the OpenID sign-in is set without it', () => {
+    const result = spawnSync(process.execPath, [bin, 'serve'], {
+      env: { ...process.env, IDENTITY_JWKS_URL: '', IDENTITY_OIDC_ISSUER: 'https://id.example.com', IDENTITY_OIDC_CLIENT_ID: 'tollgate-dashboard', IDENTITY_ISSUER: 'https://id.example.com', IDENTITY_AUDIENCE: 'tollgate-dashboard' },
+      encoding: 'utf8',
+      timeout: 90_000,
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('Invalid configuration');
+    expect(result.stderr).toContain('IDENTITY_JWKS_URL: required with IDENTITY_OIDC_ISSUER');
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { classifyAddress } from './platform/ip-policy.js';
 
 // Every environment variable Tollgate reads, with its default. Defaults live here only.
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
@@ -96,6 +97,10 @@ const envSchema = z.object({
   IDENTITY_JWKS_URL: optionalUrl,
   IDENTITY_ISSUER: optionalString,
   IDENTITY_AUDIENCE: optionalString,
+  IDENTITY_OIDC_ISSUER: optionalUrl,
+  IDENTITY_OIDC_CLIENT_ID: z.string().regex(/^[\x21-\x7E]{1,200}$/, 'must be 1-200 printable characters without spaces').optional(),
+  IDENTITY_OIDC_SCOPE: z.string().regex(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/, 'must be scope names separated by single spaces').optional(),
+  IDENTITY_OIDC_TOKEN: z.enum(['id_token', 'access_token']).optional(),
   PAY_AND_CALL_ALLOW_HOSTS: z.string().optional(),
   PAY_AND_CALL_MAX_BODY_BYTES: positiveInt(1024 * 1024),
   PAY_AND_CALL_TIMEOUT_MS: positiveInt(15_000),
@@ -213,11 +218,26 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   secretPepper: string | null;
   walletMasterKey: string | null;
-  identity: { jwksUrl: string | null; issuer: string; audience: string };
+  /**
+   * Identity tokens: verified against IDENTITY_JWKS_URL (else the dev issuer's key) for `issuer` and
+   * `audience`. `oidc`: the provider the dashboard signs in through (docs/web.md#signing-in), or null.
+   */
+  identity: { jwksUrl: string | null; issuer: string; audience: string; oidc: OidcSignIn | null };
   payAndCall: { allowHosts: string; maxBodyBytes: number; timeoutMs: number };
   intents: IntentSettings;
   txapi: TxapiSettings;
   build: { commit: string | null; branch: string | null; time: string | null };
+}
+
+/** The dashboard's sign-in through an OpenID provider: Authorization Code with PKCE, in the browser. */
+export interface OidcSignIn {
+  /** Exactly as the provider spells it (an id_token's `iss` and its discovery document's `issuer` must equal it). */
+  issuer: string;
+  /** A public client (no secret) registered with the redirect URI `{PUBLIC_BASE_URL}/app/`. */
+  clientId: string;
+  scope: string;
+  /** Which of the token response's tokens the API is sent. */
+  token: 'id_token' | 'access_token';
 }
 
 /** Chain indexer and transaction API (see docs/txapi.md). */
@@ -255,8 +275,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
-  const relayerProblems = relayerKeyProblems(e);
-  if (relayerProblems.length > 0) throw new ConfigError(relayerProblems);
+  const combinationProblems = [...relayerKeyProblems(e), ...oidcProblems(e)];
+  if (combinationProblems.length > 0) throw new ConfigError(combinationProblems);
   const facilitatorPrivateKeys = e.FACILITATOR_PRIVATE_KEYS
     ? e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim())
     : e.FACILITATOR_PRIVATE_KEY
@@ -348,6 +368,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       jwksUrl: e.IDENTITY_JWKS_URL ?? null,
       issuer: e.IDENTITY_ISSUER ?? 'tollgate-dev',
       audience: e.IDENTITY_AUDIENCE ?? 'tollgate',
+      oidc:
+        e.IDENTITY_OIDC_ISSUER && e.IDENTITY_OIDC_CLIENT_ID
+          ? { issuer: e.IDENTITY_OIDC_ISSUER, clientId: e.IDENTITY_OIDC_CLIENT_ID, scope: e.IDENTITY_OIDC_SCOPE ?? 'openid', token: e.IDENTITY_OIDC_TOKEN ?? 'id_token' }
+          : null,
     },
     payAndCall: {
       allowHosts: e.PAY_AND_CALL_ALLOW_HOSTS ?? '',
@@ -401,6 +425,40 @@ function relayerKeyProblems(e: Env): string[] {
   }
   if (e.FACILITATOR_RELAYER_COUNT !== undefined && e.CHAIN_RPC_URL) {
     problems.push('FACILITATOR_RELAYER_COUNT: dev keys exist on the embedded devchain only; with CHAIN_RPC_URL set FACILITATOR_PRIVATE_KEYS');
+  }
+  return problems;
+}
+
+const OIDC_VARIABLES = ['IDENTITY_OIDC_ISSUER', 'IDENTITY_OIDC_CLIENT_ID', 'IDENTITY_OIDC_SCOPE', 'IDENTITY_OIDC_TOKEN'] as const;
+
+/** The dashboard's OpenID sign-in: all of it or none, and only where the API can verify what it brings back. */
+function oidcProblems(e: Env): string[] {
+  const set = OIDC_VARIABLES.filter((name) => e[name] !== undefined);
+  if (set.length === 0) return [];
+  const problems: string[] = [];
+  for (const name of ['IDENTITY_OIDC_ISSUER', 'IDENTITY_OIDC_CLIENT_ID'] as const) {
+    if (!e[name]) problems.push(`${name}: required with ${set.join(', ')} (the dashboard's sign-in through the identity provider needs the issuer and the client id)`);
+  }
+  // The provider's tokens verify only against its JWKS: without IDENTITY_JWKS_URL the dev issuer runs and refuses them.
+  if (!e.IDENTITY_JWKS_URL) problems.push(`IDENTITY_JWKS_URL: required with ${set.join(', ')} (the API verifies the provider's tokens against its JWKS)`);
+  const issuer = e.IDENTITY_OIDC_ISSUER;
+  if (issuer) {
+    const url = new URL(issuer);
+    // A browser sends the authorization code and PKCE verifier there: https, but for a provider on this machine (tests, development).
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (url.hostname === 'localhost' || classifyAddress(url.hostname) === 'loopback'))) {
+      problems.push('IDENTITY_OIDC_ISSUER: must be an https URL (http only on a loopback host such as 127.0.0.1)');
+    }
+    if (url.search || url.hash || url.username || url.password) problems.push('IDENTITY_OIDC_ISSUER: must have no query, fragment or credentials (an OpenID issuer is a plain URL)');
+  }
+  const token = e.IDENTITY_OIDC_TOKEN ?? 'id_token';
+  const scope = (e.IDENTITY_OIDC_SCOPE ?? 'openid').split(' ');
+  // An id_token comes back only for the openid scope; its iss and aud are the provider's issuer and this client, so the API must expect exactly those.
+  if (token === 'id_token') {
+    if (!scope.includes('openid')) problems.push('IDENTITY_OIDC_SCOPE: must include openid with IDENTITY_OIDC_TOKEN=id_token (no id_token comes back without it)');
+    if (issuer && e.IDENTITY_ISSUER !== issuer) problems.push(`IDENTITY_ISSUER: must be IDENTITY_OIDC_ISSUER (${issuer}) with IDENTITY_OIDC_TOKEN=id_token (an id_token's iss is the provider's issuer)`);
+    if (e.IDENTITY_OIDC_CLIENT_ID && e.IDENTITY_AUDIENCE !== e.IDENTITY_OIDC_CLIENT_ID) {
+      problems.push('IDENTITY_AUDIENCE: must be IDENTITY_OIDC_CLIENT_ID with IDENTITY_OIDC_TOKEN=id_token (an id_token\'s aud is the client id)');
+    }
   }
   return problems;
 }
