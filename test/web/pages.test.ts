@@ -33,6 +33,15 @@ describe('the web pages on the api origin', () => {
     for (const src of page.body.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) expect(src[1]).toMatch(/^\/app\/assets\//);
   });
 
+  it('tells the dashboard how to sign in: the dev issuer\'s form here, on the embedded devchain', async () => {
+    const settings = await get('/app/sign-in.json');
+    expect(settings.statusCode).toBe(200);
+    expect(settings.headers['cache-control']).toBe('no-cache');
+    expect(settings.json()).toEqual({ mode: 'dev' });
+    // Like the pages, not part of the API: absent from the OpenAPI document.
+    expect(Object.keys((await get('/openapi.json')).json().paths)).not.toContain('/app/sign-in.json');
+  });
+
   it('names no external URL in any built file (html, js, css), but for text that is never fetched', () => {
     // URLs that appear as text only: XML namespace names, and the documentation link viem puts in its error messages.
     const neverFetched = [/^http:\/\/www\.w3\.org\//, /^https:\/\/viem\.sh(?:\/|$)/];

@@ -1,7 +1,8 @@
-// The dashboard's sign-in form follows the token route: the dev issuer's user-name form only where
-// POST /dev/identity/token exists (the dev issuer on the embedded devchain). Here the dev issuer runs but
-// the chain is external (CHAIN_RPC_URL, an anvil of the test's own), so its JWKS is served and the token
-// route is not: the page must ask for a pasted identity token. The embedded case is dashboard.test.ts's.
+// The dashboard's sign-in form follows the token route (GET /app/sign-in.json says which): the dev
+// issuer's user-name form only where POST /dev/identity/token exists (the dev issuer on the embedded
+// devchain). Here the dev issuer runs but the chain is external (CHAIN_RPC_URL, an anvil of the test's
+// own), so its JWKS is served and the token route is not: the page must ask for a pasted identity token.
+// The embedded case is dashboard.test.ts's, the OpenID provider's oidc-sign-in.test.ts's.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEphemeralDevchain, type Devchain } from '../../src/chain/devchain.js';
@@ -29,6 +30,7 @@ describe.skipIf(browserMissing)('sign-in with the dev issuer on an external chai
     expect((await fetch(`${app.urls.api}/dev/identity/jwks.json`)).status).toBe(200);
     const token = await fetch(`${app.urls.api}/dev/identity/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sub: 'dana' }) });
     expect(token.status).toBe(404);
+    expect(await (await fetch(`${app.urls.api}/app/sign-in.json`)).json()).toEqual({ mode: 'token' });
 
     const page = await browser.newPage();
     await page.goto(`${app.urls.api}/app/`);

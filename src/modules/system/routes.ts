@@ -13,6 +13,13 @@ const devTokenResult = z.object({ token: z.string(), sub: z.string(), expiresAt:
 const DEV_TOKEN_TTL_SECONDS = 3600;
 const readyData = z.object({ ready: z.boolean(), checks: z.record(z.string(), checkSchema) });
 
+/**
+ * Whether POST /dev/identity/token exists: the dev issuer on the embedded devchain. Never on a real chain:
+ * there a token is minted only by `tollgate dev token` on the machine that holds the issuer's key. The
+ * dashboard offers its user-name sign-in exactly then (src/modules/web).
+ */
+export const devTokenRouteEnabled = (ctx: AppContext) => ctx.devIdentity !== null && isEmbeddedChain(ctx.config);
+
 /** Health and readiness on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
 export function systemModule(ctx: AppContext): Module {
   const health = (app: ZodApp) => {
@@ -51,9 +58,8 @@ export function systemModule(ctx: AppContext): Module {
         const issuer = ctx.devIdentity;
         if (issuer) {
           app.get('/dev/identity/jwks.json', { schema: { tags: ['dev'], summary: 'JWKS of the dev identity issuer' } }, async () => issuer.jwks());
-          // The dashboard's sign-in in embedded mode. Never on a real chain: there a token is minted only by
-          // `tollgate dev token` on the machine that holds the issuer's key.
-          if (isEmbeddedChain(ctx.config)) {
+          // The dashboard's sign-in in embedded mode.
+          if (devTokenRouteEnabled(ctx)) {
             app.post(
               '/dev/identity/token',
               {

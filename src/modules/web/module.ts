@@ -3,35 +3,54 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import type { Module } from '../module.js';
+import { devTokenRouteEnabled } from '../system/routes.js';
 import { loadWebAssets } from './assets.js';
 
 /**
  * The pages on the api origin (docs/web.md): the dashboard and explorer under /app/, and the hosted
  * checkout at each intent's paymentUrl for a browser (GET, Accept: text/html; POST stays the x402 pay
  * contract). Same origin as the API they call, so the CSP allows nothing else: no CDN, no inline code,
- * no framing. Built files are hashed: they are cached for good; the two pages are revalidated.
+ * no framing. The one exception is the dashboard's: with an OpenID provider to sign in through, it may
+ * also fetch from the provider's origin (the discovery document and the token request; the redirect to
+ * the provider is a top-level navigation, which CSP does not restrict). Built files are hashed: they are
+ * cached for good; the two pages are revalidated.
  */
-const PAGE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+const pageCsp = (connectOrigin: string | null) =>
+  [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `connect-src 'self'${connectOrigin ? ` ${connectOrigin}` : ''}`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+
+/** How the dashboard signs in (GET /app/sign-in.json; public, it names nothing secret). */
+type SignIn =
+  | { mode: 'dev' | 'token' }
+  | { mode: 'oidc'; issuer: string; clientId: string; scope: string; token: 'id_token' | 'access_token' };
+
+function signInOf(ctx: AppContext): SignIn {
+  const oidc = ctx.config.identity.oidc;
+  if (oidc) return { mode: 'oidc', issuer: oidc.issuer, clientId: oidc.clientId, scope: oidc.scope, token: oidc.token };
+  return { mode: devTokenRouteEnabled(ctx) ? 'dev' : 'token' };
+}
 
 export function webModule(ctx: AppContext): Module {
   const assets = loadWebAssets();
   if (!assets) ctx.log.warn('web/dist is missing: /app and the checkout page answer 503 until `node bin/build.js` builds them');
+  const signIn = signInOf(ctx);
+  const dashboardCsp = pageCsp(signIn.mode === 'oidc' ? new URL(signIn.issuer).origin : null);
+  const checkoutCsp = pageCsp(null);
 
   const send = (request: FastifyRequest, reply: FastifyReply, name: string) => {
     const asset = assets?.get(name);
     if (!assets) throw new ApiError(503, 'web_not_built', 'The web pages are not built; run `node bin/build.js`');
     if (!asset) throw new ApiError(404, 'not_found', 'Not found');
     reply.header('content-type', asset.type).header('x-content-type-options', 'nosniff').header('vary', 'accept-encoding');
-    if (name.endsWith('.html')) reply.header('cache-control', 'no-cache').header('content-security-policy', PAGE_CSP).header('referrer-policy', 'no-referrer');
+    if (name.endsWith('.html')) reply.header('cache-control', 'no-cache').header('content-security-policy', name === 'app.html' ? dashboardCsp : checkoutCsp).header('referrer-policy', 'no-referrer');
     else reply.header('cache-control', 'public, max-age=31536000, immutable');
     return gzipAccepted(request) ? reply.header('content-encoding', 'gzip').send(asset.gzip) : reply.send(asset.body);
   };
@@ -43,6 +62,11 @@ export function webModule(ctx: AppContext): Module {
         const hide = { hide: true };
         app.get('/app', { schema: hide }, async (_request, reply) => reply.redirect('/app/', 301));
         app.get('/app/', { schema: hide }, async (request, reply) => send(request, reply, 'app.html'));
+        // Read by the dashboard before it shows the sign-in form: which of the three ways this deployment offers.
+        app.get('/app/sign-in.json', { schema: hide }, async (_request, reply) => {
+          reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
+          return signIn;
+        });
         app.get('/app/assets/:file', { schema: { ...hide, params: z.object({ file: z.string().regex(/^[\w.-]{1,200}$/) }) } }, async (request, reply) =>
           send(request, reply, `assets/${request.params.file}`),
         );

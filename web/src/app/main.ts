@@ -70,7 +70,8 @@ async function route(): Promise<void> {
   } catch (error) {
     if (error instanceof HttpError && error.status === 401) {
       endSession();
-      return signIn(content, () => void route());
+      // Say why: a provider's token the API refuses (wrong issuer or audience, expired) would otherwise loop back here silently.
+      return signIn(content, () => void route(), `The server refused the identity token (${error.message}). Sign in again.`);
     }
     mount(content, h('h1', {}, found.r.title), notice('error', (error as Error).message));
   }
