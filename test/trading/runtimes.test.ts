@@ -122,6 +122,7 @@ describe('a runtime on a per-minute cron', () => {
     expect(ids).toEqual([...ids].sort().reverse());
     expect(ids).toContain(strategy.id);
     expect(new Set(ids).size).toBe(ids.length);
+    h.clock.advance(1_000); // ids are time-ordered: within one millisecond their order is random
     const second = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data.id;
     expect((await h.call('GET', '/agentic-trading/runtimes?limit=1', token)).body.data.map((r: any) => r.id)).toEqual([second]);
     expect((await h.call('GET', `/agentic-trading/runtimes?limit=1&before=${second}`, token)).body.data.map((r: any) => r.id)).toEqual([runtimeId]);
