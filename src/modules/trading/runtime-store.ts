@@ -31,6 +31,13 @@ export interface TickState {
 
 export type PlacingExecution = Pick<ExecutionRow, 'id' | 'triggerType' | 'scheduledAt' | 'decision' | 'order'>;
 
+/** The placing execution as tickStates reads it (one JSON object, its time a string). */
+const placingOf = (value: unknown): PlacingExecution | null => {
+  if (value === null || value === undefined) return null;
+  const p = (typeof value === 'string' ? JSON.parse(value) : value) as PlacingExecution & { scheduledAt: string };
+  return { ...p, scheduledAt: new Date(p.scheduledAt) };
+};
+
 /** A tick's outcome to commit over the book version it read (commitTicks). */
 export interface TickCommit {
   bookVersion: number;
@@ -52,12 +59,6 @@ export interface TickCommit {
  *  - a live venue's order is claimed that way first (an execution `placing`, the book version moved on)
  *    and placed after; its fill commits over the claimed version (commitFill).
  */
-const placingOf = (value: unknown): PlacingExecution | null => {
-  if (value === null || value === undefined) return null;
-  const p = (typeof value === 'string' ? JSON.parse(value) : value) as PlacingExecution & { scheduledAt: string };
-  return { ...p, scheduledAt: new Date(p.scheduledAt) };
-};
-
 export class RuntimeStore {
   constructor(readonly db: Db) {}
 
