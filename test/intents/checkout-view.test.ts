@@ -38,6 +38,7 @@ describe('the checkout view', () => {
       settledAt: null,
       transactionHash: null,
       failureCode: null,
+      failureMoneyMoved: null,
     });
     for (const secret of ['cust-77', 'MUG-1', intent.externalId, shop.projectId, shop.merchantId]) expect(view.body).not.toContain(secret);
   });

@@ -139,7 +139,8 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     const cases: [string | null, string][] = [
       ['invalid_exact_evm_transaction_failed', 'No money moved'], // the settlement transaction reverted
       ['settlement_mismatch', 'A transfer was made on chain'],
-      ['payment_already_used', 'already counted for another payment request'],
+      ['payment_already_used', 'A transfer was made on chain'],
+      ['invalid_exact_evm_nonce_already_used', 'check your wallet'], // used, perhaps canceled: not known
       [null, 'check your wallet'],
     ];
     for (const [failureCode, words] of cases) {

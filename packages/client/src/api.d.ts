@@ -1000,6 +1000,8 @@ export interface paths {
                             settledAt: string | null;
                             transactionHash: string | null;
                             failureCode: string | null;
+                            /** @description A failed intent's money: none (refused before any transfer, or it reverted), not_for_this_intent (a transfer happened that did not pay it), unknown; null unless failed */
+                            failureMoneyMoved: ("none" | "not_for_this_intent" | "unknown") | null;
                         };
                     };
                 };

@@ -96,6 +96,10 @@ export const checkoutViewSchema = z.object({
   settledAt: z.string().nullable(),
   transactionHash: z.string().nullable(),
   failureCode: z.string().nullable(),
+  failureMoneyMoved: z
+    .enum(['none', 'not_for_this_intent', 'unknown'])
+    .nullable()
+    .describe("A failed intent's money: none (refused before any transfer, or it reverted), not_for_this_intent (a transfer happened that did not pay it), unknown; null unless failed"),
 });
 
 export const projectIntentsQuery = z.object({

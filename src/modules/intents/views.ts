@@ -1,8 +1,28 @@
 import { isoDate } from '../../platform/http/schemas.js';
+import { Reason } from '../../x402/facilitator/reasons.js';
+import { CONDITIONS } from './reconcile.js';
 import type { CheckoutView, IntentView, SettlementBody } from './schemas.js';
 import type { IntentRow } from './store.js';
 
-/** The pay address of an intent: the public x402 endpoint (a hosted checkout page will live here later). */
+/**
+ * The facilitator's settle refusals end before any transfer, or with one that reverted; all but these,
+ * which say an authorization was used or the outcome is not known.
+ */
+const REFUSED_BEFORE_TRANSFER: ReadonlySet<string> = new Set(
+  Object.values(Reason).filter((code) => !([Reason.nonceAlreadyUsed, Reason.transferEventMismatch, Reason.settlementPending, Reason.paymentIdentifierConflict] as string[]).includes(code)),
+);
+/** Failures decided after a transfer that did not pay this intent (docs/intents.md, failureCode values). */
+const MOVED_ELSEWHERE: ReadonlySet<string> = new Set([CONDITIONS.mismatch.code, CONDITIONS.alreadyUsed.code]);
+
+/** What a failed intent means for the payer's money; null for an intent that has not failed. */
+export function failureMoneyMovedOf(row: Pick<IntentRow, 'status' | 'failureCode'>): CheckoutView['failureMoneyMoved'] {
+  if (row.status !== 'failed') return null;
+  if (row.failureCode && REFUSED_BEFORE_TRANSFER.has(row.failureCode)) return 'none';
+  if (row.failureCode && MOVED_ELSEWHERE.has(row.failureCode)) return 'not_for_this_intent';
+  return 'unknown';
+}
+
+/** The pay address of an intent: the public x402 endpoint, and the hosted checkout page for a browser. */
 export const paymentUrlOf = (baseUrl: string, intentId: string) => `${baseUrl}/v1/payment-intents/${intentId}/pay`;
 
 /** 1 US cent = 10,000 atomic units of a 6-decimal dollar token (USDG). */
@@ -61,5 +81,6 @@ export function checkoutView(row: IntentRow, merchantName: string): CheckoutView
     settledAt: isoDate(row.settledAt),
     transactionHash: row.transactionHash,
     failureCode: row.failureCode,
+    failureMoneyMoved: failureMoneyMovedOf(row),
   };
 }

@@ -21,6 +21,7 @@ interface CheckoutView {
   settledAt: string | null;
   transactionHash: string | null;
   failureCode: string | null;
+  failureMoneyMoved: 'none' | 'not_for_this_intent' | 'unknown' | null;
 }
 
 const root = document.getElementById('checkout')!;
@@ -43,27 +44,16 @@ const REASONS: Record<string, string> = {
   merchant_disabled: 'This merchant is not accepting payments right now.',
 };
 
-/**
- * Failure codes decided before any transfer, or by one that reverted (the facilitator's settle refusals,
- * docs/facilitator.md): only after these may the page say no money moved.
- */
-const NOTHING_MOVED = new Set([
-  'invalid_x402_version', 'unsupported_scheme', 'invalid_network', 'invalid_payment_requirements', 'invalid_payload', 'unsupported_payload_type',
-  'invalid_exact_evm_scheme', 'invalid_exact_evm_network_mismatch', 'invalid_exact_evm_missing_eip712_domain', 'invalid_exact_evm_signature',
-  'invalid_exact_evm_recipient_mismatch', 'invalid_exact_evm_payload_authorization_valid_before', 'invalid_exact_evm_payload_authorization_valid_after',
-  'invalid_exact_evm_payload_authorization_value_mismatch', 'invalid_exact_evm_insufficient_balance', 'invalid_exact_evm_token_name_mismatch',
-  'invalid_exact_evm_token_version_mismatch', 'invalid_exact_evm_transaction_simulation_failed', 'invalid_exact_evm_transaction_failed', 'asset_not_deployed_contract',
-]);
 const ASK = 'Contact the merchant with this page’s link before paying again.';
-/** Failures decided after a transfer happened (docs/intents.md, failureCode values): the money moved, but did not pay this request. */
-const MOVED: Record<string, string> = {
-  settlement_mismatch: `A transfer was made on chain for it, but to another recipient or of another amount, so it did not pay this request. ${ASK}`,
-  payment_already_used: `Its transfer on chain was already counted for another payment request. ${ASK}`,
-};
 
-/** What a failed intent means for the payer's money; an unknown (or no) code claims nothing it cannot know. */
-function failedWords(code: string | null): string {
-  const what = code && NOTHING_MOVED.has(code) ? 'No money moved. Ask the merchant for a new payment link.' : (code && MOVED[code]) || `Money may have moved: check your wallet’s history. ${ASK}`;
+/** What a failed intent means for the payer's money, as the server decides it from the failure code. */
+function failedWords(code: string | null, moneyMoved: CheckoutView['failureMoneyMoved']): string {
+  const what =
+    moneyMoved === 'none'
+      ? 'No money moved. Ask the merchant for a new payment link.'
+      : moneyMoved === 'not_for_this_intent'
+        ? `A transfer was made on chain for it, but it did not pay this request (another recipient or amount, or already counted for another payment request). ${ASK}`
+        : `Money may have moved: check your wallet’s history. ${ASK}`;
   return `This payment failed${code ? ` (${code})` : ''} and can no longer be paid. ${what}`;
 }
 
@@ -139,7 +129,7 @@ function body(status: string): HTMLElement {
     case 'expired':
       return notice('error', 'This payment request has expired and can no longer be paid. Ask the merchant for a new payment link. Nothing was charged.');
     case 'failed':
-      return notice('error', failedWords(view!.failureCode));
+      return notice('error', failedWords(view!.failureCode, view!.failureMoneyMoved));
     default:
       return wallet()
         ? h('button', { type: 'button', onclick: () => void pay(), disabled: busy }, busy ? 'Waiting for your wallet…' : `Pay ${usd(view!.amountUsdCents)} with your wallet`)
