@@ -31,9 +31,6 @@ export interface OrderSummary {
   feeUsd: number | null;
 }
 
-/** The order a tick decided on, before it is placed. */
-export type PendingOrder = OrderRequest;
-
 export interface TickOutcome {
   status: Exclude<ExecutionStatus, 'failed' | 'placing'>;
   inputsDigest: string;
@@ -69,7 +66,7 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *  5. the order to place, if any (`placing`): evaluateTick places it at once, a live venue's tick
  *     claims it first (ticks.ts).
  */
-export async function decideTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Pick<Venue, 'name'> }): Promise<TickOutcome & { placing: PendingOrder | null }> {
+export async function decideTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Pick<Venue, 'name'> }): Promise<TickOutcome & { placing: OrderRequest | null }> {
   const { definition } = input.version;
   const params = signalParams(definition.instructions);
   const interval = CANDLE_INTERVALS[definition.candleInterval]!;
@@ -144,7 +141,7 @@ export async function decideTick(input: TickInput, parts: { feed: MarketDataProv
     return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
   }
 
-  const placing: PendingOrder = { symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at };
+  const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at };
   const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
   return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing };
 }

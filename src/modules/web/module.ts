@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { OidcSignIn } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import type { Module } from '../module.js';
@@ -28,13 +29,11 @@ const pageCsp = (connectOrigin: string | null) =>
   ].join('; ');
 
 /** How the dashboard signs in (GET /app/sign-in.json; public, it names nothing secret). */
-type SignIn =
-  | { mode: 'dev' | 'token' }
-  | { mode: 'oidc'; issuer: string; clientId: string; scope: string; token: 'id_token' | 'access_token' };
+type SignIn = { mode: 'dev' | 'token' } | ({ mode: 'oidc' } & OidcSignIn);
 
 function signInOf(ctx: AppContext): SignIn {
   const oidc = ctx.config.identity.oidc;
-  if (oidc) return { mode: 'oidc', issuer: oidc.issuer, clientId: oidc.clientId, scope: oidc.scope, token: oidc.token };
+  if (oidc) return { mode: 'oidc', ...oidc };
   return { mode: devTokenRouteEnabled(ctx) ? 'dev' : 'token' };
 }
 
