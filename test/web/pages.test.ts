@@ -38,8 +38,9 @@ describe('the web pages on the api origin', () => {
     expect(settings.statusCode).toBe(200);
     expect(settings.headers['cache-control']).toBe('no-cache');
     expect(settings.json()).toEqual({ mode: 'dev' });
-    // Like the pages, not part of the API: absent from the OpenAPI document.
-    expect(Object.keys((await get('/openapi.json')).json().paths)).not.toContain('/app/sign-in.json');
+    // Unlike the pages, a JSON route: described in the OpenAPI document with its answers.
+    const described = (await get('/openapi.json')).json().paths['/app/sign-in.json'];
+    expect(described.get.responses['200']).toBeDefined();
   });
 
   it('names no external URL in any built file (html, js, css), but for text that is never fetched', () => {

@@ -9315,6 +9315,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/sign-in.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the dashboard signs in on this deployment: dev (the dev issuer), oidc (the OpenID provider named), or token (pasted)
+         * @description Public: it names nothing secret (the OpenID client is a public client). docs/web.md#signing-in.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            mode: "dev" | "token";
+                        } | {
+                            /** @enum {string} */
+                            mode: "oidc";
+                            issuer: string;
+                            clientId: string;
+                            scope: string;
+                            /** @enum {string} */
+                            token: "id_token" | "access_token";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

@@ -30,6 +30,10 @@ const pageCsp = (connectOrigin: string | null) =>
 
 /** How the dashboard signs in (GET /app/sign-in.json; public, it names nothing secret). */
 type SignIn = { mode: 'dev' | 'token' } | ({ mode: 'oidc' } & OidcSignIn);
+const signInSchema = z.union([
+  z.object({ mode: z.enum(['dev', 'token']) }),
+  z.object({ mode: z.literal('oidc'), issuer: z.string(), clientId: z.string(), scope: z.string(), token: z.enum(['id_token', 'access_token']) }),
+]);
 
 function signInOf(ctx: AppContext): SignIn {
   const oidc = ctx.config.identity.oidc;
@@ -62,10 +66,21 @@ export function webModule(ctx: AppContext): Module {
         app.get('/app', { schema: hide }, async (_request, reply) => reply.redirect('/app/', 301));
         app.get('/app/', { schema: hide }, async (request, reply) => send(request, reply, 'app.html'));
         // Read by the dashboard before it shows the sign-in form: which of the three ways this deployment offers.
-        app.get('/app/sign-in.json', { schema: hide }, async (_request, reply) => {
-          reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
-          return signIn;
-        });
+        app.get(
+          '/app/sign-in.json',
+          {
+            schema: {
+              tags: ['web'],
+              summary: 'How the dashboard signs in on this deployment: dev (the dev issuer), oidc (the OpenID provider named), or token (pasted)',
+              description: 'Public: it names nothing secret (the OpenID client is a public client). docs/web.md#signing-in.',
+              response: { 200: signInSchema },
+            },
+          },
+          async (_request, reply) => {
+            reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
+            return signIn;
+          },
+        );
         app.get('/app/assets/:file', { schema: { ...hide, params: z.object({ file: z.string().regex(/^[\w.-]{1,200}$/) }) } }, async (request, reply) =>
           send(request, reply, `assets/${request.params.file}`),
         );
