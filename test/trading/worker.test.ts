@@ -42,8 +42,11 @@ describe('the worker role', () => {
       );
       return row?.paused;
     };
-    await waitFor(schedule);
-    const [aligned] = await h.app.ctx.database.query<{ schedule_state: string }>(sql`select schedule_state from trading_runtimes where id = ${runtimeId}`);
-    expect(aligned!.schedule_state).toBe('paused');
+    const scheduleState = async () =>
+      (await h.app.ctx.database.query<{ schedule_state: string }>(sql`select schedule_state from trading_runtimes where id = ${runtimeId}`))[0]!.schedule_state;
+    // The reconciler pauses the schedule, reads the status again, then records the alignment: wait for the last step.
+    await waitFor(async () => (await scheduleState()) === 'paused');
+    expect(await schedule()).toBe(true);
+    expect(await scheduleState()).toBe('paused');
   });
 });
