@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config, OriginName, Role } from './config.js';
 import type { ChainService } from './chain/service.js';
+import { PaymentUses } from './chain/payment-uses.js';
 import { Authenticator } from './platform/auth/authenticator.js';
 import { createIdentityVerifier, DevIdentityIssuer } from './platform/auth/identity.js';
 import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
@@ -50,6 +51,8 @@ export interface AppContext {
   roles: readonly Role[];
   /** The chain: network, asset, read client, relayer key, the devchain in embedded mode. */
   chain: ChainService;
+  /** Which transfer bought which service: every grant from a chain-confirmed payment claims its transfer here first. */
+  paymentUses: PaymentUses;
   /** The x402 resource-server wiring every paid endpoint uses. */
   x402: X402Parts['x402'];
   /** This process's facilitator engine (null when no relayer key is configured). */
@@ -101,7 +104,7 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     configured: config.facilitatorSigners,
   });
   const metrics = createMetrics();
-  const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls });
+  const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls, keyedHash: (value) => hasher.hash(value) });
   return {
     ...deps,
     roles,
@@ -110,6 +113,7 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     metrics,
     services: {} as Services,
     db: database.db,
+    paymentUses: new PaymentUses(database.db),
     hasher,
     auth,
     devIdentity,

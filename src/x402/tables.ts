@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, index, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../platform/db-types.js';
 
 /**
@@ -39,6 +39,8 @@ export const x402Settlements = pgTable(
     /** Chain height when claimed: where the reconciler starts looking for the authorization's logs. */
     fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
     txHash: text('tx_hash'),
+    /** The Transfer log (paired with this authorization's AuthorizationUsed) that paid a settled row. */
+    transferLogIndex: integer('transfer_log_index'),
     /** The x402 payment-identifier id of the settle that claimed the row, if it sent one. */
     paymentId: text('payment_id'),
     /** When `success: true` was handed out (once, ever). */

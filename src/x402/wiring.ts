@@ -28,6 +28,8 @@ export interface X402WiringDeps {
   roles: readonly Role[];
   /** Live object: listeners fill in their addresses after the context is built. */
   urls: Record<OriginName, string>;
+  /** The server pepper's keyed hash (payment-identifiers of our own settles). */
+  keyedHash: (value: string) => string;
   facilitatorOptions?: FacilitatorOptions;
 }
 
@@ -67,6 +69,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
     serviceName: SERVICE_NAME,
     apiBaseUrl: () => deps.urls.api,
     facilitator: facilitatorClient,
+    keyedHash: deps.keyedHash,
   });
   return { x402, facilitator };
 }

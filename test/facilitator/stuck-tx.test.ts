@@ -96,7 +96,7 @@ it('a stuck settlement is replaced with higher fees and settles through the repl
   expect(await app.ctx.chain.publicClient.getTransactionCount({ address: relayer.address })).toBe(firstTx.nonce + 1);
 
   // A row that still named the first version is resolved by the AuthorizationUsed log to the replacement.
-  expect(await chainVerdict(app.ctx.chain.publicClient, { ...row!, status: 'broadcast', txHash: first })).toEqual({ kind: 'settled', txHash: result.transaction });
+  expect(await chainVerdict(app.ctx.chain.publicClient, { ...row!, status: 'broadcast', txHash: first })).toMatchObject({ kind: 'settled', txHash: result.transaction });
 });
 
 it('after a settle gave up waiting, the lane still replaces it; the ledger, the retry and the reconciler follow the new hash', async () => {

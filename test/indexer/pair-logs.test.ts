@@ -50,4 +50,17 @@ describe('pairPaymentLogs', () => {
       [N2, 2n],
     ]);
   });
+
+  it('pairs each burned nonce with its own 1-unit transfer, not with the priced transfer beside it (a Multicall3 burn)', () => {
+    const payments = pairPaymentLogs([used(ALICE, N1), transfer(ALICE, ALICE, 1n), used(ALICE, N2), transfer(ALICE, BOB, 100n)], tokens);
+    expect(payments.map((p) => [p.nonce, p.recipient, p.value])).toEqual([
+      [N1, ALICE, 1n],
+      [N2, BOB, 100n],
+    ]);
+  });
+
+  it('pairs only the log right after AuthorizationUsed: a later Transfer of the authorizer is not its payment', () => {
+    expect(pairPaymentLogs([used(ALICE, N1), log(OTHER_TOKEN, []), transfer(ALICE, BOB, 5n)], tokens)).toEqual([]);
+    expect(pairPaymentLogs([used(ALICE, N1), used(ALICE, N2), transfer(ALICE, BOB, 5n)], tokens).map((p) => p.nonce)).toEqual([N2]);
+  });
 });

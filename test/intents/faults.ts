@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { paymentIndexOf, paymentRailOf } from '../../src/modules/intents/gateway.js';
-import type { PaymentIndex, PaymentRail, SettleOutcome } from '../../src/modules/intents/payments.js';
+import { paymentChainOf, paymentRailOf } from '../../src/modules/intents/gateway.js';
+import type { PaymentChain, PaymentRail, SettleOutcome } from '../../src/modules/intents/payments.js';
 import type { AppContext } from '../../src/context.js';
 import type { IntentsModuleOptions } from '../../src/modules/intents/routes.js';
 
@@ -8,11 +8,11 @@ type SettleFault = (real: () => Promise<SettleOutcome>, payload: PaymentPayload,
 
 /**
  * Switchable faults around the real payment ports. Each armed fault fires once, for the next
- * settle (or index read), then the real behaviour returns.
+ * settle, then the real behaviour returns; the chain stays down while set.
  */
 export class Faults {
   private settleFault: SettleFault | null = null;
-  private indexDown = false;
+  private chainDown = false;
 
   /** The next settle runs `fault` instead (it may call the real settle first). */
   onNextSettle(fault: SettleFault): void {
@@ -28,8 +28,8 @@ export class Faults {
     });
   }
 
-  setIndexDown(down: boolean): void {
-    this.indexDown = down;
+  setChainDown(down: boolean): void {
+    this.chainDown = down;
   }
 
   options(): IntentsModuleOptions {
@@ -38,22 +38,22 @@ export class Faults {
         const real = paymentRailOf(ctx);
         return {
           ...real,
-          settle: (payload, requirements) => {
+          settle: (payload, requirements, record) => {
             const fault = this.settleFault;
             this.settleFault = null;
-            return fault ? fault(() => real.settle(payload, requirements), payload, requirements) : real.settle(payload, requirements);
+            return fault ? fault(() => real.settle(payload, requirements, record), payload, requirements) : real.settle(payload, requirements, record);
           },
         };
       },
-      index: (ctx: AppContext): PaymentIndex => {
-        const real = paymentIndexOf(ctx);
+      chain: (ctx: AppContext): PaymentChain => {
+        const real = paymentChainOf(ctx);
         const guard = <T>(read: () => Promise<T>) => {
-          if (this.indexDown) return Promise.reject(new Error('index unreachable (injected)'));
+          if (this.chainDown) return Promise.reject(new Error('chain unreachable (injected)'));
           return read();
         };
         return {
-          findByAuthorization: (key) => guard(() => real.findByAuthorization(key)),
-          authorizationState: (key) => guard(() => real.authorizationState(key)),
+          outcome: (authorization) => guard(() => real.outcome(authorization)),
+          claim: (authorization, hash, logIndex, record) => guard(() => real.claim(authorization, hash, logIndex, record)),
         };
       },
     };

@@ -23,7 +23,7 @@ export async function buildPayApp(options: PayAppOptions = {}): Promise<TestApp>
 
 /** Every module, with the intents module built over the given (possibly wrapped) payment ports. */
 export function payFactories(options: IntentsModuleOptions = {}): ModuleFactory[] {
-  const intents = options.rail || options.index ? createIntentsModule(options) : intentsModule;
+  const intents = options.rail || options.chain ? createIntentsModule(options) : intentsModule;
   return moduleFactories.map((factory) => (factory === intentsModule ? intents : factory));
 }
 

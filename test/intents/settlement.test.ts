@@ -140,14 +140,14 @@ describe('recovery', () => {
     const intent = (await createIntent(app, shop, { amountUsdCents: 100 })).json();
     faults.onNextSettle(async () => ({ kind: 'unknown', transaction: null, message: 'lost answer (injected)' }));
     await pay(app, intent.id, { 'payment-signature': await signedHeader(app, intent.id, payer) });
-    faults.setIndexDown(true);
+    faults.setChainDown(true);
     try {
       const response = await reconcile(app, shop.apiKey, intent.id);
       expect(response.statusCode).toBe(503);
       expect(response.headers['retry-after']).toBeDefined();
       expect(response.json()).toMatchObject({ code: 'reconciliation_unavailable' });
     } finally {
-      faults.setIndexDown(false);
+      faults.setChainDown(false);
     }
     expect(await getIntent(app, shop.apiKey, intent.id)).toMatchObject({ status: 'settling' });
     // Nothing was broadcast and the authorization is still valid: reconcile keeps it settling.

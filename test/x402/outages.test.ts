@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 // What paid endpoints see when parts are down: "facilitator unreachable" (503, nothing happened),
 // "outcome unknown" (503, money may have moved), and a dead chain RPC (503, never a wrong reason).
 import http from 'node:http';
@@ -38,6 +39,7 @@ describe('HTTP facilitator client: unavailable vs unknown', () => {
       serviceName: 'Tollgate',
       apiBaseUrl: () => 'http://api',
       facilitator: () => httpFacilitatorClient({ url: target, verifyTimeoutMs: 300, settleTimeoutMs: 300 }),
+      keyedHash: (value) => createHash('sha256').update(value).digest('hex'),
     });
   const requirements = () =>
     service(() => url).requirements({ url: 'http://api/x', description: 'x', mimeType: 'application/json', amount: '100', payTo: randomAddress() });

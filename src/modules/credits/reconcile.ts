@@ -1,8 +1,11 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { CreditsStore, TopUpRow } from './store.js';
 import type { TopUpService } from './top-up.js';
+
+/** The top-up's name in its settles' payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (topUpId: string) => `credits:top-up:${topUpId}`;
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -11,8 +14,9 @@ const BATCH = 20;
 /**
  * Resolves top-ups left `settling` (an unknown settle outcome, or a crash after the claim) from what the
  * chain says: the transaction that used the authorization to pay this top-up's amount to its payee
- * credits it (once: see TopUpService.creditSettled); an authorization unused past its validBefore can
- * never move money, so the top-up fails and nothing is credited.
+ * credits it (once: see TopUpService.creditSettled) unless that transfer already bought something else;
+ * an authorization unused past its validBefore, or spent on another transfer, can never pay it, so the
+ * top-up fails and nothing is credited.
  */
 export class TopUpReconciler {
   constructor(
@@ -40,6 +44,10 @@ export class TopUpReconciler {
     const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(topUp.validBefore), LOOKBACK_BLOCKS, this.ctx.config.txapi.confirmations);
     if (outcome.kind === 'open') return false;
     if (outcome.kind === 'dead') return this.store.markTopUpFailed(topUp.id, 'authorization_expired', this.ctx.clock.now());
+    if (outcome.kind === 'spent') return this.store.markTopUpFailed(topUp.id, 'settlement_mismatch', this.ctx.clock.now());
+    // The transfer already bought something else (the facilitator's success for a copy): no credit from it.
+    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(topUp.id))))) return this.store.markTopUpFailed(topUp.id, 'payment_already_used', this.ctx.clock.now());
     await this.topUps.creditSettled(topUp, outcome.transactionHash);
     return true;
   }

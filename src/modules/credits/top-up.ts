@@ -1,5 +1,6 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
+import { settlementRecordOf } from './reconcile.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
@@ -65,7 +66,7 @@ export class TopUpService {
   private async settle(topUp: TopUpRow, payload: PaymentPayload, requirements: PaymentRequirements, challenge: PaymentRequired): Promise<TopUpAnswer> {
     let outcome;
     try {
-      outcome = await this.ctx.x402.settle(payload, requirements);
+      outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(topUp.id));
       crashPoint('credits.after-settle');
     } catch (error) {
       // After the claim, an exception says nothing about what reached the chain: the reconciler decides.

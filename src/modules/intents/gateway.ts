@@ -1,10 +1,8 @@
-import { getAddress, type Address, type Hex } from 'viem';
-import { getBlock, readContract } from 'viem/actions';
-import { eip3009Abi } from '../../chain/eip3009.js';
-import { IndexedPayments } from '../txapi/payments.js';
+import { getBlock } from 'viem/actions';
+import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
-import type { PaymentIndex, PaymentRail } from './payments.js';
+import type { PaymentChain, PaymentRail } from './payments.js';
 
 /** The payment rail over ctx.x402 (challenge, header codecs, verify and settle outcomes). */
 export function paymentRailOf(ctx: AppContext): PaymentRail {
@@ -27,7 +25,7 @@ export function paymentRailOf(ctx: AppContext): PaymentRail {
     },
     select: (paymentRequired, payload) => x402.match(paymentRequired, payload),
     verify: (payload, requirements) => x402.verify(payload, requirements),
-    settle: (payload, requirements) => x402.settle(payload, requirements),
+    settle: (payload, requirements, record) => x402.settle(payload, requirements, record),
     encodeResponse: (response) => x402.encodePaymentResponse(response),
   };
 }
@@ -41,33 +39,20 @@ function assetOf(ctx: AppContext, charge: { network: string; asset: string }) {
   return asset;
 }
 
-/** Reads for reconciliation: the index of our facilitator's transactions, and the token's own state. */
-export function paymentIndexOf(ctx: AppContext): PaymentIndex {
-  const index = () => ctx.services.indexedPayments ?? new IndexedPayments(ctx.db);
-  return {
-    async findByAuthorization(key) {
-      const chainId = chainIdOf(key.network);
-      const found = await index().findByAuthorization(chainId, key.asset as Address, key.payer as Address, key.nonce as Hex);
-      return found && { transactionHash: found.transactionHash.toLowerCase(), recipient: getAddress(found.recipient), value: found.value, blockTimestamp: found.blockTimestamp, final: found.final };
-    },
-    async authorizationState(key) {
-      const client = ctx.chain.publicClient;
-      // Block time first: anything mined after it cannot pass an already-passed validBefore.
-      const block = await getBlock(client, { blockTag: 'latest' });
-      const used = await readContract(client, {
-        address: key.asset as Address,
-        abi: eip3009Abi,
-        functionName: 'authorizationState',
-        args: [key.payer as Address, key.nonce as Hex],
-        blockNumber: block.number,
-      });
-      return { used, chainTime: Number(block.timestamp) };
-    },
-  };
-}
+/** How far back reconciliation looks for the transaction that used an authorization (~40 min on Robinhood Chain). */
+const LOOKBACK_BLOCKS = 10_000n;
 
-function chainIdOf(network: string): number {
-  const match = /^eip155:(\d+)$/.exec(network);
-  if (!match) throw new Error(`not an EVM network: ${network}`);
-  return Number(match[1]);
+/** Reconciliation's reads: the one chain judgment every module uses, and the claim on the transfer. */
+export function paymentChainOf(ctx: AppContext): PaymentChain {
+  const client = ctx.chain.publicClient;
+  return {
+    async outcome(authorization) {
+      const outcome = await authorizationOutcome(client, authorization, BigInt(authorization.validBefore), LOOKBACK_BLOCKS, ctx.config.txapi.confirmations);
+      if (outcome.kind !== 'paid') return outcome;
+      const block = await getBlock(client, { blockNumber: outcome.blockNumber });
+      return { kind: 'paid', transactionHash: outcome.transactionHash.toLowerCase(), logIndex: outcome.logIndex, blockTimestamp: Number(block.timestamp) };
+    },
+    claim: (authorization, transactionHash, logIndex, record) =>
+      ctx.paymentUses.claim(paymentUseOf(authorization.network, authorization, transactionHash, logIndex), ctx.x402.claimantOf(record)),
+  };
 }

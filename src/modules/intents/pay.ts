@@ -4,7 +4,7 @@ import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
 import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
-import { CONDITIONS, TX_HASH_UNIQUE } from './reconcile.js';
+import { CONDITIONS, settlementRecordOf, TX_HASH_UNIQUE } from './reconcile.js';
 import type { SettlementBody } from './schemas.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { IntentRow, IntentsStore } from './store.js';
@@ -81,7 +81,7 @@ export class PayService {
   private async settle(intent: IntentRow, authorization: { id: string; payer: string }, payload: PaymentPayload, requirements: PaymentRequirements): Promise<PayAnswer> {
     let outcome: SettleOutcome;
     try {
-      outcome = await this.rail.settle(payload, requirements);
+      outcome = await this.rail.settle(payload, requirements, settlementRecordOf(authorization.id));
       crashPoint('intent.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.

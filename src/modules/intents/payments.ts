@@ -40,32 +40,40 @@ export interface PaymentRail {
   /** The requirement of the challenge the payload answers exactly; null when none matches. */
   select(paymentRequired: PaymentRequired, payload: PaymentPayload): PaymentRequirements | null;
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome>;
-  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome>;
+  /** `record` names the settle: its retries and the reconciler's claim on the chain agree on it. */
+  settle(payload: PaymentPayload, requirements: PaymentRequirements, record: string): Promise<SettleOutcome>;
   /** PAYMENT-RESPONSE header value. */
   encodeResponse(response: SettleResponse): string;
 }
 
-export interface AuthorizationKey {
+/** One submitted authorization as the intent expects it to pay. */
+export interface ExpectedAuthorization {
   network: string;
   asset: string;
   payer: string;
   nonce: string;
+  payTo: string;
+  /** Atomic units, integer string. */
+  amount: string;
+  validBefore: number;
 }
 
-export interface IndexedSettlement {
-  transactionHash: string;
-  recipient: string;
-  value: bigint;
-  blockTimestamp: number;
-  /** Its block is past the finality depth: a reorg can no longer take it away. */
-  final: boolean;
-}
+/** What the chain says of one authorization, pinned to one block and at the finality depth. */
+export type ChainOutcome =
+  /** Its own transfer paid exactly the intent. */
+  | { kind: 'paid'; transactionHash: string; logIndex: number; blockTimestamp: number }
+  /** Used by a transaction whose transfer paid something else: it can never pay the intent. */
+  | { kind: 'spent'; transactionHash: string }
+  /** Unused past validBefore by the chain's time: it can never move money. */
+  | { kind: 'dead' }
+  /** Not decided yet; `used`: the token marks it used but its transaction is not final (or not found) yet. */
+  | { kind: 'open'; used: boolean };
 
-/** Reads of the chain and of the index of our facilitator's transactions; both throw when unreachable. */
-export interface PaymentIndex {
-  findByAuthorization(key: AuthorizationKey): Promise<IndexedSettlement | null>;
-  /** Whether the token marks the authorization used, and the latest block's timestamp (seconds). */
-  authorizationState(key: AuthorizationKey): Promise<{ used: boolean; chainTime: number }>;
+/** Reads of the chain, and the claim that makes one transfer pay one intent; both throw when unreachable. */
+export interface PaymentChain {
+  outcome(authorization: ExpectedAuthorization): Promise<ChainOutcome>;
+  /** Takes the transfer for `record` (chain_payment_uses): false when something else already holds it. */
+  claim(authorization: ExpectedAuthorization, transactionHash: string, logIndex: number, record: string): Promise<boolean>;
 }
 
 /** The EIP-3009 authorization inside an exact-EVM payload, normalized as the indexer stores it. */

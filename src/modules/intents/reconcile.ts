@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
-import type { IndexedSettlement, PaymentIndex } from './payments.js';
+import type { ChainOutcome, ExpectedAuthorization, PaymentChain } from './payments.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { IntentRow, IntentsStore } from './store.js';
 
@@ -9,69 +9,78 @@ export const TX_HASH_UNIQUE = 'payment_intents_transaction_hash_unique';
 /** failureCode values set by reconciliation and settlement (documented in docs/intents.md, "failureCode values"). */
 export const CONDITIONS = {
   unknown: { code: 'settlement_result_unknown', message: 'The settlement outcome is not known yet; it is being reconciled' },
-  notIndexed: {
-    code: 'settlement_not_indexed',
-    message: 'The authorization is used on chain but no settlement by our facilitator is indexed yet',
-  },
   notFinal: {
     code: 'settlement_not_final',
-    message: 'The settlement is indexed but its block is not final yet; it settles once it is',
+    message: 'The authorization is used on chain but its transaction is not final yet; it settles once it is',
   },
   authorizationExpired: {
     code: 'authorization_expired',
     message: 'The submitted authorization expired without a transfer; the intent can be paid again',
   },
-  mismatch: { code: 'settlement_mismatch', message: 'The indexed transfer does not match the intent (recipient, asset or amount)' },
-  alreadyUsed: { code: 'payment_already_used', message: 'The settlement transaction belongs to another intent' },
+  mismatch: { code: 'settlement_mismatch', message: "The authorization was used by a transfer that does not pay the intent (recipient or amount)" },
+  alreadyUsed: { code: 'payment_already_used', message: 'The transfer that used the authorization already paid for something else' },
 } as const;
 
 /**
  * Resolves a `settling` intent from the index of our facilitator's transactions (the state table):
  * found and final → settled; the authorization expired unused → pending (or expired past expiresAt); otherwise
- * it stays settling. Used by the reconcile endpoint and the reconciliation worker alike.
+/** The authorization's name in its settles' payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (authorizationId: string) => `intents:authorization:${authorizationId}`;
+
+/**
+ * Resolves a `settling` intent from the chain, as the facilitator does (the Transfer paired with the
+ * authorization's own AuthorizationUsed log, reads pinned to one block, at the finality depth), so a payment
+ * executed by anyone (our relayer, a front-run, the payer) is found. Paid exactly → settled, once the transfer
+ * is claimed for this intent (a copy's settle may have bought something with it first: then failed); spent on
+ * another transfer → failed; unused past validBefore → pending again; otherwise it stays settling. Used by the
+ * reconcile endpoint, the reconciliation worker and the operator's `intents resolve`.
  */
 export class Reconciler {
   constructor(
     private readonly store: IntentsStore,
-    private readonly index: PaymentIndex,
+    private readonly chain: PaymentChain,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
 
-  /** The intent after reconciliation, or 'unavailable' when the chain or the index cannot be read. */
+  /** The intent after reconciliation, or 'unavailable' when the chain cannot be read. */
   async reconcile(intent: IntentRow): Promise<IntentRow | 'unavailable'> {
     if (intent.status !== 'settling' || !intent.authorizationId) return intent;
     const authorization = await this.store.authorization(intent.authorizationId);
     if (!authorization) return intent;
-    const key = { network: intent.network, asset: intent.asset, payer: authorization.payer, nonce: authorization.nonce };
-    let found: IndexedSettlement | null;
-    let state: { used: boolean; chainTime: number } | null = null;
+    const expected: ExpectedAuthorization = {
+      network: intent.network,
+      asset: intent.asset,
+      payer: authorization.payer,
+      nonce: authorization.nonce,
+      payTo: intent.payTo,
+      amount: intent.amount,
+      validBefore: authorization.validBefore,
+    };
+    let outcome: ChainOutcome;
+    let ours = false;
     try {
-      found = await this.index.findByAuthorization(key);
-      // Index first, then chain: a transfer the index has not seen yet shows as `used`.
-      if (!found) state = await this.index.authorizationState(key);
+      outcome = await this.chain.outcome(expected);
+      if (outcome.kind === 'paid') ours = await this.chain.claim(expected, outcome.transactionHash, outcome.logIndex, settlementRecordOf(authorization.id));
     } catch (error) {
-      this.log.warn({ err: error, intentId: intent.id }, 'intent reconciliation could not read the chain or index');
+      this.log.warn({ err: error, intentId: intent.id }, 'intent reconciliation could not read the chain');
       return 'unavailable';
     }
     const now = this.clock.now();
-    // Only a final row settles: a transfer in a block that a reorg can still drop is not a payment yet.
-    if (found && !found.final) await this.store.note(intent.id, authorization.id, CONDITIONS.notFinal, now);
-    else if (found) await this.settleFrom(intent, authorization.id, authorization.payer, found);
-    else if (state!.used) await this.store.note(intent.id, authorization.id, CONDITIONS.notIndexed, now);
+    if (outcome.kind === 'paid' && ours) await this.settleFrom(intent, authorization.id, authorization.payer, outcome);
+    else if (outcome.kind === 'paid') await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now);
+    else if (outcome.kind === 'spent') await this.store.fail(intent.id, authorization.id, CONDITIONS.mismatch, now);
     // validBefore has passed on chain and the token never used it: it can never move money now.
-    else if (state!.chainTime >= authorization.validBefore) await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now);
+    else if (outcome.kind === 'dead') await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now);
+    // Used, but its transaction is not final (or not found) yet: a reorg could still drop it.
+    else if (outcome.used) await this.store.note(intent.id, authorization.id, CONDITIONS.notFinal, now);
     return (await this.store.byId(intent.id)) ?? intent;
   }
 
-  private async settleFrom(intent: IntentRow, authorizationId: string, payer: string, found: IndexedSettlement) {
+  private async settleFrom(intent: IntentRow, authorizationId: string, payer: string, paid: { transactionHash: string; blockTimestamp: number }) {
     const now = this.clock.now();
-    if (found.recipient.toLowerCase() !== intent.payTo.toLowerCase() || found.value !== BigInt(intent.amount)) {
-      await this.store.fail(intent.id, authorizationId, CONDITIONS.mismatch, now);
-      return;
-    }
     try {
-      await this.store.settle(intent.id, authorizationId, { hash: found.transactionHash, payer, settledAt: new Date(found.blockTimestamp * 1000) }, now);
+      await this.store.settle(intent.id, authorizationId, { hash: paid.transactionHash, payer, settledAt: new Date(paid.blockTimestamp * 1000) }, now);
     } catch (error) {
       if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
       await this.store.fail(intent.id, authorizationId, CONDITIONS.alreadyUsed, now);

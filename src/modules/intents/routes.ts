@@ -5,9 +5,9 @@ import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { intentErrors } from './errors.js';
-import { paymentIndexOf, paymentRailOf } from './gateway.js';
+import { paymentChainOf, paymentRailOf } from './gateway.js';
 import { PayService } from './pay.js';
-import type { PaymentIndex, PaymentRail } from './payments.js';
+import type { PaymentChain, PaymentRail } from './payments.js';
 import { Reconciler } from './reconcile.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { checkoutViewSchema, createIntentBody, intentIdParams, intentSchema, projectIntentsQuery, settlementBodySchema } from './schemas.js';
@@ -25,7 +25,7 @@ declare module '../../context.js' {
 export interface IntentsModuleOptions {
   /** Replace (or wrap) the payment side, e.g. to inject faults in tests. */
   rail?: (ctx: AppContext) => PaymentRail;
-  index?: (ctx: AppContext) => PaymentIndex;
+  chain?: (ctx: AppContext) => PaymentChain;
 }
 
 const tags = ['payment-intents'];
@@ -40,7 +40,7 @@ export const intentsModule: ModuleFactory = createIntentsModule();
 
 function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
   const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery);
-  const reconciler = new Reconciler(store, (options.index ?? paymentIndexOf)(ctx), ctx.clock, ctx.log);
+  const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log);
   const service = new IntentsService(ctx, store, reconciler);
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));
   ctx.services.intents = service;

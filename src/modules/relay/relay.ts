@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { getAddress, type Hex } from 'viem';
-import { authorizationOnChain, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
@@ -16,6 +16,8 @@ const SKEW_SECONDS = 30;
 /** How long a repeat of an in-flight key waits for its first request before answering 503 (retry). */
 const WAIT_FOR_FIRST_MS = 25_000;
 const LOOKBACK_BLOCKS = 10_000n;
+/** The broadcast's name in its settles' payment-identifier and in chain_payment_uses. */
+const settlementRecordOf = (recordId: string) => `relay:broadcast:${recordId}`;
 
 export interface RelayOptions {
   retentionSeconds: number;
@@ -116,7 +118,7 @@ export class RelayService {
   private async run(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
     try {
       if (resumed) {
-        const resolved = await this.resolveFromChain(payment);
+        const resolved = await this.resolveFromChain(record, payment);
         if (resolved) return await this.complete(record, owner, resolved);
       }
       await this.verify(payment);
@@ -137,7 +139,7 @@ export class RelayService {
 
   private async settle(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
     const { payload, requirements } = this.x402Of(payment);
-    const outcome = await this.ctx.x402.settle(payload, requirements);
+    const outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(record.id));
     crashPoint('relay.after-settle');
     switch (outcome.kind) {
       case 'settled':
@@ -160,8 +162,11 @@ export class RelayService {
     }
   }
 
-  /** The answer from the chain when this authorization was used by a transaction that pays this request. */
-  private async resolveFromChain(payment: RelayPayment): Promise<StoredAnswer | null> {
+  /**
+   * The answer from the chain when this authorization was used by a transaction that pays this request,
+   * and that transfer has bought nothing else (the record claims it, so a repeat finds it its own).
+   */
+  private async resolveFromChain(record: BroadcastRow, payment: RelayPayment): Promise<StoredAnswer | null> {
     const expected: ExpectedPayment = {
       asset: this.asset.address,
       payer: payment.payer,
@@ -169,11 +174,11 @@ export class RelayService {
       payTo: payment.request.recipient,
       amount: payment.request.amount,
     };
-    const client = this.ctx.chain.publicClient;
-    const state = await authorizationOnChain(client, expected, BigInt(payment.authorization.validBefore), LOOKBACK_BLOCKS);
-    if (!state.used || !state.transactionHash) return null;
-    const verdict = await checkPaymentTransaction(client, state.transactionHash, expected, 0);
-    return verdict.kind === 'confirmed' ? { httpStatus: 200, answer: this.success(payment, state.transactionHash) } : null;
+    const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(payment.authorization.validBefore), LOOKBACK_BLOCKS, 0);
+    if (outcome.kind !== 'paid') return null;
+    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(record.id))))) return null;
+    return { httpStatus: 200, answer: this.success(payment, outcome.transactionHash) };
   }
 
   private async complete(record: BroadcastRow, owner: string, answer: StoredAnswer): Promise<RelayAnswer> {

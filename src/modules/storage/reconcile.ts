@@ -2,9 +2,12 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
-import { authorizationOutcome, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, checkPaymentTransaction, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import { storageErrors } from './errors.js';
 import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
+
+/** The order's name in its settles' payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (orderId: string) => `storage:order:${orderId}`;
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -34,6 +37,7 @@ export class StorageReconciler {
       throw storageErrors.unavailable('The chain cannot be read right now; retry reconcile');
     });
     if (verdict.kind === 'unconfirmed') throw storageErrors.notConfirmable(verdict.message);
+    if (!(await this.claimTransfer(order, hash, verdict.logIndex))) throw storageErrors.transactionUsed();
     await this.markPaid(order, hash);
     return (await this.store.byId(order.id)) ?? order;
   }
@@ -55,11 +59,19 @@ export class StorageReconciler {
   private async resolve(order: OrderRow): Promise<boolean> {
     const expected = expectedOf(order);
     const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(order.authorizationValidBefore ?? 0), LOOKBACK_BLOCKS, this.ctx.config.txapi.confirmations);
-    // Unused past validBefore: it can never move money, so the order may be paid with a new signature.
-    if (outcome.kind === 'dead') return this.store.release(order.id, expected);
+    // Unused past validBefore, or spent on something else: it can never pay this order, which may be paid with a new signature.
+    if (outcome.kind === 'dead' || outcome.kind === 'spent') return this.store.release(order.id, expected);
     if (outcome.kind === 'open') return false;
+    // The transfer already bought something else (the facilitator's success for a copy): not this order's.
+    if (!(await this.claimTransfer(order, outcome.transactionHash, outcome.logIndex))) return this.store.release(order.id, expected);
     await this.markPaid(order, outcome.transactionHash);
     return true;
+  }
+
+  /** One transfer buys one thing: this order takes it unless something else (a copy's settle) already has. */
+  private claimTransfer(order: OrderRow, hash: string, logIndex: number): Promise<boolean> {
+    const use = paymentUseOf(this.ctx.chain.network, expectedOf(order), hash, logIndex);
+    return this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(order.id)));
   }
 
   private async markPaid(order: OrderRow, hash: string): Promise<void> {

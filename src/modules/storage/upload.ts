@@ -11,6 +11,7 @@ import { storageErrors } from './errors.js';
 import { inspectImage } from './image.js';
 import type { ImageStore } from './image-store.js';
 import { STORAGE_LIMITS, type OrderView } from './schemas.js';
+import { settlementRecordOf } from './reconcile.js';
 import { TRANSACTION_UNIQUE, type KeyedOrder, type OrderRow, type PendingPayment, type StorageStore } from './store.js';
 import { orderView, paymentUrlOf } from './views.js';
 
@@ -148,7 +149,7 @@ export class UploadService {
     const x402 = this.deps.ctx.x402;
     let outcome: SettleOutcome;
     try {
-      outcome = await x402.settle(payload, requirements);
+      outcome = await x402.settle(payload, requirements, settlementRecordOf(order.id));
       crashPoint('storage.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.

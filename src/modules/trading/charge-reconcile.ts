@@ -1,7 +1,10 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOutcome } from '../../chain/payment-check.js';
+import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
+
+/** The charge's name in its settles' payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (chargeId: string) => `trading:charge:${chargeId}`;
 
 /** How far back to look for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -39,6 +42,10 @@ export class ChargeReconciler {
     const now = this.ctx.clock.now();
     if (outcome.kind === 'open') return false;
     if (outcome.kind === 'dead') return this.store.finish(charge.id, { status: 'failed', reason: 'authorization_expired' }, now);
+    if (outcome.kind === 'spent') return this.store.finish(charge.id, { status: 'failed', reason: 'settlement_mismatch' }, now);
+    // The transfer already bought something else (the facilitator's success for a copy): not this charge's.
+    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(charge.id))))) return this.store.finish(charge.id, { status: 'failed', reason: 'payment_already_used' }, now);
     return this.store.finish(charge.id, { status: 'settled', transactionHash: outcome.transactionHash.toLowerCase() }, now);
   }
 }

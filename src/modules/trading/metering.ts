@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
+import { settlementRecordOf } from './charge-reconcile.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
 import type { StrategyRow } from './store.js';
 import type { ChargeBoundary } from './tables.js';
@@ -112,7 +113,7 @@ export class Meter {
 
     let outcome;
     try {
-      outcome = await this.ctx.x402.settle(signed.payload, requirement);
+      outcome = await this.ctx.x402.settle(signed.payload, requirement, settlementRecordOf(claimed.id));
     } catch (error) {
       this.ctx.log.error({ err: error, chargeId: claimed.id }, 'metered settle threw; the charge stays settling for reconciliation');
       return { kind: 'pending', reason: 'settlement_unknown' };

@@ -1,28 +1,32 @@
 // Decides an open settlement from the chain alone, never by sending anything. Used by retries of a
 // settle someone else started, by the reconciler after a crash, and after a receipt wait timed out.
+// Every read is pinned to one block (the nonce's state, the logs, the time), so a verdict never mixes
+// two views of the chain, and time is that block's: no node's clock decides an expiry.
 import { getAddress, TransactionNotFoundError, TransactionReceiptNotFoundError, type Hash, type PublicClient } from 'viem';
+import type { BlockClock } from '../../chain/block-clock.js';
 import { eip3009Abi } from '../../chain/eip3009.js';
 import type { SettlementRow } from '../tables.js';
 import { judgeReceipt } from './receipt.js';
 import { Reason } from './reasons.js';
 
 export type ChainVerdict =
-  | { kind: 'settled'; txHash: Hash }
+  /** `logIndex`: the Transfer paired with this authorization's AuthorizationUsed log. */
+  | { kind: 'settled'; txHash: Hash; logIndex: number }
   | { kind: 'failed'; reason: string; message: string; txHash: Hash | null }
   | { kind: 'pending' };
 
-// A chain whose latest block lags (the devchain mines only on demand) still cannot include an
-// authorization this long after its validBefore by wall clock.
-const WALL_CLOCK_EXPIRY_GRACE_S = 120n;
-
-export async function chainVerdict(client: PublicClient, row: SettlementRow): Promise<ChainVerdict> {
+/**
+ * `catchUp` runs before the pinned block is read: on the embedded devchain, which mines only on demand,
+ * it brings the chain's time up to now, so an expired authorization is seen as expired.
+ */
+export async function chainVerdict(client: PublicClient, row: SettlementRow, catchUp?: BlockClock): Promise<ChainVerdict> {
   const expected = { asset: row.asset, payer: row.payer, payTo: row.payTo, amount: row.amount, nonce: row.nonce };
   let ownFailure: ChainVerdict | null = null;
   if (row.txHash) {
     const receipt = await maybeReceipt(client, row.txHash as Hash);
     if (receipt) {
       const verdict = judgeReceipt(receipt, expected);
-      if (verdict.ok) return { kind: 'settled', txHash: row.txHash as Hash };
+      if (verdict.ok) return { kind: 'settled', txHash: row.txHash as Hash, logIndex: verdict.logIndex };
       // Our transaction did not move the money; maybe another one used the authorization.
       ownFailure = { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: row.txHash as Hash };
     } else if (await isKnownTransaction(client, row.txHash as Hash)) {
@@ -30,11 +34,14 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow): Pr
     }
   }
 
+  await catchUp?.();
+  const block = await client.getBlock({ blockTag: 'latest' });
   const used = await client.readContract({
     address: row.asset as `0x${string}`,
     abi: eip3009Abi,
     functionName: 'authorizationState',
     args: [row.payer as `0x${string}`, row.nonce as `0x${string}`],
+    blockNumber: block.number,
   });
   if (used) {
     const logs = await client.getContractEvents({
@@ -43,14 +50,14 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow): Pr
       eventName: 'AuthorizationUsed',
       args: { authorizer: row.payer as `0x${string}`, nonce: row.nonce as `0x${string}` },
       fromBlock: BigInt(row.fromBlock),
-      toBlock: 'latest',
+      toBlock: block.number,
     });
-    const log = logs.find((l) => getAddress(l.address) === getAddress(row.asset));
+    const log = logs.find((l) => !l.removed && getAddress(l.address) === getAddress(row.asset));
     if (log?.transactionHash) {
       const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
       const verdict = judgeReceipt(receipt, expected);
       return verdict.ok
-        ? { kind: 'settled', txHash: log.transactionHash }
+        ? { kind: 'settled', txHash: log.transactionHash, logIndex: verdict.logIndex }
         : { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: log.transactionHash };
     }
     return ownFailure ?? {
@@ -61,11 +68,7 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow): Pr
     };
   }
   if (ownFailure) return ownFailure;
-
-  const latest = await client.getBlock({ blockTag: 'latest' });
-  const validBefore = BigInt(row.validBefore);
-  const wallClock = BigInt(Math.floor(Date.now() / 1000));
-  if (latest.timestamp >= validBefore || wallClock >= validBefore + WALL_CLOCK_EXPIRY_GRACE_S) {
+  if (block.timestamp >= BigInt(row.validBefore)) {
     return {
       kind: 'failed',
       reason: Reason.validBefore,

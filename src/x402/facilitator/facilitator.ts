@@ -242,10 +242,10 @@ export class Facilitator {
 
   /** Resolves one open row from the chain; returns the final row, or null while undecidable. */
   async reconcile(row: SettlementRow): Promise<SettlementRow | null> {
-    const verdict = await chainVerdict(this.#client, row);
+    const verdict = await chainVerdict(this.#client, row, this.#blockTime);
     if (verdict.kind === 'pending') return null;
     const response = verdict.kind === 'settled' ? success(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
-    const final = await this.ledger.finish(keyOf(row), { status: verdict.kind, response });
+    const final = await this.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
     this.#log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
     return final;
   }
@@ -309,7 +309,7 @@ export class Facilitator {
     if (claim.kind === 'exists') return this.#resume(claim.row, call);
     let verdict: Awaited<ReturnType<typeof chainVerdict>>;
     try {
-      verdict = await chainVerdict(this.#client, claim.row);
+      verdict = await chainVerdict(this.#client, claim.row, this.#blockTime);
     } catch (error) {
       await this.ledger.release(key, claim.row.claimToken);
       throw isTransportError(error) ? new ChainUnavailableError(error) : error;
@@ -319,7 +319,7 @@ export class Facilitator {
       return used();
     }
     this.#log.info({ nonce: key.nonce, payer: key.payer, tx: verdict.txHash }, 'authorization executed by another transaction; recorded as settled');
-    return this.#finishOwned(claim.row, success(claim.row, verdict.txHash));
+    return this.#finishOwned(claim.row, success(claim.row, verdict.txHash), verdict.logIndex);
   }
 
   async #signedByPayer(eip3009: Eip3009Payload, requirements: PaymentRequirements): Promise<boolean> {
@@ -377,16 +377,24 @@ export class Facilitator {
       await release();
       throw new ChainUnavailableError(call.rpcFailure ?? call.sendFailure);
     }
+    // The SDK's own success is not trusted alone: only this authorization's paired transfer pays.
+    let transferLogIndex: number | undefined;
     if (attempt.txHash && attempt.receipt) {
       const verdict = judgeReceipt(attempt.receipt, { ...key, payTo: row.payTo, amount: row.amount });
       result = verdict.ok ? success(row, attempt.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, attempt.txHash);
+      if (verdict.ok) transferLogIndex = verdict.logIndex;
+    } else if (result.success) {
+      result = failure(row.network, Reason.transferEventMismatch, 'no receipt to judge the settlement by', row.payer, result.transaction);
     }
     if (!result.success) {
       // Another transaction may have executed the authorization first (a front-run): that pays too.
-      const verdict = await chainVerdict(this.#client, { ...row, txHash: attempt.txHash ?? null }).catch(() => null);
-      if (verdict?.kind === 'settled') result = success(row, verdict.txHash);
+      const verdict = await chainVerdict(this.#client, { ...row, txHash: attempt.txHash ?? (result.transaction || null) }, this.#blockTime).catch(() => null);
+      if (verdict?.kind === 'settled') {
+        result = success(row, verdict.txHash);
+        transferLogIndex = verdict.logIndex;
+      }
     }
-    return this.#finishOwned(row, result);
+    return this.#finishOwned(row, result, transferLogIndex);
   }
 
   /**
@@ -417,12 +425,12 @@ export class Facilitator {
     // A retry with the owner's payment-identifier is answered like any other copy: the stored success
     // only while nobody has had it (the owner said pending, or died), else nonce_already_used naming
     // the transaction. Handing it out again would let one payment buy a response per copy.
-    return this.#answer(current, { claimedBefore: new Date(this.#clock.now().getTime() - this.#ownerLeaseMs) });
+    return this.#answer(current, { claimedBefore: new Date(this.#clock.now().getTime() - this.#ownerLeaseMs), paymentId: call.paymentId });
   }
 
   /** The claiming settle's answer: its outcome, unless a front-run or a stranger's retry was answered first. */
-  async #finishOwned(row: SettlementRow, response: SettleResponse): Promise<SettleResponse> {
-    const final = await this.ledger.finish(keyOf(row), { status: response.success ? 'settled' : 'failed', response });
+  async #finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse> {
+    const final = await this.ledger.finish(keyOf(row), { status: response.success ? 'settled' : 'failed', response, transferLogIndex });
     crashPoint('settle.after-commit');
     return this.#answer(final, { claimToken: row.claimToken });
   }

@@ -2,6 +2,8 @@
 // so a settle, its retries and the reconciler can race and still agree on one final row.
 import { and, asc, eq, inArray, isNull, lt, or } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
+import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.js';
+import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import { x402Settlements, type SettlementRow } from '../tables.js';
@@ -15,7 +17,7 @@ export interface SettlementKey {
 
 export type NewSettlement = Omit<
   SettlementRow,
-  'status' | 'claimedAt' | 'txHash' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt'
+  'status' | 'claimedAt' | 'txHash' | 'transferLogIndex' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt'
 >;
 
 export type Claim =
@@ -29,13 +31,21 @@ export type Claim =
 export type Answerer =
   /** The settle that claimed the row. */
   | { claimToken: string }
-  /** Anyone, once the row's owner is gone (disowned, or claimed before this instant) and never answered. */
-  | { claimedBefore: Date };
+  /**
+   * Another settle of the same payload, once the row's owner is gone (disowned, or claimed before this
+   * instant) and never answered; when the owner named a payment-identifier, only a settle carrying it.
+   */
+  | { claimedBefore: Date; paymentId: string | null };
 
 export interface Outcome {
   status: 'settled' | 'failed';
   response: SettleResponse;
+  /** The Transfer log that paid it (settled only): what its one success claims in chain_payment_uses. */
+  transferLogIndex?: number;
 }
+
+/** Thrown inside answerSuccess's transaction to undo its update: the transfer already bought something else. */
+class TransferTaken extends Error {}
 
 const OPEN = ['claimed', 'broadcast'];
 /** The claim token of a row whose claiming settle gave up answering (see disown). */
@@ -59,10 +69,14 @@ export const keyOf = (row: SettlementKey): SettlementKey => ({
 export const keyString = (key: SettlementKey) => `${key.network}|${key.asset}|${key.payer}|${key.nonce}`;
 
 export class SettlementLedger {
+  readonly #uses: PaymentUses;
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.#uses = new PaymentUses(db);
+  }
 
   async find(key: SettlementKey): Promise<SettlementRow | null> {
     const rows = await this.db.select().from(x402Settlements).where(byKey(key)).limit(1);
@@ -94,22 +108,39 @@ export class SettlementLedger {
   }
 
   /**
-   * Hands out the row's one `success: true`: true for exactly one caller per settled row. The WHERE
-   * clause is the whole rule.
+   * Hands out the row's one `success: true`: true for exactly one caller per settled row, and only while
+   * the transfer that paid it has bought nothing else (chain_payment_uses, claimed in the same
+   * transaction). The WHERE clause and that primary key are the whole rule.
    */
   async answerSuccess(key: SettlementKey, by: Answerer): Promise<boolean> {
     const who = and(
       isNull(x402Settlements.successAnsweredAt),
       'claimToken' in by
         ? eq(x402Settlements.claimToken, by.claimToken)
-        : or(eq(x402Settlements.claimToken, DISOWNED), lt(x402Settlements.claimedAt, by.claimedBefore)),
+        : and(
+            or(eq(x402Settlements.claimToken, DISOWNED), lt(x402Settlements.claimedAt, by.claimedBefore)),
+            by.paymentId === null ? isNull(x402Settlements.paymentId) : or(isNull(x402Settlements.paymentId), eq(x402Settlements.paymentId, by.paymentId)),
+          ),
     );
-    const updated = await this.db
-      .update(x402Settlements)
-      .set({ successAnsweredAt: this.clock.now() })
-      .where(and(byKey(key), eq(x402Settlements.status, 'settled'), who))
-      .returning({ nonce: x402Settlements.nonce });
-    return updated.length === 1;
+    try {
+      return await this.db.transaction(async (tx) => {
+        const updated = await tx
+          .update(x402Settlements)
+          .set({ successAnsweredAt: this.clock.now() })
+          .where(and(byKey(key), eq(x402Settlements.status, 'settled'), who))
+          .returning();
+        const row = updated[0];
+        if (!row) return false;
+        // Rows settled before transfers were claimed have no log index: their success stands alone.
+        const paymentId = 'claimToken' in by ? row.paymentId : by.paymentId;
+        const claimant = paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row);
+        if (row.txHash && row.transferLogIndex !== null && !(await this.#uses.claim(paymentUseOf(row), claimant, tx))) throw new TransferTaken();
+        return true;
+      });
+    } catch (error) {
+      if (error instanceof TransferTaken) return false;
+      throw error;
+    }
   }
 
   /** The claiming settle ended without a final answer (pending, or failed after sending): it will not answer success. */
@@ -137,6 +168,7 @@ export class SettlementLedger {
       .set({
         status: outcome.status,
         txHash: response.transaction || null,
+        transferLogIndex: outcome.transferLogIndex ?? null,
         errorReason: response.errorReason ?? null,
         errorMessage: response.errorMessage ?? null,
         response,
@@ -199,3 +231,15 @@ export class SettlementLedger {
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
 }
+
+/** What the facilitator's success for one authorization claims: its own paired transfer. */
+const paymentUseOf = (row: SettlementRow): PaymentUse => ({
+  network: row.network,
+  transactionHash: row.txHash!,
+  logIndex: row.transferLogIndex!,
+  asset: row.asset,
+  payer: row.payer,
+  nonce: row.nonce,
+  payTo: row.payTo,
+  amount: row.amount,
+});

@@ -1,44 +1,24 @@
-// What a mined settlement transaction proves. USDG's quirk makes "status: success" meaningless on its
-// own (a reused nonce succeeds and moves nothing), so success needs both logs from the token:
-// AuthorizationUsed(payer, nonce) and Transfer(payer, payTo, amount).
-import { getAddress, parseEventLogs, type Log } from 'viem';
-import { eip3009Abi } from '../../chain/eip3009.js';
+// What a mined settlement transaction proves, in the facilitator's reason codes. The judgment itself is
+// the one every path shares (judgePayment): only the Transfer paired with this authorization's own
+// AuthorizationUsed log counts, and it must move exactly this payment.
+import type { Log } from 'viem';
+import { judgePayment, type ExpectedPayment } from '../../chain/payment-check.js';
 import { Reason } from './reasons.js';
 
-export interface ExpectedTransfer {
-  asset: string;
-  payer: string;
-  payTo: string;
-  amount: string;
-  nonce: string;
-}
+export type ReceiptVerdict = { ok: true; logIndex: number } | { ok: false; reason: string; message: string };
 
-export type ReceiptVerdict = { ok: true } | { ok: false; reason: string; message: string };
-
-export function judgeReceipt(receipt: { status: string; logs: readonly Log[] }, expected: ExpectedTransfer): ReceiptVerdict {
-  if (receipt.status !== 'success') {
-    return { ok: false, reason: Reason.transactionFailed, message: 'settlement transaction reverted' };
+export function judgeReceipt(receipt: { status: string; logs: readonly Log[] }, expected: ExpectedPayment): ReceiptVerdict {
+  const judgment = judgePayment(receipt, expected);
+  switch (judgment.kind) {
+    case 'paid':
+      return { ok: true, logIndex: judgment.logIndex };
+    case 'reverted':
+      return { ok: false, reason: Reason.transactionFailed, message: 'settlement transaction reverted' };
+    case 'already_used':
+      return { ok: false, reason: Reason.nonceAlreadyUsed, message: 'the token reported the authorization as already used; nothing moved' };
+    case 'mismatch':
+      return { ok: false, reason: Reason.nonceAlreadyUsed, message: `the authorization was used to move ${judgment.value} to ${judgment.recipient}, not this payment` };
+    case 'absent':
+      return { ok: false, reason: Reason.transferEventMismatch, message: 'no matching AuthorizationUsed and Transfer logs in the receipt' };
   }
-  const asset = getAddress(expected.asset);
-  const payer = getAddress(expected.payer);
-  const nonce = expected.nonce.toLowerCase();
-  const logs = parseEventLogs({ abi: eip3009Abi, logs: receipt.logs as Log[] }).filter((l) => getAddress(l.address) === asset);
-  const authLog = (name: string) =>
-    logs.some(
-      (l) =>
-        l.eventName === name &&
-        getAddress((l.args as { authorizer: string }).authorizer) === payer &&
-        (l.args as { nonce: string }).nonce.toLowerCase() === nonce,
-    );
-  const used = authLog('AuthorizationUsed');
-  const moved = logs.some((l) => {
-    if (l.eventName !== 'Transfer') return false;
-    const { from, to, value } = l.args as { from: string; to: string; value: bigint };
-    return getAddress(from) === payer && getAddress(to) === getAddress(expected.payTo) && value === BigInt(expected.amount);
-  });
-  if (used && moved) return { ok: true };
-  if (authLog('AuthorizationAlreadyUsed')) {
-    return { ok: false, reason: Reason.nonceAlreadyUsed, message: 'the token reported the authorization as already used; nothing moved' };
-  }
-  return { ok: false, reason: Reason.transferEventMismatch, message: 'no matching AuthorizationUsed and Transfer logs in the receipt' };
 }

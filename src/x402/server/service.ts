@@ -10,6 +10,7 @@ import { getAddress } from 'viem';
 import type { AssetInfo } from '../../chain/registry.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
+import { settleClaimant } from '../settlement-claimant.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
 
@@ -56,6 +57,8 @@ export interface X402ServiceDeps {
   /** Public base URL of the api origin (resolved per call: it is known once the listener is up). */
   apiBaseUrl: () => string;
   facilitator: () => FacilitatorClient;
+  /** Keyed hash (the server pepper): a record's payment-identifier must be one nobody else can compute. */
+  keyedHash: (value: string) => string;
 }
 
 export const NO_MATCH = 'no_matching_payment_requirements';
@@ -165,9 +168,9 @@ export class X402Service {
    * `unknown`: money may have moved, so record it and never charge again for this request. With a
    * facilitator that ignores the identifier, a retry is only trusted when it succeeds.
    */
-  async settle(paid: PaymentPayload, requirements: PaymentRequirements): Promise<SettleOutcome> {
+  async settle(paid: PaymentPayload, requirements: PaymentRequirements, record?: string): Promise<SettleOutcome> {
     const client = this.deps.facilitator();
-    const payload = withOwnPaymentId(paid);
+    const payload = withOwnPaymentId(paid, record === undefined ? generatePaymentId('tg_') : this.paymentIdOf(record));
     let ownEarlierAttempt = false;
     let response: SettleResponse;
     try {
@@ -205,6 +208,23 @@ export class X402Service {
       return { kind: 'failed', reason, message: response.errorMessage ?? reason, response };
     }
     return { kind: 'settled', transaction: response.transaction, payer: response.payer ?? '', response };
+  }
+
+  /**
+   * The payment-identifier every settle of `record` (e.g. `storage:order:<id>`) carries: the same on each
+   * retry and after a restart, and secret (a keyed hash), so no copy of the payload can carry it.
+   */
+  paymentIdOf(record: string): string {
+    return `tg_${this.deps.keyedHash(`x402-settle:${record}`).slice(0, 48)}`;
+  }
+
+  /**
+   * Who holds a transfer that paid `record` (chain_payment_uses): the same name our facilitator's success
+   * to that record's settle claims, so a reconciler granting `record` from the chain takes the transfer
+   * only if no copy of the payload took the success first.
+   */
+  claimantOf(record: string): string {
+    return settleClaimant(this.paymentIdOf(record));
   }
 
   /**
@@ -268,9 +288,9 @@ export function toApiError(error: unknown): unknown {
 }
 
 /** The payload as this call sends it: the client's extensions, with the payment-identifier ours. */
-function withOwnPaymentId(payload: PaymentPayload): PaymentPayload {
+function withOwnPaymentId(payload: PaymentPayload, id: string): PaymentPayload {
   const { [PAYMENT_IDENTIFIER]: _theirs, ...extensions } = payload.extensions ?? {};
-  return { ...payload, extensions: appendPaymentIdentifierToExtensions({ ...extensions, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) }, generatePaymentId('tg_')) };
+  return { ...payload, extensions: appendPaymentIdentifierToExtensions({ ...extensions, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) }, id) };
 }
 
 function safeChecksum(address: string): string {

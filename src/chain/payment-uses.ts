@@ -1,0 +1,54 @@
+// One transfer buys one thing: the claim on chain_payment_uses that every path granting a service for a
+// chain-confirmed payment takes first (the facilitator before it answers `success: true`, each module's
+// reconciler before it grants from the chain). The database decides; a lost race matches no row.
+import { and, eq } from 'drizzle-orm';
+import { getAddress } from 'viem';
+import type { Executor } from '../platform/db.js';
+import { chainPaymentUses } from './tables.js';
+
+/** A paired Transfer (see pairPaymentLogs) and the authorization it executed. */
+export interface PaymentUse {
+  network: string;
+  transactionHash: string;
+  /** The Transfer log's index. */
+  logIndex: number;
+  asset: string;
+  payer: string;
+  nonce: string;
+  payTo: string;
+  amount: string;
+}
+
+export class PaymentUses {
+  constructor(private readonly db: Executor) {}
+
+  /**
+   * Takes the payment for `claimant`. True when it is theirs (now, or already: a retry of the same grant);
+   * false when something else holds it. Pass the open transaction when the grant commits with it.
+   */
+  async claim(use: PaymentUse, claimant: string, db: Executor = this.db): Promise<boolean> {
+    const row = {
+      network: use.network,
+      transactionHash: use.transactionHash.toLowerCase(),
+      logIndex: use.logIndex,
+      asset: getAddress(use.asset),
+      payer: getAddress(use.payer),
+      nonce: use.nonce.toLowerCase(),
+      payTo: getAddress(use.payTo),
+      amount: use.amount,
+      claimant,
+    };
+    const inserted = await db.insert(chainPaymentUses).values(row).onConflictDoNothing().returning({ claimant: chainPaymentUses.claimant });
+    if (inserted.length === 1) return true;
+    return (await this.holder(row, db)) === claimant;
+  }
+
+  /** Who holds the payment, or null while nobody does. */
+  async holder(use: Pick<PaymentUse, 'network' | 'transactionHash' | 'logIndex'>, db: Executor = this.db): Promise<string | null> {
+    const rows = await db
+      .select({ claimant: chainPaymentUses.claimant })
+      .from(chainPaymentUses)
+      .where(and(eq(chainPaymentUses.network, use.network), eq(chainPaymentUses.transactionHash, use.transactionHash.toLowerCase()), eq(chainPaymentUses.logIndex, use.logIndex)));
+    return rows[0]?.claimant ?? null;
+  }
+}
