@@ -54,6 +54,7 @@ const envSchema = z.object({
     .regex(/^\s*(0x[0-9a-fA-F]{40}\s*(,\s*0x[0-9a-fA-F]{40}\s*)*)?$/, 'must be a comma-separated list of 0x-prefixed 20-byte addresses')
     .optional(),
   FACILITATOR_RECONCILE_AFTER_MS: positiveInt(15_000),
+  FACILITATOR_CONFIRMATION_TIMEOUT_MS: positiveInt(30_000),
   FACILITATOR_SIGNERS: z
     .string()
     .regex(/^\s*(0x[0-9a-fA-F]{40}\s*(,\s*0x[0-9a-fA-F]{40}\s*)*)?$/, 'must be a comma-separated list of 0x-prefixed 20-byte addresses')
@@ -163,6 +164,8 @@ export interface Config {
   facilitatorPayTo: { policy: 'any' | 'registered'; sellers: string[] };
   /** Open settlements untouched this long are the reconciler's (their settle died or gave up). */
   facilitatorReconcileAfterMs: number;
+  /** How long one settle waits for its receipt before answering settlement_pending. */
+  facilitatorConfirmationTimeoutMs: number;
   /**
    * Senders of an external facilitator's settlements (FACILITATOR_SIGNERS), registered with this
    * deployment's own relayers so the indexer attributes their payments too.
@@ -309,6 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     facilitatorReplacement: { replaceAfterMs: e.FACILITATOR_REPLACE_AFTER_MS, maxReplacements: e.FACILITATOR_MAX_REPLACEMENTS },
     facilitatorLowGasWei: BigInt(e.FACILITATOR_LOW_GAS_WEI),
     facilitatorReconcileAfterMs: e.FACILITATOR_RECONCILE_AFTER_MS,
+    facilitatorConfirmationTimeoutMs: e.FACILITATOR_CONFIRMATION_TIMEOUT_MS,
     facilitatorSigners: (e.FACILITATOR_SIGNERS ?? '').split(',').map((a) => a.trim()).filter(Boolean),
     facilitatorLimits: {
       settlePerClient: e.FACILITATOR_SETTLE_LIMIT_PER_CLIENT,

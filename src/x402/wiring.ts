@@ -43,6 +43,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
           { db: deps.db, clock: deps.clock, log: deps.log.child({ component: 'facilitator' }), chain, relayer: chain.relayers },
           {
             reconcileAfterMs: config.facilitatorReconcileAfterMs,
+            confirmationTimeoutMs: config.facilitatorConfirmationTimeoutMs,
             replaceAfterMs: config.facilitatorReplacement.replaceAfterMs,
             maxReplacements: config.facilitatorReplacement.maxReplacements,
             lowGasWei: config.facilitatorLowGasWei,

@@ -1,0 +1,93 @@
+// A third party who holds a copy of someone's payment (the payer itself, a mempool reader who rebuilt the
+// payload from a broadcast transaction, a seller passing it on) and sends it to our public facilitator while
+// the merchant's own settle is unknown. One transfer must buy one thing: the intent, or the copy's success.
+import { decodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload } from '@x402/core/types';
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rpcCall } from '../../src/chain/rpc.js';
+import { signPayment } from '../../src/x402/client.js';
+import { settle } from '../facilitator/support.js';
+import type { TestApp } from '../helpers/test-app.js';
+import { Faults } from '../intents/faults.js';
+import { createIntent, createShop } from '../intents/fixtures.js';
+import { buildPayApp, challengeOf, eventually, fundedPayer, getIntent, pay, reconcile, transfersTo } from '../intents/harness.js';
+import { recordAttack, reportTally } from './support.js';
+
+const faults = new Faults();
+let app: TestApp;
+
+beforeAll(async () => {
+  // A receipt wait short enough that a transaction held in the mempool makes the merchant's settle unknown.
+  app = await buildPayApp({ ...faults.options(), env: { FACILITATOR_CONFIRMATION_TIMEOUT_MS: '300', INTENT_RECONCILE_INTERVAL_MS: '3600000' } });
+});
+afterAll(async () => {
+  reportTally('third-party');
+  await rpcCall(app.ctx.chain.rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+  await app?.close();
+});
+
+/** An intent, a funded payer and its signed payment; the copy is what the third party sends the facilitator. */
+async function intentWithPayment(cents: number) {
+  const shop = await createShop(app);
+  const payer = await fundedPayer(app, '20');
+  const intent = (await createIntent(app, shop, { amountUsdCents: cents })).json();
+  const { header } = await signPayment(payer, await challengeOf(app, intent.id));
+  const copy = decodePaymentSignatureHeader(header) as PaymentPayload;
+  return { shop, payer, intent, header, copy };
+}
+
+/** Services granted for the intent's transfer: the intent settled, plus every success a copy was answered. */
+async function servicesFor(shop: { apiKey: string }, intentId: string, copySuccesses: number) {
+  const intent = await getIntent(app, shop.apiKey, intentId);
+  return (intent.status === 'settled' ? 1 : 0) + copySuccesses;
+}
+
+describe('while the merchant settle is unknown', () => {
+  it('a copy of the payment sent to the public facilitator is refused; the intent reconciles settled, once', async () => {
+    const { shop, intent, header, copy } = await intentWithPayment(150);
+    const rpc = app.ctx.chain.rpcUrl;
+    await rpcCall(rpc, 'evm_setAutomine', [false]);
+    let answer;
+    try {
+      answer = await pay(app, intent.id, { 'payment-signature': header });
+    } finally {
+      await rpcCall(rpc, 'evm_setAutomine', [true]);
+    }
+    expect(answer.statusCode, answer.body).toBe(503);
+    expect(answer.json()).toMatchObject({ code: 'settlement_result_unknown' });
+    await rpcCall(rpc, 'evm_mine', []);
+
+    const copied = await settle(app, copy, copy.accepted);
+    const reconciled = await eventually(async () => {
+      const body = (await reconcile(app, shop.apiKey, intent.id)).json();
+      return body.status === 'settled' ? body : null;
+    });
+
+    expect(copied.body).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_nonce_already_used' });
+    expect(reconciled.transactionHash).toBe(copied.body.transaction);
+    const transfers = await transfersTo(app, shop.payTo as Address);
+    expect(transfers).toHaveLength(1);
+    const services = await servicesFor(shop, intent.id, copied.body.success ? 1 : 0);
+    expect(services).toBe(1);
+    recordAttack(services, transfers.length);
+  });
+
+  it('a copy settled before the merchant ever sent it takes the one success; the intent then fails, never settles too', async () => {
+    const { shop, intent, header, copy } = await intentWithPayment(175);
+    // The merchant's settle never reaches the facilitator, and its outcome is unknown (a lost request).
+    faults.onNextSettle(async () => ({ kind: 'unknown', transaction: null, message: 'lost (injected)' }));
+    expect((await pay(app, intent.id, { 'payment-signature': header })).statusCode).toBe(503);
+
+    const copied = await settle(app, copy, copy.accepted);
+    const reconciled = (await reconcile(app, shop.apiKey, intent.id)).json();
+
+    expect(copied.body).toMatchObject({ success: true });
+    expect(reconciled).toMatchObject({ status: 'failed', failureCode: 'payment_already_used' });
+    const transfers = await transfersTo(app, shop.payTo as Address);
+    expect(transfers).toHaveLength(1);
+    const services = await servicesFor(shop, intent.id, 1);
+    expect(services).toBe(1);
+    recordAttack(services, transfers.length);
+  });
+});
