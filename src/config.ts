@@ -48,6 +48,8 @@ const envSchema = z.object({
   FACILITATOR_LIMIT_WINDOW_SECONDS: positiveInt(60),
   FACILITATOR_SETTLE_LIMIT_PER_PAYER: positiveInt(120),
   FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: positiveInt(3000),
+  FACILITATOR_SETTLE_LIMIT_PER_OWNER: positiveInt(6000),
+  FACILITATOR_MIN_SETTLE_AMOUNT: z.string().regex(/^\d{1,78}$/, 'an integer number of atomic units').default('100'),
   FACILITATOR_PAY_TO_POLICY: z.enum(['any', 'registered']).optional(),
   FACILITATOR_SELLERS: z
     .string()
@@ -156,7 +158,17 @@ export interface Config {
    * Limits on the public facilitator origin (fixed windows of windowSeconds): /settle and /verify per
    * client address, and settles of verified payments per payer and per payTo (in PostgreSQL).
    */
-  facilitatorLimits: { settlePerClient: number; verifyPerClient: number; settlePerPayer: number; settlePerPayTo: number; windowSeconds: number };
+  facilitatorLimits: {
+    settlePerClient: number;
+    verifyPerClient: number;
+    settlePerPayer: number;
+    settlePerPayTo: number;
+    /** Per user who owns the merchants paid at a payTo: more merchants do not buy more settles. */
+    settlePerOwner: number;
+    windowSeconds: number;
+    /** Atomic units: the public origin settles nothing smaller (each settle costs our gas). */
+    minSettleAmount: bigint;
+  };
   /**
    * Which payTo the public facilitator origin serves: `any`, or `registered` (enabled merchants, the
    * sellers listed here, X402_TEST_PAY_TO). Default: `any` on the embedded devchain, `registered` with CHAIN_RPC_URL.
@@ -319,6 +331,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       verifyPerClient: e.FACILITATOR_VERIFY_LIMIT_PER_CLIENT,
       settlePerPayer: e.FACILITATOR_SETTLE_LIMIT_PER_PAYER,
       settlePerPayTo: e.FACILITATOR_SETTLE_LIMIT_PER_PAY_TO,
+      settlePerOwner: e.FACILITATOR_SETTLE_LIMIT_PER_OWNER,
+      minSettleAmount: BigInt(e.FACILITATOR_MIN_SETTLE_AMOUNT),
       windowSeconds: e.FACILITATOR_LIMIT_WINDOW_SECONDS,
     },
     facilitatorPayTo: {

@@ -1,7 +1,8 @@
 // What the public facilitator origin adds to the engine's checks. Anyone can call it and every
-// settle spends our relayer's gas, so: which payTo it serves (FACILITATOR_PAY_TO_POLICY), and how
-// many settles per payer and per payTo a window may hold (counted in PostgreSQL, shared by every
-// node). These rules live here, in the module that owns the public origin, not in the x402/ engine:
+// settle spends our relayer's gas, so: which payTo it serves (FACILITATOR_PAY_TO_POLICY), what it will
+// not settle at all (below FACILITATOR_MIN_SETTLE_AMOUNT, or a payer paying itself: neither is a
+// purchase, both burn gas), and how many settles per payer, per payTo and per merchant owner a window
+// may hold (counted in PostgreSQL, shared by every node). These rules live here, in the module that owns the public origin, not in the x402/ engine:
 // our own paid endpoints call the engine in-process with payTo values that are ours by construction,
 // and this module may ask the projects module for its merchants directly (no port through x402/).
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
@@ -29,12 +30,23 @@ export class PublicFacilitatorPolicy {
     this.#sellers = new Set(listed.map((a) => getAddress(a)));
   }
 
-  /** `registered`: payTo must be an enabled merchant's, a FACILITATOR_SELLERS address, X402_TEST_PAY_TO or STORAGE_PAY_TO. */
-  async payTo(requirements: PaymentRequirements): Promise<PolicyRefusal | null> {
-    if (this.ctx.config.facilitatorPayTo.policy === 'any') return null;
-    // A malformed payTo is the engine's to name (invalid_payment_requirements).
+  /**
+   * The terms this origin serves: at least the minimum amount, a payer other than the payee, and under
+   * `registered` a payTo that is an enabled merchant's, a FACILITATOR_SELLERS address, X402_TEST_PAY_TO or
+   * STORAGE_PAY_TO. Malformed fields are the engine's to name.
+   */
+  async terms(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PolicyRefusal | null> {
+    const minimum = this.ctx.config.facilitatorLimits.minSettleAmount;
+    if (/^\d+$/.test(requirements.amount) && BigInt(requirements.amount) < minimum) {
+      return { reason: Reason.invalidPaymentRequirements, message: `amount ${requirements.amount} is below this facilitator's minimum of ${minimum} atomic units` };
+    }
     if (!isAddress(requirements.payTo, { strict: false })) return null;
     const payTo = getAddress(requirements.payTo);
+    const from = eip3009PayloadSchema.safeParse(payload.payload).data?.authorization.from;
+    if (from && isAddress(from, { strict: false }) && getAddress(from) === payTo) {
+      return { reason: Reason.invalidPaymentRequirements, message: 'the payer is the payee: a payment to oneself buys nothing, and this facilitator does not settle it' };
+    }
+    if (this.ctx.config.facilitatorPayTo.policy === 'any') return null;
     if (this.#sellers.has(payTo) || (await this.ctx.services.projects.isMerchantPayTo(payTo))) return null;
     return {
       reason: Reason.invalidPaymentRequirements,
@@ -43,7 +55,8 @@ export class PublicFacilitatorPolicy {
   }
 
   /**
-   * Counts a settle against its payer's and its payTo's budget; throws 429 when either is spent.
+   * Counts a settle against its payer's, its payTo's and its merchants' owners' budgets; throws 429 when
+   * one is spent (registering more merchants does not buy more settles).
    * Only a payment that verifies now is counted (the one kind that can spend gas): a forged payload
    * naming someone else as payer, or flooding a merchant's payTo, cannot use up their budget.
    * Anything else goes on to the engine, which refuses it, or answers a retry from its ledger.
@@ -53,17 +66,20 @@ export class PublicFacilitatorPolicy {
     if (!verdict.isValid) return;
     const parsed = eip3009PayloadSchema.safeParse(payload.payload);
     if (!parsed.success) return;
-    const { settlePerPayer, settlePerPayTo, windowSeconds } = this.ctx.config.facilitatorLimits;
+    const { settlePerPayer, settlePerPayTo, settlePerOwner, windowSeconds } = this.ctx.config.facilitatorLimits;
     const payer = getAddress(parsed.data.authorization.from);
     const payTo = getAddress(requirements.payTo);
-    const [byPayer, byPayTo] = await Promise.all([
-      this.ctx.rateLimiter.hit(`facilitator-settle:payer:${payer}`, { limit: settlePerPayer, windowSeconds }),
-      this.ctx.rateLimiter.hit(`facilitator-settle:pay-to:${payTo}`, { limit: settlePerPayTo, windowSeconds }),
-    ]);
-    if (!byPayer.allowed || !byPayTo.allowed) {
-      const which = byPayer.allowed ? `payTo ${payTo}` : `payer ${payer}`;
-      const retryAfter = Math.max(byPayer.allowed ? 0 : byPayer.retryAfterSeconds, byPayTo.allowed ? 0 : byPayTo.retryAfterSeconds);
-      throw new ApiError(429, 'rate_limited', `Too many settles for ${which} in this window; nothing was sent`, undefined, { 'retry-after': String(retryAfter) });
+    const owners = await this.ctx.services.projects.merchantOwnersOf(payTo);
+    const budgets: [string, string, number][] = [
+      [`payer ${payer}`, `facilitator-settle:payer:${payer}`, settlePerPayer],
+      [`payTo ${payTo}`, `facilitator-settle:pay-to:${payTo}`, settlePerPayTo],
+      ...owners.map((owner): [string, string, number] => [`the owner of payTo ${payTo}`, `facilitator-settle:owner:${owner}`, settlePerOwner]),
+    ];
+    const hits = await Promise.all(budgets.map(([, key, limit]) => this.ctx.rateLimiter.hit(key, { limit, windowSeconds })));
+    const spent = hits.findIndex((hit) => !hit.allowed);
+    if (spent >= 0) {
+      const retryAfter = Math.max(...hits.map((hit) => (hit.allowed ? 0 : hit.retryAfterSeconds)));
+      throw new ApiError(429, 'rate_limited', `Too many settles for ${budgets[spent]![0]} in this window; nothing was sent`, undefined, { 'retry-after': String(retryAfter) });
     }
   }
 }

@@ -46,7 +46,7 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
   // verify spends nothing and a database write would cost more than the verify, so each node counts
   // verifies in memory. Our own paid endpoints call the engine in-process, not through these routes.
   const verifyCounter = new MemoryRateLimiter(ctx.clock);
-  // Beyond per client: which payTo we serve, and settles per payer and per payTo (policy.ts).
+  // Beyond per client: which terms we serve, and settles per payer, per payTo and per owner (policy.ts).
   const policy = new PublicFacilitatorPolicy(ctx, facilitator);
   const limited = (path: 'settle' | 'verify') => async (request: FastifyRequest) => {
     const { settlePerClient, verifyPerClient, windowSeconds } = ctx.config.facilitatorLimits;
@@ -78,7 +78,7 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
     async (request, reply) => {
       const parsed = parseFacilitatorRequest(request.body.paymentPayload, request.body.paymentRequirements);
       if (!parsed.ok) return reply.code(400).send({ isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message });
-      const refused = await policy.payTo(parsed.requirements);
+      const refused = await policy.terms(parsed.payload, parsed.requirements);
       if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message };
       try {
         return await facilitator.verify(parsed.payload, parsed.requirements);
@@ -117,7 +117,7 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
           network: typeof network === 'string' ? network : '',
         });
       }
-      const refused = await policy.payTo(parsed.requirements);
+      const refused = await policy.terms(parsed.payload, parsed.requirements);
       if (refused) {
         return { success: false, errorReason: refused.reason, errorMessage: refused.message, transaction: '', network: parsed.requirements.network };
       }

@@ -95,6 +95,13 @@ export class ProjectsService {
     return this.store.hasEnabledMerchantPayTo(getAddress(payTo), network, asset);
   }
 
+  /** Who owns the enabled merchants paid at `payTo`: the public facilitator budgets settles per owner. */
+  async merchantOwnersOf(payTo: string): Promise<string[]> {
+    if (!isAddress(payTo, { strict: false })) return [];
+    const { network, address: asset } = this.ctx.chain.asset;
+    return this.store.ownersOfMerchantPayTo(getAddress(payTo), network, asset);
+  }
+
   /** Credential resolver for project API keys (disabled keys resolve, and the guard answers 403). */
   resolveKey = async (secretHash: string): Promise<PrincipalOf<'project_key'> | null> => {
     const row = await this.store.keyByHash(secretHash);

@@ -59,6 +59,17 @@ export class ProjectsStore {
     return rows.length > 0;
   }
 
+  /** The users who own an enabled merchant paid at `payTo` (a few at most: payTo is rarely shared). */
+  async ownersOfMerchantPayTo(payTo: string, network: string, asset: string): Promise<string[]> {
+    const rows = await this.db
+      .selectDistinct({ owner: projects.ownerUserId })
+      .from(merchants)
+      .innerJoin(projects, eq(projects.id, merchants.projectId))
+      .where(and(eq(merchants.payTo, payTo), eq(merchants.network, network), eq(merchants.asset, asset), eq(merchants.enabled, true)))
+      .limit(10);
+    return rows.map((row) => row.owner);
+  }
+
   async merchant(merchantId: string): Promise<MerchantRow | undefined> {
     const [row] = await this.db.select().from(merchants).where(eq(merchants.id, merchantId));
     return row;
