@@ -9,6 +9,8 @@ export default defineConfig({
     maxWorkers: 2,
     globalSetup: ['test/build-once.ts'],
     testTimeout: 60_000,
+    // The suite's spawned instances share a PostgreSQL server with dev keys by design (see ALLOW_DEV_KEYS).
+    env: { ALLOW_DEV_KEYS: '1' },
     hookTimeout: 120_000,
     // Tests build their own databases and devchains; their logs would drown the summary.
     silent: 'passed-only',

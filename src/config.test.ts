@@ -9,6 +9,7 @@ const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/t
 describe('config', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({});
+    expect(config.devKeyProblems).toEqual([]);
     expect(config.ports).toEqual({ api: 8402, facilitator: 8403, relay: 8404, assets: 8405, devchain: 8545 });
     expect(config.databaseUrl).toBeNull();
     expect(config.dataDir).toBe(path.resolve('./.data'));
@@ -108,4 +109,26 @@ describe('config', () => {
     expect(result.stderr).toContain('Invalid configuration');
     expect(result.stderr).toContain('IDENTITY_JWKS_URL: required with IDENTITY_OIDC_ISSUER');
   }, 120_000);
+
+  it('names every dev key a node beside a shared database would use, and none with ALLOW_DEV_KEYS=1 or every key set', () => {
+    const shared = { DATABASE_URL: 'postgres://db/tollgate' };
+    expect(loadConfig(shared).devKeyProblems.map((p) => p.split(':')[0])).toEqual([
+      'SECRET_PEPPER',
+      'IDENTITY_JWKS_URL',
+      'WALLET_MASTER_KEY',
+      'ATTESTATION_PRIVATE_KEY',
+      'FACILITATOR_PRIVATE_KEYS',
+    ]);
+    expect(loadConfig({ ...shared, ALLOW_DEV_KEYS: '1' }).devKeyProblems).toEqual([]);
+    const key = `0x${'11'.repeat(32)}`;
+    const production = {
+      ...shared,
+      SECRET_PEPPER: 'p'.repeat(32),
+      IDENTITY_JWKS_URL: 'https://id.example.com/jwks',
+      WALLET_MASTER_KEY: key,
+      ATTESTATION_PRIVATE_KEY: key,
+      FACILITATOR_PRIVATE_KEY: `0x${'22'.repeat(32)}`,
+    };
+    expect(loadConfig(production).devKeyProblems).toEqual([]);
+  });
 });

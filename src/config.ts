@@ -90,6 +90,7 @@ const envSchema = z.object({
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
+  ALLOW_DEV_KEYS: z.enum(['0', '1']).default('0'),
   WALLET_MASTER_KEY: hexKey,
   WALLET_KEY_PROVIDER: z.enum(['local', 'aws-kms']).default('local'),
   AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as eu-west-1').optional(),
@@ -132,6 +133,8 @@ export const ORIGINS = ['api', 'facilitator', 'relay', 'assets'] as const;
 export type OriginName = (typeof ORIGINS)[number];
 
 export interface Config {
+  /** Dev keys this configuration would use beside a shared database or a real chain (serve refuses them; see devKeyProblems). */
+  devKeyProblems: string[];
   dataDir: string;
   host: string;
   /** Whose X-Forwarded-For to believe for the client address (rate limits): Fastify's trustProxy. */
@@ -298,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? [e.FACILITATOR_PRIVATE_KEY]
       : [];
   return {
+    devKeyProblems: devKeyProblems(e),
     dataDir: path.resolve(e.TOLLGATE_DATA_DIR),
     host: e.HOST,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
@@ -445,6 +449,27 @@ function relayerKeyProblems(e: Env): string[] {
     problems.push('FACILITATOR_RELAYER_COUNT: dev keys exist on the embedded devchain only; with CHAIN_RPC_URL set FACILITATOR_PRIVATE_KEYS');
   }
   return problems;
+}
+
+/**
+ * With a shared database or a real chain, the dev fallbacks are a trap: each node would hash secrets under its
+ * own pepper, anyone with the CLI could mint identity tokens, attestations would be signed by a key kept in a
+ * data dir, and wallet keys sealed under one. Such a node refuses to start unless told it is a development
+ * setup (ALLOW_DEV_KEYS=1). On the embedded defaults (no DATABASE_URL, no CHAIN_RPC_URL) they are the point.
+ */
+function devKeyProblems(e: Env): string[] {
+  if ((!e.DATABASE_URL && !e.CHAIN_RPC_URL) || e.ALLOW_DEV_KEYS === '1') return [];
+  const missing = [
+    !e.SECRET_PEPPER && 'SECRET_PEPPER',
+    !e.IDENTITY_JWKS_URL && 'IDENTITY_JWKS_URL',
+    e.WALLET_KEY_PROVIDER === 'local' && !e.WALLET_MASTER_KEY && 'WALLET_MASTER_KEY',
+    !e.ATTESTATION_PRIVATE_KEY && 'ATTESTATION_PRIVATE_KEY',
+    // Without CHAIN_RPC_URL the devchain's generated relayer keys would settle.
+    !e.CHAIN_RPC_URL && !e.FACILITATOR_PRIVATE_KEY && !e.FACILITATOR_PRIVATE_KEYS && 'FACILITATOR_PRIVATE_KEYS',
+  ].filter((name): name is string => typeof name === 'string');
+  return missing.map(
+    (name) => `${name}: unset with DATABASE_URL or CHAIN_RPC_URL, so a dev key would be used; set it, or ALLOW_DEV_KEYS=1 for a development setup`,
+  );
 }
 
 const OIDC_VARIABLES = ['IDENTITY_OIDC_ISSUER', 'IDENTITY_OIDC_CLIENT_ID', 'IDENTITY_OIDC_SCOPE', 'IDENTITY_OIDC_TOKEN'] as const;

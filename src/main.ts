@@ -130,6 +130,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(config: Config, args: string[]): Promise<number> {
+  if (config.devKeyProblems.length > 0) throw new ConfigError(config.devKeyProblems);
   const { values } = parseArgs({ args, options: { roles: { type: 'string' } } });
   const roles = (values.roles ?? ROLES.join(',')).split(',').map((r) => r.trim()).filter(Boolean);
   const unknown = roles.filter((role) => !ROLES.includes(role as Role));

@@ -43,6 +43,15 @@ describe('tollgate CLI', () => {
     expect(fs.existsSync(env.TOLLGATE_DATA_DIR)).toBe(false);
   });
 
+  it('serve refuses dev keys beside a shared database or a real chain (exit 2 naming each), unless ALLOW_DEV_KEYS=1', async () => {
+    const env = { TOLLGATE_DATA_DIR: path.join(dataDir(), 'never-created'), ALLOW_DEV_KEYS: '0', CHAIN_RPC_URL: 'http://127.0.0.1:1' };
+    const out = await cli(env, 'serve');
+    expect(out.code).toBe(2);
+    for (const name of ['SECRET_PEPPER', 'IDENTITY_JWKS_URL', 'WALLET_MASTER_KEY', 'ATTESTATION_PRIVATE_KEY']) expect(out.stderr).toContain(`${name}: unset`);
+    expect(out.stderr).toContain('ALLOW_DEV_KEYS=1');
+    expect(fs.existsSync(env.TOLLGATE_DATA_DIR)).toBe(false);
+  });
+
   it('status prints the running instance\'s origins and loops; refuses other data dirs; says so with no instance', { timeout: 180_000 }, async () => {
     const running = dataDir();
     const apiPort = await freePort();
