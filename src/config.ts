@@ -108,6 +108,7 @@ const envSchema = z.object({
   PAY_AND_CALL_ALLOW_HOSTS: z.string().optional(),
   PAY_AND_CALL_MAX_BODY_BYTES: positiveInt(1024 * 1024),
   PAY_AND_CALL_TIMEOUT_MS: positiveInt(15_000),
+  PAY_AND_CALL_AUTHORIZATION_SECONDS: z.coerce.number().int().min(10).max(3600).default(120),
   INTENT_LIFETIME_SECONDS: positiveInt(24 * 3600),
   INTENT_PAY_TIMEOUT_SECONDS: positiveInt(300),
   INTENT_PAY_LIMIT_PER_INTENT: positiveInt(30),
@@ -241,7 +242,13 @@ export interface Config {
    * `audience`. `oidc`: the provider the dashboard signs in through (docs/web.md#signing-in), or null.
    */
   identity: { jwksUrl: string | null; issuer: string; audience: string; oidc: OidcSignIn | null };
-  payAndCall: { allowHosts: string; maxBodyBytes: number; timeoutMs: number };
+  payAndCall: {
+    allowHosts: string;
+    maxBodyBytes: number;
+    timeoutMs: number;
+    /** A signed authorization is valid for at most this long from the chain's time (or the seller's maxTimeoutSeconds if shorter). */
+    authorizationSeconds: number;
+  };
   intents: IntentSettings;
   txapi: TxapiSettings;
   build: { commit: string | null; branch: string | null; time: string | null };
@@ -399,6 +406,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowHosts: e.PAY_AND_CALL_ALLOW_HOSTS ?? '',
       maxBodyBytes: e.PAY_AND_CALL_MAX_BODY_BYTES,
       timeoutMs: e.PAY_AND_CALL_TIMEOUT_MS,
+      authorizationSeconds: e.PAY_AND_CALL_AUTHORIZATION_SECONDS,
     },
     intents: {
       lifetimeSeconds: e.INTENT_LIFETIME_SECONDS,

@@ -7,6 +7,7 @@ import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import type { LocalAccount } from 'viem/accounts';
 import { DEFAULT_ASSET } from '../chain/registry.js';
 import { parsePaymentRequired, parseSettlement } from './seller-answers.js';
+import { shortLivedExactScheme, type ShortLivedValidity } from './short-lived-scheme.js';
 
 export interface PaymentLimit {
   network: string;
@@ -21,6 +22,8 @@ export interface SignPaymentOptions {
   allow?: PaymentLimit[];
   /** Picks among acceptable requirements; default the first. */
   select?: (requirements: PaymentRequirements[]) => PaymentRequirements;
+  /** Sign valid from the chain's time for at most this long (short-lived-scheme.ts); default: the SDK's whole maxTimeoutSeconds. */
+  validity?: ShortLivedValidity;
 }
 
 export interface SignedPayment {
@@ -34,7 +37,10 @@ export async function signPayment(account: LocalAccount, paymentRequired: Paymen
   const allow = options.allow ?? [{ network: DEFAULT_ASSET.network, asset: DEFAULT_ASSET.address }];
   const networks = [...new Set(allow.map((a) => a.network))];
   const client = x402Client.fromConfig({
-    schemes: networks.map((network) => ({ network: network as `${string}:${string}`, client: new ExactEvmClientScheme(account) })),
+    schemes: networks.map((network) => ({
+      network: network as `${string}:${string}`,
+      client: options.validity ? shortLivedExactScheme(account, options.validity) : new ExactEvmClientScheme(account),
+    })),
     // The SDK's default allows only its built-in assets (USDG on 4663 is not one): name ours.
     spendControls: {
       allowedAssets: allow.map((a) => ({

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { decodePaymentSignatureHeader } from '@x402/core/http';
 import type { TestApp } from '../helpers/test-app.js';
 import { challenge, checkPayment, maxPayment, NETWORK, PAY_TO, requirement, settled, USDG } from './fake-x402.js';
 import { buildWalletsApp, call, createWallet, freePort, startUpstream, type Recorded, type Upstream } from './helpers.js';
@@ -270,6 +271,13 @@ describe('paying', () => {
     expect(answer.body.data.payment).toMatchObject({ status: 'unknown', error: 'upstream refused the payment: invalid_exact_evm_insufficient_balance', transaction: null });
     expect(answer.body.data.upstream.status).toBe(402);
     expect(upstream.requests).toHaveLength(2);
+    // The signature sent cannot be recalled: the answer says until when it stays spendable, at most 120 s of chain time away.
+    const signed = decodePaymentSignatureHeader(upstream.requests[1]!.headers['payment-signature'] as string);
+    const validBefore = Number((signed.payload as { authorization: { validBefore: string } }).authorization.validBefore);
+    expect(answer.body.data.spendableUntil).toBe(new Date(validBefore * 1000).toISOString());
+    expect(answer.body.message).toContain(answer.body.data.spendableUntil);
+    const chainNow = Number((await app.ctx.chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp);
+    expect(validBefore - chainNow).toBeLessThanOrEqual(120);
   });
 
   it('marks a payment unknown when the upstream answers without a receipt', async () => {

@@ -10,7 +10,7 @@ import type { PayAndCallInput, PaymentView, UpstreamView } from './pay-schemas.j
 import type { WalletProvider } from './provider.js';
 import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
 import type { PaymentReconciler } from './reconcile.js';
-import { signPayment } from './signing.js';
+import { authorizationValidity, signPayment } from './signing.js';
 import { WalletsStore, type PaymentRow, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
 import { paymentView } from './views.js';
@@ -60,7 +60,7 @@ export class PayAndCall {
       this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
       throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
     });
-    const signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount);
+    const signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount, authorizationValidity(this.ctx));
 
     // Stored before it leaves the process, so every signature that reaches an upstream has a row.
     const now = this.ctx.clock.now();
@@ -123,7 +123,13 @@ export class PayAndCall {
             error: reason ? `upstream refused the payment: ${reason}` : unusable ? `unusable receipt: ${clip(unusable)}` : 'no PAYMENT-RESPONSE from the upstream',
           });
     if (refused && payment.status !== 'settled') {
-      throw new ApiError(502, 'payment_failed', `The upstream did not accept the payment: ${reason}`, { upstream, payment });
+      // Nothing can recall a signature already sent: say how long it stays spendable (it was signed short-lived).
+      const spendableUntil = new Date(Number(signed.validBefore) * 1000).toISOString();
+      throw new ApiError(502, 'payment_failed', `The upstream did not accept the payment: ${reason}. The signed authorization stays spendable until ${spendableUntil} (its validBefore)`, {
+        upstream,
+        payment,
+        spendableUntil,
+      });
     }
     // Answered with the resource: the payment is whatever the chain says (settled, or open until it does).
     return { upstream, payment };

@@ -14,7 +14,7 @@ import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-cal
 import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
-import { signPayment, type SignedPayment } from './signing.js';
+import { authorizationValidity, signPayment, type SignedPayment } from './signing.js';
 import { conflict } from '../../platform/http/errors.js';
 import { PaymentReconciler } from './reconcile.js';
 import { KeySealer } from '../../platform/sealing.js';
@@ -62,7 +62,7 @@ export const createWalletsModule =
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
-      return signPayment(await provider.signer(wallet.id, wallet.keyRef), challenge, requirement, requirement.amount);
+      return signPayment(await provider.signer(wallet.id, wallet.keyRef), challenge, requirement, requirement.amount, authorizationValidity(ctx));
     };
     ctx.auth.register('wallet', service.resolveCredential);
 

@@ -1,7 +1,9 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import type { LocalAccount } from 'viem/accounts';
+import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { signPayment as signWithX402Client } from '../../x402/client.js';
+import type { ShortLivedValidity } from '../../x402/short-lived-scheme.js';
 
 export interface SignedPayment {
   payload: PaymentPayload;
@@ -13,13 +15,15 @@ export interface SignedPayment {
 }
 
 /**
- * Signs the chosen requirement (EIP-3009 through the @x402 client). Its spend controls repeat the
- * caller's cap, so a requirement above maxPayment could not be signed even if the choice were wrong.
+ * Signs the chosen requirement (EIP-3009 through the @x402 client), valid for no longer than `validity`
+ * says. Its spend controls repeat the caller's cap, so a requirement above maxPayment could not be signed
+ * even if the choice were wrong.
  */
-export async function signPayment(account: LocalAccount, challenge: PaymentRequired, requirement: PaymentRequirements, maxAmount: string): Promise<SignedPayment> {
+export async function signPayment(account: LocalAccount, challenge: PaymentRequired, requirement: PaymentRequirements, maxAmount: string, validity: ShortLivedValidity): Promise<SignedPayment> {
   try {
     const { payload, header } = await signWithX402Client(account, { ...challenge, accepts: [requirement] }, {
       allow: [{ network: requirement.network, asset: requirement.asset, maxAmountPerPayment: maxAmount }],
+      validity,
     });
     const authorization = (payload.payload as { authorization?: { nonce?: unknown; validBefore?: unknown } }).authorization;
     const { nonce, validBefore } = authorization ?? {};
@@ -29,3 +33,6 @@ export async function signPayment(account: LocalAccount, challenge: PaymentRequi
     throw new ApiError(502, 'signing_failed', `x402 signing failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
+
+/** How long this deployment's wallets sign for: from the chain's time, PAY_AND_CALL_AUTHORIZATION_SECONDS at most. */
+export const authorizationValidity = (ctx: AppContext): ShortLivedValidity => ({ chainTime: ctx.chain.blockTime, maxSeconds: ctx.config.payAndCall.authorizationSeconds });
