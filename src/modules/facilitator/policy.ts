@@ -37,7 +37,8 @@ export class PublicFacilitatorPolicy {
    */
   async terms(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PolicyRefusal | null> {
     const minimum = this.ctx.config.facilitatorLimits.minSettleAmount;
-    if (/^\d+$/.test(requirements.amount) && BigInt(requirements.amount) < minimum) {
+    // Zero is the engine's to refuse (its own reason); dust above it is ours.
+    if (/^\d+$/.test(requirements.amount) && BigInt(requirements.amount) > 0n && BigInt(requirements.amount) < minimum) {
       return { reason: Reason.invalidPaymentRequirements, message: `amount ${requirements.amount} is below this facilitator's minimum of ${minimum} atomic units` };
     }
     if (!isAddress(requirements.payTo, { strict: false })) return null;
