@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { redactError } from './log-redaction.js';
 
 // The id of the request being served, wherever its work goes: component loggers (facilitator, relayer,
 // chain) log it, and calls to another origin (a paid endpoint's facilitator over HTTP) pass it on as
@@ -18,6 +19,8 @@ export const REQUEST_LOGGER = Symbol('tollgate.requestLogger');
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options = {
     level,
+    // Errors may quote RPC URLs (with their keys), request bodies and signatures: log-redaction.ts.
+    serializers: { err: redactError, error: redactError },
     mixin: (_object: object, _level: number, logger: object) => {
       const id = storage.getStore();
       return id === undefined || REQUEST_LOGGER in logger ? {} : { reqId: id };

@@ -11,7 +11,7 @@ import express from 'express';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { requirementsFor, settle } from '../facilitator/support.js';
+import { requirementsFor, settle, verify } from '../facilitator/support.js';
 import { fundedPayer, nonceOf, randomAddress, signAuthorization } from '../x402/support.js';
 import { executeTogether, paymentsTo, recordAttack, reportTally } from './support.js';
 
@@ -85,6 +85,22 @@ describe('a payer who spends its own nonces elsewhere', () => {
     const paid = await paymentsTo(app, requirements.payTo as `0x${string}`);
     expect(paid).toHaveLength(2);
     recordAttack(first.filter((a) => a.body.success).length, paid.length);
+  });
+});
+
+describe('a payer reading our refusals', () => {
+  it('an unfunded payment is refused in our words: no RPC URL, request body, calldata or signature', async () => {
+    const payer = await fundedPayer(app, '0');
+    const requirements = requirementsFor(app, PRICE);
+    const purchase = await signAuthorization(payer, requirements);
+
+    const answers = [await verify(app, purchase, requirements), await settle(app, purchase, requirements)];
+
+    for (const { body } of answers) {
+      const message = (body as { invalidMessage?: string; errorMessage?: string }).invalidMessage ?? (body as { errorMessage?: string }).errorMessage ?? '';
+      expect(message).toBe("the payer's balance does not cover the amount");
+      expect(JSON.stringify(body)).not.toMatch(/https?:\/\/|Request body|Raw Call|0x[0-9a-f]{128}/i);
+    }
   });
 });
 

@@ -30,7 +30,7 @@ import { timeBounds, type Refusal } from './bounds.js';
 import { payloadHashOf, precheck } from './precheck.js';
 import { QuickChecker, type QuickCheck } from './quick-check.js';
 import { judgeReceipt } from './receipt.js';
-import { Reason } from './reasons.js';
+import { ownWords, Reason } from './reasons.js';
 import { RelayerPool, type RelayerStatus } from './relayer-pool.js';
 import { createFacilitatorSigner, type SignerHooks } from './signer.js';
 
@@ -356,6 +356,7 @@ export class Facilitator {
     let result: SettleResponse;
     try {
       result = await runInCall(call, () => this.#sdk.settle(payload, requirements));
+      if (!result.success) result = { ...result, errorMessage: ownWords(result.errorReason) };
       crashPoint('settle.after-receipt');
     } catch (error) {
       if (!attempt.txHash) await release();
@@ -461,7 +462,7 @@ export class Facilitator {
     if (used instanceof Error) throw isTransportError(used) ? new ChainUnavailableError(used) : used;
     // USDG quirk: the simulation of a reused nonce succeeds, so ask the token directly.
     if (result.isValid && used === true) return alreadyUsed(result.payer);
-    return result;
+    return result.isValid ? result : { ...result, invalidMessage: ownWords(result.invalidReason) };
   }
 
   /** bounds.ts's window check at the chain's time (on the devchain, brought up to the wall clock first). */

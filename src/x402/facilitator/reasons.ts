@@ -33,3 +33,30 @@ export const Reason = {
 } as const;
 
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
+
+// Our words for the refusals the SDK's exact scheme gives. Its own messages are raw library text (a viem
+// error's URL with the RPC key in its path, the request body, the signature in the call arguments), which
+// must reach neither a caller nor a log line.
+const OWN_WORDS: Record<string, string> = {
+  [Reason.invalidScheme]: 'the payload is not an exact EVM payment',
+  [Reason.networkMismatch]: 'the payment is for another network',
+  [Reason.missingEip712Domain]: 'the requirements name no EIP-712 domain (extra.name, extra.version)',
+  [Reason.recipientMismatch]: 'the authorization pays another address than payTo',
+  [Reason.invalidSignature]: "the signature is not the payer's over these terms",
+  [Reason.validBefore]: 'the authorization has expired (validBefore)',
+  [Reason.validAfter]: 'the authorization is not valid yet (validAfter)',
+  [Reason.valueMismatch]: 'the authorization does not move exactly the required amount',
+  [Reason.nonceAlreadyUsed]: 'the authorization is already used or canceled',
+  [Reason.insufficientBalance]: "the payer's balance does not cover the amount",
+  [Reason.simulationFailed]: 'the transfer would fail on chain',
+  [Reason.transactionFailed]: 'the settlement transaction failed',
+  [Reason.transferEventMismatch]: 'the settlement moved nothing for this payment',
+  [Reason.tokenNameMismatch]: "the EIP-712 domain name is not the token's",
+  [Reason.tokenVersionMismatch]: "the EIP-712 domain version is not the token's",
+  [Reason.assetNotContract]: 'the asset is not a deployed contract',
+};
+
+/** A refusal of the SDK's, in our words: its reason code kept, its message replaced. */
+export function ownWords(reason: string | undefined): string {
+  return (reason && OWN_WORDS[reason]) || 'the payment was refused';
+}
