@@ -12,4 +12,5 @@ CREATE TABLE "chain_payment_uses" (
 	CONSTRAINT "chain_payment_uses_network_transaction_hash_log_index_pk" PRIMARY KEY("network","transaction_hash","log_index")
 );
 --> statement-breakpoint
+ALTER TABLE "x402_settlements" ADD COLUMN "request" jsonb;--> statement-breakpoint
 ALTER TABLE "x402_settlements" ADD COLUMN "transfer_log_index" integer;

@@ -28,6 +28,8 @@ export const x402Settlements = pgTable(
     payTo: text('pay_to').notNull(),
     amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
     validBefore: numeric('valid_before', { precision: 78, scale: 0 }).notNull(),
+    /** The settle request as claimed ({ payload, requirements }): what a takeover executes after its owner died. */
+    request: guardedJsonb('request'),
     /** The payer's signature: the SDK's PendingSettlementStore key. */
     signature: text('signature').notNull(),
     /** Hash of the authorization, signature and payment terms: tells a retry from a different payload. */

@@ -2,7 +2,9 @@
 // and a receipt wait that timed out. A restarted facilitator (or a retry) finds the outcome on chain
 // and records it; nothing is ever broadcast twice.
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import type { Hash } from 'viem';
+import { getAddress, type Hash } from 'viem';
+import type { Eip3009Payload } from '../../src/x402/payload.js';
+import { payloadHashOf } from '../../src/x402/facilitator/precheck.js';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcCall } from '../../src/chain/rpc.js';
@@ -142,6 +144,55 @@ describe('the node refuses the relayer transaction', () => {
 
     await app.ctx.chain.devchain!.fundGas(relayer.address);
     expect(await facilitator.settle(payload, requirements)).toMatchObject({ success: true });
+    expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+  });
+});
+
+describe('crash right after the claim, before anything was sent', () => {
+  /** The claim a node writes before it sends, left behind by a node that died at that moment. */
+  async function orphanedClaim() {
+    const p = await payment();
+    const facilitator = await facilitatorWith(privateKeyToAccount(generatePrivateKey()));
+    const key = keyOf(app, p.payer, p.payload);
+    const eip3009 = p.payload.payload as Eip3009Payload;
+    const claim = await facilitator.ledger.claim({
+      ...key,
+      asset: getAddress(key.asset),
+      payTo: getAddress(p.requirements.payTo),
+      amount: p.requirements.amount,
+      validBefore: eip3009.authorization.validBefore,
+      signature: eip3009.signature,
+      payloadHash: payloadHashOf(key, p.requirements, eip3009),
+      paymentId: null,
+      claimToken: 'the-dead-node',
+      fromBlock: 0,
+      request: { payload: p.payload, requirements: p.requirements },
+    });
+    expect(claim.kind).toBe('claimed');
+    return { ...p, key };
+  }
+
+  it('the reconciler takes the claim over once its lease lapsed and executes it; the retry gets the one success', async () => {
+    const { payer, payload, requirements, key } = await orphanedClaim();
+    const live = await facilitatorWith(privateKeyToAccount(generatePrivateKey()), { reconcileAfterMs: 0 });
+    // Within the lease the dead node might still be sending: left alone.
+    await live.reconcileOpen();
+    expect(await live.ledger.find(key)).toMatchObject({ status: 'claimed', txHash: null });
+
+    const restarted = await facilitatorWith(privateKeyToAccount(generatePrivateKey()), { reconcileAfterMs: 0, ownerLeaseMs: 0 });
+    await restarted.reconcileOpen();
+    const row = await restarted.ledger.find(key);
+    expect(row).toMatchObject({ status: 'settled', claimToken: '', successAnsweredAt: null });
+
+    expect(await restarted.settle(payload, requirements)).toMatchObject({ success: true, transaction: row!.txHash });
+    expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+  });
+
+  it("a retry of the payment takes the lapsed claim over itself instead of waiting until validBefore", async () => {
+    const { payer, payload, requirements } = await orphanedClaim();
+    const restarted = await facilitatorWith(privateKeyToAccount(generatePrivateKey()), { ownerLeaseMs: 0, joinWaitMs: 2_000 });
+
+    expect(await restarted.settle(payload, requirements)).toMatchObject({ success: true });
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
   });
 });

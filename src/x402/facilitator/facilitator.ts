@@ -83,6 +83,13 @@ interface SettleCall {
   payloadHash: string;
   paymentId: string | null;
   eip3009: Eip3009Payload;
+  /** Stored with the claim, so a takeover can execute it after this call's node died. */
+  request: SettleRequest;
+}
+
+interface SettleRequest {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
 }
 
 export class Facilitator {
@@ -214,7 +221,13 @@ export class Facilitator {
       await running.catch(() => undefined);
       return this.#settle(payload, requirements);
     }
-    const call: SettleCall = { key: pre.key, payloadHash: payloadHashOf(pre.key, requirements, pre.eip3009), paymentId: paymentId.id, eip3009: pre.eip3009 };
+    const call: SettleCall = {
+      key: pre.key,
+      payloadHash: payloadHashOf(pre.key, requirements, pre.eip3009),
+      paymentId: paymentId.id,
+      eip3009: pre.eip3009,
+      request: { payload, requirements },
+    };
     const settling = this.#settleKey(call, payload, requirements);
     this.#inflight.set(id, settling);
     try {
@@ -231,7 +244,7 @@ export class Facilitator {
     for (const row of rows) {
       if (this.#inflight.has(keyString(row))) continue;
       try {
-        if (await this.reconcile(row)) resolved += 1;
+        if ((await this.reconcile(row)) || (await this.#executeOrphan(row))) resolved += 1;
         else await this.ledger.touch(keyOf(row));
       } catch (error) {
         this.#log.warn({ err: error, nonce: row.nonce, payer: row.payer }, 'settlement reconcile failed');
@@ -248,6 +261,22 @@ export class Facilitator {
     const final = await this.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
     this.#log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
     return final;
+  }
+
+  /**
+   * A claim whose node died before sending anything would block the payment until validBefore: once its
+   * owner's lease has lapsed (database time), it is taken over and executed from the request stored with
+   * it. Nobody is answered here; the success waits for the owner's retry (disowned). Sending twice is
+   * harmless if the dead node did send after all: the token executes one authorization once.
+   */
+  async #executeOrphan(row: SettlementRow): Promise<boolean> {
+    if (row.status !== 'claimed' || row.txHash || !row.request) return false;
+    const taken = await this.ledger.takeOver(keyOf(row), this.#ownerLeaseMs, crypto.randomUUID());
+    if (!taken) return false;
+    const { payload, requirements } = row.request as SettleRequest;
+    this.#log.info({ nonce: row.nonce, payer: row.payer }, 'settlement claim taken over from a node that died before sending');
+    await this.#execute(taken, payload, requirements, undefined, 'nobody');
+    return true;
   }
 
   async #settleKey(call: SettleCall, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
@@ -288,6 +317,7 @@ export class Facilitator {
       paymentId: call.paymentId,
       claimToken: crypto.randomUUID(),
       fromBlock: Number(fromBlock > 0n ? fromBlock : 0n),
+      request: call.request,
     });
   }
 
@@ -348,7 +378,7 @@ export class Facilitator {
     }
   }
 
-  async #execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, gasLimit?: bigint): Promise<SettleResponse> {
+  async #execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, gasLimit?: bigint, answer: 'owner' | 'nobody' = 'owner'): Promise<SettleResponse> {
     const key = keyOf(row);
     const release = () => this.ledger.release(key, row.claimToken);
     const attempt: SettleAttempt = { key, signature: row.signature, ledger: this.ledger, gasLimit, recorded: false, uncertain: false };
@@ -395,7 +425,7 @@ export class Facilitator {
         transferLogIndex = verdict.logIndex;
       }
     }
-    return this.#finishOwned(row, result, transferLogIndex);
+    return this.#finishOwned(row, result, transferLogIndex, answer);
   }
 
   /**
@@ -410,6 +440,10 @@ export class Facilitator {
     const deadline = Date.now() + this.#joinWaitMs;
     let current: SettlementRow | null = row;
     while (current && (current.status === 'claimed' || current.status === 'broadcast')) {
+      if (await this.#executeOrphan(current)) {
+        current = await this.ledger.find(keyOf(row));
+        continue;
+      }
       const final: SettlementRow | null = await this.reconcile(current).catch((error: unknown) => {
         if (isTransportError(error)) return null;
         throw error;
@@ -426,13 +460,17 @@ export class Facilitator {
     // A retry with the owner's payment-identifier is answered like any other copy: the stored success
     // only while nobody has had it (the owner said pending, or died), else nonce_already_used naming
     // the transaction. Handing it out again would let one payment buy a response per copy.
-    return this.#answer(current, { claimedBefore: new Date(this.#clock.now().getTime() - this.#ownerLeaseMs), paymentId: call.paymentId });
+    return this.#answer(current, { leaseMs: this.#ownerLeaseMs, paymentId: call.paymentId });
   }
 
   /** The claiming settle's answer: its outcome, unless a front-run or a stranger's retry was answered first. */
-  async #finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse> {
+  async #finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number, answer: 'owner' | 'nobody' = 'owner'): Promise<SettleResponse> {
     const final = await this.ledger.finish(keyOf(row), { status: response.success ? 'settled' : 'failed', response, transferLogIndex });
     crashPoint('settle.after-commit');
+    if (answer === 'nobody') {
+      await this.ledger.disown(keyOf(row), row.claimToken);
+      return final.response as SettleResponse;
+    }
     return this.#answer(final, { claimToken: row.claimToken });
   }
 

@@ -1,6 +1,6 @@
 // The settlement ledger's queries. Every state change is a conditional update on the open states,
 // so a settle, its retries and the reconciler can race and still agree on one final row.
-import { and, asc, eq, inArray, isNull, lt, or } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
 import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.js';
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
@@ -32,10 +32,11 @@ export type Answerer =
   /** The settle that claimed the row. */
   | { claimToken: string }
   /**
-   * Another settle of the same payload, once the row's owner is gone (disowned, or claimed before this
-   * instant) and never answered; when the owner named a payment-identifier, only a settle carrying it.
+   * Another settle of the same payload, once the row's owner is gone (disowned, or its lease of `leaseMs`
+   * lapsed by the database's clock) and never answered; when the owner named a payment-identifier, only a
+   * settle carrying it.
    */
-  | { claimedBefore: Date; paymentId: string | null };
+  | { leaseMs: number; paymentId: string | null };
 
 export interface Outcome {
   status: 'settled' | 'failed';
@@ -97,7 +98,7 @@ export class SettlementLedger {
     const now = this.clock.now();
     const inserted = await this.db
       .insert(x402Settlements)
-      .values({ ...row, status: 'claimed', claimedAt: now, createdAt: now, updatedAt: now })
+      .values({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })
       .onConflictDoNothing()
       .returning();
     if (inserted[0]) return { kind: 'claimed', row: inserted[0] };
@@ -118,7 +119,7 @@ export class SettlementLedger {
       'claimToken' in by
         ? eq(x402Settlements.claimToken, by.claimToken)
         : and(
-            or(eq(x402Settlements.claimToken, DISOWNED), lt(x402Settlements.claimedAt, by.claimedBefore)),
+            or(eq(x402Settlements.claimToken, DISOWNED), leaseLapsed(by.leaseMs)),
             by.paymentId === null ? isNull(x402Settlements.paymentId) : or(isNull(x402Settlements.paymentId), eq(x402Settlements.paymentId, by.paymentId)),
           ),
     );
@@ -141,6 +142,19 @@ export class SettlementLedger {
       if (error instanceof TransferTaken) return false;
       throw error;
     }
+  }
+
+  /**
+   * A claim whose owner died before sending anything (no transaction, lease lapsed by the database's clock)
+   * passes to `claimToken`, which executes it. Returns the row if this caller took it.
+   */
+  async takeOver(key: SettlementKey, leaseMs: number, claimToken: string): Promise<SettlementRow | null> {
+    const taken = await this.db
+      .update(x402Settlements)
+      .set({ claimToken, claimedAt: sql`now()`, updatedAt: this.clock.now() })
+      .where(and(byKey(key), eq(x402Settlements.status, 'claimed'), isNull(x402Settlements.txHash), or(eq(x402Settlements.claimToken, DISOWNED), leaseLapsed(leaseMs))))
+      .returning();
+    return taken[0] ?? null;
   }
 
   /** The claiming settle ended without a final answer (pending, or failed after sending): it will not answer success. */
@@ -231,6 +245,9 @@ export class SettlementLedger {
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
 }
+
+/** The row's claim is older than `leaseMs` by the database's clock (never a node's). */
+const leaseLapsed = (leaseMs: number) => lt(x402Settlements.claimedAt, sql`now() - ${leaseMs} * interval '1 millisecond'`);
 
 /** What the facilitator's success for one authorization claims: its own paired transfer. */
 const paymentUseOf = (row: SettlementRow): PaymentUse => ({
