@@ -132,7 +132,10 @@ function baseReadiness(database: Database, chain: ChainService, facilitator: X40
     readiness.add('relayer', async () => {
       const keys = await facilitator.relayerStatus();
       const low = keys.filter((key) => key.lowGas).map((key) => key.address);
-      return { ok: low.length === 0, reason: low.length ? `low gas on ${low.join(', ')}` : undefined, detail: { keys } };
+      // A lane whose oldest transaction outlived every replacement: its later settles wait behind the gap.
+      const stuck = keys.filter((key) => key.stuck).map((key) => key.address);
+      const reasons = [low.length ? `low gas on ${low.join(', ')}` : '', stuck.length ? `nonce gap not closing on ${stuck.join(', ')}` : ''].filter(Boolean);
+      return { ok: reasons.length === 0, reason: reasons.join('; ') || undefined, detail: { keys } };
     });
   }
   return readiness;

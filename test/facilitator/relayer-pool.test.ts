@@ -141,7 +141,7 @@ describe('a pool of four dev relayers', () => {
     const status = await facilitator.relayerStatus();
     expect(status).toEqual([
       expect.objectContaining({ address: funded.address, lowGas: false }),
-      { address: empty.address, balanceWei: '0', pendingNonce: 0, latestNonce: 0, gap: 0, lowGas: true },
+      { address: empty.address, balanceWei: '0', pendingNonce: 0, latestNonce: 0, gap: 0, lowGas: true, oldestUnminedSeconds: 0, stuck: false },
     ]);
     const strict = new Facilitator(
       { db: app.ctx.db, clock: app.ctx.clock, log: app.ctx.log, chain: app.ctx.chain, relayer: [funded] },

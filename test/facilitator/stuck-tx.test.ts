@@ -130,3 +130,52 @@ it('after a settle gave up waiting, the lane still replaces it; the ledger, the 
   expect(await transfersForNonce(app, payer.address, key.nonce)).toBe(1);
   expect(await balanceOf(app, requirements.payTo as Address)).toBe(100n);
 });
+
+it('a settlement transaction the node forgot (evicted) is sent again at once, replacements used up or not; a lasting gap makes the lane stuck', async () => {
+  const relayer = privateKeyToAccount(generatePrivateKey());
+  // No replacement will ever come (maxReplacements 0): only the refill can close the gap.
+  const facilitator = await facilitatorWith(relayer, { replaceAfterMs: 60_000, maxReplacements: 0, confirmationTimeoutMs: 20_000 });
+  const payer = await fundedPayer(app, '1');
+  const requirements = requirementsFor(app);
+  const payload = await signAuthorization(payer, requirements);
+  await rpc('evm_setAutomine', [false]);
+  const settling = facilitator.settle(payload, requirements);
+  const row = await until(async () => {
+    const found = await facilitator.ledger.find(keyOf({ network: 'eip155:4663', asset: getAddress(requirements.asset), payer: payer.address, nonce: nonceOf(payload) }));
+    return found?.txHash ? found : null;
+  });
+  const hash = row.txHash as Hash;
+
+  await rpc('anvil_dropTransaction', [hash]);
+  expect(await app.ctx.chain.publicClient.getTransactionCount({ address: relayer.address, blockTag: 'pending' })).toBe(0);
+  // Back in the pool within a few polls, under the same hash.
+  await until(async () => (await app.ctx.chain.publicClient.getTransactionCount({ address: relayer.address, blockTag: 'pending' })) === 1);
+  await rpc('evm_mine', []);
+  await rpc('evm_setAutomine', [true]);
+
+  expect(await settling).toMatchObject({ success: true, transaction: hash });
+  expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+  const [status] = await facilitator.relayerStatus();
+  expect(status).toMatchObject({ gap: 0, stuck: false, oldestUnminedSeconds: 0 });
+});
+
+it('a transaction that outlives every replacement marks its lane stuck (what the relayer check of GET /ready reads) until it mines', async () => {
+  const relayer = privateKeyToAccount(generatePrivateKey());
+  // stuck after replaceAfterMs × (maxReplacements + 2) = 300 ms.
+  const facilitator = await facilitatorWith(relayer, { replaceAfterMs: 150, maxReplacements: 0, confirmationTimeoutMs: 20_000 });
+  const payer = await fundedPayer(app, '1');
+  const requirements = requirementsFor(app);
+  const payload = await signAuthorization(payer, requirements);
+  await rpc('evm_setAutomine', [false]);
+  const settling = facilitator.settle(payload, requirements);
+
+  const [stuck] = await until(async () => {
+    const status = await facilitator.relayerStatus();
+    return status[0]!.stuck ? status : null;
+  });
+  expect(stuck).toMatchObject({ gap: 1, stuck: true });
+  await rpc('evm_mine', []);
+  await rpc('evm_setAutomine', [true]);
+  expect(await settling).toMatchObject({ success: true });
+  expect(await facilitator.relayerStatus()).toMatchObject([{ gap: 0, stuck: false }]);
+});

@@ -4,7 +4,7 @@
 import type { Address, Hash, PublicClient, TransactionReceipt } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
-import { RelayerSender, type RelayerTx, type ReplacementPolicy, type SendOptions } from './sender.js';
+import { DEFAULT_REPLACEMENT, RelayerSender, type RelayerTx, type ReplacementPolicy, type SendOptions } from './sender.js';
 
 export interface RelayerStatus {
   address: string;
@@ -17,6 +17,10 @@ export interface RelayerStatus {
   gap: number;
   /** The balance is below the pool's low-gas threshold. */
   lowGas: boolean;
+  /** Seconds since this lane's oldest unmined transaction was first sent (0 when none). */
+  oldestUnminedSeconds: number;
+  /** That transaction outlived every replacement and refill (stuckAfterMs): the lane's later settles wait behind it. */
+  stuck: boolean;
 }
 
 /** 0.01 ETH: about 65 settlements at 1 gwei (transferWithAuthorization uses ~60–85k gas), hours at L2 prices. */
@@ -38,6 +42,7 @@ export class RelayerPool {
   readonly lanes: readonly RelayerSender[];
   readonly #client: PublicClient;
   readonly #lowGasWei: bigint;
+  readonly #stuckAfterMs: number;
   #next = 0;
 
   constructor(options: RelayerPoolOptions) {
@@ -46,6 +51,9 @@ export class RelayerPool {
     if (addresses.size !== options.accounts.length) throw new Error('the relayer pool lists a key twice (two lanes would share nonces)');
     this.#client = options.readClient ?? options.client;
     this.#lowGasWei = options.lowGasWei ?? DEFAULT_LOW_GAS_WEI;
+    // Every replacement had its turn, and then some: the gap is not closing by itself.
+    const policy = { ...DEFAULT_REPLACEMENT, ...Object.fromEntries(Object.entries(options.replacement ?? {}).filter(([, v]) => v !== undefined)) };
+    this.#stuckAfterMs = policy.replaceAfterMs * (policy.maxReplacements + 2);
     this.lanes = options.accounts.map((account) => new RelayerSender(account, options.client, options.chainId, { ...options.replacement, reads: options.readClient }, options.log));
   }
 
@@ -92,8 +100,9 @@ export class RelayerPool {
           client.getTransactionCount({ address, blockTag: 'pending' }),
           client.getTransactionCount({ address, blockTag: 'latest' }),
         ]);
-        const unmined = lane.unmined().map((t) => t.nonce + 1);
-        const pendingNonce = Math.max(nodePending, ...unmined);
+        const unmined = lane.unmined();
+        const pendingNonce = Math.max(nodePending, ...unmined.map((t) => t.nonce + 1));
+        const oldestMs = unmined.length ? Date.now() - Math.min(...unmined.map((t) => t.firstSentAt)) : 0;
         return {
           address,
           balanceWei: balance.toString(),
@@ -101,6 +110,8 @@ export class RelayerPool {
           latestNonce,
           gap: pendingNonce - latestNonce,
           lowGas: balance < this.#lowGasWei,
+          oldestUnminedSeconds: Math.floor(oldestMs / 1000),
+          stuck: oldestMs > this.#stuckAfterMs,
         };
       }),
     );

@@ -72,7 +72,10 @@ interface InFlight {
   tx: RelayerTx;
   fees: Fees;
   hashes: Hash[];
+  firstSentAt: number;
   lastSentAt: number;
+  /** Last time the same version was sent again because the node forgot it (never delays a replacement). */
+  lastRefillAt: number;
   replacements: number;
   onReplaced?: SendOptions['onReplaced'];
   done: boolean;
@@ -117,9 +120,9 @@ export class RelayerSender {
     return this.#queued + this.#inflight.size;
   }
 
-  /** Sent transactions not yet seen mined, with how often each was replaced. */
-  unmined(): Array<{ nonce: number; hashes: Hash[]; replacements: number }> {
-    return [...this.#inflight.values()].map((e) => ({ nonce: e.nonce, hashes: [...e.hashes], replacements: e.replacements }));
+  /** Sent transactions not yet seen mined, with how often each was replaced and when first sent (ms). */
+  unmined(): Array<{ nonce: number; hashes: Hash[]; replacements: number; firstSentAt: number }> {
+    return [...this.#inflight.values()].map((e) => ({ nonce: e.nonce, hashes: [...e.hashes], replacements: e.replacements, firstSentAt: e.firstSentAt }));
   }
 
   send(tx: RelayerTx, options: SendOptions = {}): Promise<Hash> {
@@ -217,7 +220,7 @@ export class RelayerSender {
   #track(nonce: number, tx: RelayerTx, fees: Fees, hash: Hash, options: SendOptions): void {
     let markMined!: () => void;
     const mined = new Promise<void>((resolve) => (markMined = resolve));
-    const entry: InFlight = { nonce, tx, fees, hashes: [hash], lastSentAt: Date.now(), replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
+    const entry: InFlight = { nonce, tx, fees, hashes: [hash], firstSentAt: Date.now(), lastSentAt: Date.now(), lastRefillAt: 0, replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
     // A nonce reused after a resync: whatever was tracked under it never went out.
     const previous = this.#inflight.get(nonce);
     if (previous) this.#mined(previous);
@@ -253,13 +256,36 @@ export class RelayerSender {
   async #tick(): Promise<void> {
     if (this.#inflight.size === 0) return;
     // One read per lane: every nonce below the mined count is settled, by whichever version.
-    const latest = await getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'latest' });
+    const [latest, pending] = await Promise.all([
+      getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'latest' }),
+      getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'pending' }),
+    ]);
     const now = Date.now();
     for (const entry of [...this.#inflight.values()]) {
       if (entry.nonce < latest) this.#mined(entry);
-      else if (now - entry.lastSentAt >= this.#policy.replaceAfterMs && entry.replacements < this.#policy.maxReplacements) {
+      // The node forgot it (evicted; an underpriced one it still holds is not counted as pending either, so
+      // ask): every later nonce of this lane waits behind the gap, so it goes back in at once, replacements
+      // used up or not.
+      else if (entry.nonce === pending && now - Math.max(entry.lastSentAt, entry.lastRefillAt) >= this.#policy.pollMs && !(await this.#known(entry.hashes.at(-1)!))) {
+        await this.#enqueue(() => this.#refill(entry));
+      }
+      if (entry.nonce >= latest && now - entry.lastSentAt >= this.#policy.replaceAfterMs && entry.replacements < this.#policy.maxReplacements) {
         await this.#enqueue(() => this.#replace(entry));
       }
+    }
+  }
+
+  /** Sends the newest version of a transaction the node no longer holds again, unchanged (same hash). */
+  async #refill(entry: InFlight): Promise<void> {
+    if (entry.done) return;
+    const serialized = await this.#sign(entry.tx, entry.nonce, entry.fees);
+    entry.lastRefillAt = Date.now();
+    try {
+      await sendRawTransaction(this.client, { serializedTransaction: serialized });
+      this.log?.warn({ relayer: this.address, nonce: entry.nonce, tx: keccak256(serialized) }, 'settlement transaction forgotten by the node: sent again');
+    } catch (error) {
+      // Mined or known meanwhile (the next check sees it), or refused: the next tick tries again.
+      this.log?.warn({ err: error, relayer: this.address, nonce: entry.nonce }, 'forgotten settlement transaction: resend refused');
     }
   }
 
