@@ -1,3 +1,5 @@
+import { sql, type SQL } from 'drizzle-orm';
+
 /** Time source injected everywhere a rule depends on "now", so tests can move time. */
 export interface Clock {
   now(): Date;
@@ -20,4 +22,14 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     this.current += ms;
   }
+}
+
+/**
+ * The database's now() as a SQL expression, for statements that decide a lease or an expiry: every node
+ * then agrees whatever its own clock says. A test clock moved by hand shifts it by the same amount (with
+ * the system clock the shift is 0), so tests can still move time.
+ */
+export function databaseNow(clock: Clock): SQL {
+  const shiftMs = clock.now().getTime() - Date.now();
+  return shiftMs === 0 ? sql`now()` : sql`(now() + ${shiftMs} * interval '1 millisecond')`;
 }

@@ -1,6 +1,6 @@
 import { lt, sql } from 'drizzle-orm';
 import type { Db } from './db.js';
-import type { Clock } from './clock.js';
+import { databaseNow, type Clock } from './clock.js';
 import { rateLimitCounters } from './tables.js';
 
 export interface RateLimitRule {
@@ -17,7 +17,8 @@ export interface RateLimitResult {
 
 /**
  * Fixed-window counters in PostgreSQL, so every node shares one count. The upsert takes the
- * row lock, which makes concurrent hits on one key count exactly once each.
+ * row lock, which makes concurrent hits on one key count exactly once each, and the window is the
+ * database's (databaseNow), so nodes whose clocks disagree still share one window.
  */
 export class RateLimiter {
   constructor(
@@ -26,9 +27,9 @@ export class RateLimiter {
   ) {}
 
   async hit(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
-    const nowMs = this.clock.now().getTime();
     const windowMs = rule.windowSeconds * 1000;
-    const windowStart = new Date(Math.floor(nowMs / windowMs) * windowMs);
+    const nowMs = sql`(extract(epoch from ${databaseNow(this.clock)}) * 1000)`;
+    const windowStart = sql`to_timestamp(floor(${nowMs} / ${windowMs}) * ${windowMs} / 1000.0)`;
     const [row] = await this.db
       .insert(rateLimitCounters)
       .values({ key, windowStart, count: 1 })
@@ -39,14 +40,14 @@ export class RateLimiter {
           windowStart: sql`excluded.window_start`,
         },
       })
-      .returning({ count: rateLimitCounters.count });
-    const retryAfterSeconds = Math.max(1, Math.ceil((windowStart.getTime() + windowMs - nowMs) / 1000));
+      .returning({ count: rateLimitCounters.count, leftMs: sql<string>`(extract(epoch from ${rateLimitCounters.windowStart}) * 1000 + ${windowMs} - ${nowMs})` });
+    const retryAfterSeconds = Math.max(1, Math.ceil(Number(row.leftMs) / 1000));
     return { allowed: row.count <= rule.limit, count: row.count, retryAfterSeconds };
   }
 
   /** Drops counters whose window ended; the worker calls this now and then. */
   async prune(olderThanSeconds = 3600): Promise<number> {
-    const cutoff = new Date(this.clock.now().getTime() - olderThanSeconds * 1000);
+    const cutoff = sql`${databaseNow(this.clock)} - ${olderThanSeconds} * interval '1 second'`;
     const rows = await this.db.delete(rateLimitCounters).where(lt(rateLimitCounters.windowStart, cutoff)).returning({ key: rateLimitCounters.key });
     return rows.length;
   }

@@ -39,7 +39,7 @@ export function createIntentsModule(options: IntentsModuleOptions = {}): ModuleF
 export const intentsModule: ModuleFactory = createIntentsModule();
 
 function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
-  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery);
+  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock);
   const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log);
   const service = new IntentsService(ctx, store, reconciler);
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));

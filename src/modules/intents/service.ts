@@ -80,10 +80,9 @@ export class IntentsService {
     return outcome;
   }
 
-  /** The row with a due expiry applied (pending past expiresAt reads as, and becomes, expired). */
+  /** The row with a due expiry applied (pending past expiresAt by the database's clock reads as, and becomes, expired). */
   private async current(row: IntentRow): Promise<IntentRow> {
-    if (row.status !== 'pending' || row.expiresAt > this.ctx.clock.now()) return row;
-    await this.store.expire(row.id, this.ctx.clock.now());
+    if (row.status !== 'pending' || !(await this.store.expire(row.id, this.ctx.clock.now()))) return row;
     return (await this.store.byId(row.id)) ?? row;
   }
 }

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db.js';
 import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
@@ -27,6 +28,8 @@ export class IntentsStore {
     private readonly db: Db,
     /** The projects module's query for an enabled merchant of a project (id, project_id, network, asset, pay_to). */
     private readonly enabledMerchant: (projectId: SQLWrapper, merchantId: SQLWrapper) => SQL,
+    /** Expiries are decided at the database's now() (see databaseNow), never a node's clock. */
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -154,7 +157,7 @@ export class IntentsStore {
         const moved = await tx
           .update(intents)
           .set({ status: 'settling', authorizationId: auth.id, settlingSince: now, failureCode: null, failureMessage: null, updatedAt: now })
-          .where(and(eq(intents.id, auth.intentId), eq(intents.status, 'pending'), gt(intents.expiresAt, now)))
+          .where(and(eq(intents.id, auth.intentId), eq(intents.status, 'pending'), gt(intents.expiresAt, databaseNow(this.clock))))
           .returning({ id: intents.id });
         if (moved.length === 0) throw new ClaimLost();
         return 'claimed';
@@ -205,7 +208,7 @@ export class IntentsStore {
     now: Date,
     outcome: 'unused' | 'used_elsewhere' = 'unused',
   ): Promise<boolean> {
-    const status = sql`case when ${intents.expiresAt} > ${now.toISOString()}::timestamptz then 'pending' else 'expired' end`;
+    const status = sql`case when ${intents.expiresAt} > ${databaseNow(this.clock)} then 'pending' else 'expired' end`;
     return this.moveFromSettling(
       intentId,
       authorizationId,
@@ -231,7 +234,7 @@ export class IntentsStore {
     const moved = await this.db
       .update(intents)
       .set({ status: 'expired', updatedAt: now })
-      .where(and(eq(intents.id, intentId), eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .where(and(eq(intents.id, intentId), eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
       .returning({ id: intents.id });
     return moved.length > 0;
   }
@@ -241,12 +244,12 @@ export class IntentsStore {
     const due = this.db
       .select({ id: intents.id })
       .from(intents)
-      .where(and(eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .where(and(eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
       .limit(limit);
     const moved = await this.db
       .update(intents)
       .set({ status: 'expired', updatedAt: now })
-      .where(and(inArray(intents.id, due), eq(intents.status, 'pending'), lte(intents.expiresAt, now)))
+      .where(and(inArray(intents.id, due), eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
       .returning({ id: intents.id });
     return moved.length;
   }

@@ -191,7 +191,10 @@ export class RelayService {
 
   /** The checks only the chain can answer, by the facilitator engine: signature, balance, nonce unused, time. */
   private async verify(payment: RelayPayment): Promise<void> {
-    const now = Math.floor(this.ctx.clock.now().getTime() / 1000);
+    // The chain's time, not this node's: the token judges validBefore by its blocks.
+    const now = Number(await this.ctx.chain.blockTime().catch(() => {
+      throw relayErrors.unavailable();
+    }));
     if (Number(payment.authorization.validBefore) > now + MAX_TIMEOUT_SECONDS + SKEW_SECONDS) {
       throw relayErrors.rejected(400, 'invalid_credential', `The authorization stays valid for more than ${MAX_TIMEOUT_SECONDS} s (validBefore ${payment.authorization.validBefore})`);
     }
