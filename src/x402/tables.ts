@@ -88,3 +88,35 @@ export const x402FacilitatorSigners = pgTable(
   },
   (t) => [primaryKey({ columns: [t.network, t.address] })],
 );
+
+/**
+ * What one payment bought at our own paid endpoints (ctx.x402.charge): one row per authorization, written
+ * before its settle, so the payer's retry after a lost answer gets the same result again instead of
+ * `nonce_already_used`, and no payment buys two responses. `settling` (the outcome is not known yet: a
+ * retry settles the same record again) → `settled` (`settlement` is what the first answer carried).
+ * A definitive refusal deletes the row: nothing moved, the authorization may be sent again.
+ */
+export const x402PaidRequests = pgTable(
+  'x402_paid_requests',
+  {
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    payer: text('payer').notNull(),
+    nonce: text('nonce').notNull(),
+    /** The resource URL the payment bought: a payment buys this one resource. */
+    resource: text('resource').notNull(),
+    /** payloadHashOf: the same payment, not another one reusing its nonce. */
+    payloadHash: text('payload_hash').notNull(),
+    /** The client's own x402 payment-identifier, if it sent one: then only a retry carrying it gets the result. */
+    clientPaymentId: text('client_payment_id'),
+    /** Names this purchase's settles (X402Service.settle's record): the same on every retry. */
+    recordId: text('record_id').notNull(),
+    status: text('status').notNull(),
+    settlement: guardedJsonb('settlement'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.asset, t.payer, t.nonce] })],
+);
+
+export type PaidRequestRow = typeof x402PaidRequests.$inferSelect;

@@ -10,6 +10,8 @@ import type { Db } from '../platform/db.js';
 import type { Metrics } from '../platform/metrics.js';
 import { Facilitator, type FacilitatorOptions } from './facilitator/facilitator.js';
 import { httpFacilitatorClient, localFacilitatorClient } from './server/facilitator-clients.js';
+import { PaymentUses } from '../chain/payment-uses.js';
+import { PaidRequests } from './server/paid-requests.js';
 import { X402Service } from './server/service.js';
 import { facilitatorObserver, observedFacilitatorClient, registerRelayerMetrics } from './metrics.js';
 
@@ -71,6 +73,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
     apiBaseUrl: () => deps.urls.api,
     facilitator: facilitatorClient,
     keyedHash: deps.keyedHash,
+    charges: { purchases: new PaidRequests(deps.db, deps.clock), client: chain.publicClient, uses: new PaymentUses(deps.db) },
   });
   return { x402, facilitator };
 }

@@ -48,7 +48,7 @@ describe('GET /x402-test/ping', () => {
     expect(getAddress(body.accepts[0].payTo)).toBe(body.accepts[0].payTo);
   });
 
-  it('a funded fresh key pays 100 units and gets paid pong; the replay is refused and moves nothing', async () => {
+  it('a funded fresh key pays 100 units and gets paid pong; the same payment again gets the same answer and moves nothing', async () => {
     const payer = await fundedPayer(app, '1');
     const pr = await challenge();
     const payTo = getAddress(pr.accepts[0].payTo);
@@ -67,12 +67,17 @@ describe('GET /x402-test/ping', () => {
     expect(await balanceOf(app, payer.address)).toBe(payerBefore - 100n);
     expect(await balanceOf(app, payTo)).toBe(payToBefore + 100n);
 
+    // A retry after a lost answer: one payment, one result, served again; nothing moves.
     const replay = await fetch(pingUrl, { headers: { 'PAYMENT-SIGNATURE': header } });
-    expect(replay.status).toBe(402);
-    const body = (await replay.json()) as PaymentRequired;
-    expect(body.error).toBe('invalid_exact_evm_nonce_already_used');
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual({ message: 'paid pong' });
+    expect(readSettlement((n) => replay.headers.get(n))).toEqual(settlement);
     expect(await balanceOf(app, payer.address)).toBe(payerBefore - 100n);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
+
+    // The same payment for another resource buys nothing: it paid for the ping.
+    const elsewhere = await fetch(`${app.urls.api}/x402-test/demo`, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(elsewhere.status).toBe(402);
   });
 
   it('accepts the legacy X-PAYMENT header', async () => {

@@ -8,10 +8,10 @@ import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension,
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getAddress } from 'viem';
 import type { AssetInfo } from '../../chain/registry.js';
-import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { settleClaimant } from '../settlement-claimant.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
+import { chargeOnce, type ChargeDeps } from './charge.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
 
 /** A priced resource: what one request to a paid endpoint costs and who is paid. */
@@ -59,9 +59,11 @@ export interface X402ServiceDeps {
   facilitator: () => FacilitatorClient;
   /** Keyed hash (the server pepper): a record's payment-identifier must be one nobody else can compute. */
   keyedHash: (value: string) => string;
+  /** What charge() records its payments in, and reads the chain with (a service without them verifies and settles only). */
+  charges?: ChargeDeps;
 }
 
-export const NO_MATCH = 'no_matching_payment_requirements';
+export { NO_MATCH } from './charge.js';
 const PENDING = 'settlement_pending';
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -228,36 +230,17 @@ export class X402Service {
   }
 
   /**
-   * The whole x402 flow for a simple paid endpoint: challenge when unpaid, verify, settle.
+   * The whole x402 flow for a simple paid endpoint: challenge when unpaid, verify, settle, each payment
+   * recorded so it buys one response and its retry gets the same result (charge.ts).
    * Throws ApiError 400 `invalid_payment_header`, 503 `facilitator_unavailable`,
    * 503 `settlement_result_unknown`.
    */
   async charge(request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
-    const challenge = this.paymentRequired(resource, 'Payment required');
-    let payload: PaymentPayload | null;
+    if (!this.deps.charges) throw new Error('charge() needs the paid-request store (X402ServiceDeps.charges)');
     try {
-      payload = this.readPayment(request);
+      return await chargeOnce(this, this.deps.charges, request, resource);
     } catch (error) {
       throw toApiError(error);
-    }
-    if (!payload) return { paid: false, paymentRequired: challenge };
-    const requirements = this.match(challenge, payload);
-    if (!requirements) return { paid: false, paymentRequired: { ...challenge, error: NO_MATCH } };
-    const verified = await this.verify(payload, requirements);
-    if (verified.kind === 'unavailable') throw toApiError(new FacilitatorUnavailableError(verified.message));
-    if (verified.kind === 'invalid') return { paid: false, paymentRequired: { ...challenge, error: verified.reason } };
-    crashPoint('x402.after-verify');
-    const settled = await this.settle(payload, requirements);
-    crashPoint('x402.after-settle');
-    switch (settled.kind) {
-      case 'unavailable':
-        throw toApiError(new FacilitatorUnavailableError(settled.message));
-      case 'unknown':
-        throw toApiError(new SettlementUnknownError(settled.message, settled.transaction ?? ''));
-      case 'failed':
-        return { paid: false, paymentRequired: { ...challenge, error: settled.reason }, settlement: settled.response };
-      case 'settled':
-        return { paid: true, payload, requirements, settlement: settled.response, payer: settled.payer || verified.payer };
     }
   }
 
