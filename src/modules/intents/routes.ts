@@ -5,6 +5,7 @@ import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { intentErrors } from './errors.js';
+import { intentAdminCommands } from './admin.js';
 import { paymentChainOf, paymentRailOf } from './gateway.js';
 import { PayService } from './pay.js';
 import type { PaymentChain, PaymentRail } from './payments.js';
@@ -156,6 +157,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
 
   return {
     name: 'intents',
+    adminCommands: intentAdminCommands(store, reconciler, ctx.clock),
     routes: {
       api: routes,
     },
