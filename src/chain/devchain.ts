@@ -161,7 +161,8 @@ export class Devchain {
    * Keeps the chain's clock current: when the latest block is `minLagSeconds` or more behind the
    * wall clock, mines one empty block stamped with the wall clock (anvil then keeps its clock from
    * there; it never moves backwards). Returns the latest block's timestamp. Concurrent calls share
-   * one round trip. Automine is untouched: transactions still mine at once.
+   * one round trip. Automine is untouched: transactions still mine at once; with automine off nothing
+   * is mined here (the block would include what is held in the pool).
    */
   catchUp(minLagSeconds = CATCH_UP_LAG_S): Promise<bigint> {
     this.#catchingUp ??= this.#catchUp(minLagSeconds).finally(() => (this.#catchingUp = null));
@@ -172,6 +173,9 @@ export class Devchain {
     const latest = await this.#viem().public.getBlock({ blockTag: 'latest' });
     const now = BigInt(Math.floor(Date.now() / 1000));
     if (now - latest.timestamp < minLagSeconds) return latest.timestamp;
+    // Automine off means someone holds transactions in the pool on purpose (a test of stuck or pending
+    // settles): a block now would include them, so the chain's time waits for whoever mines next.
+    if ((await this.#rpc('anvil_getAutomine', [])) === false) return latest.timestamp;
     try {
       // Through the minter's queue: a mint waiting for its receipt is not raced by this block.
       await this.#serial(() => this.#rpc('evm_mine', [{ timestamp: Number(now) }]));

@@ -16,8 +16,10 @@ export type ChainVerdict =
   | { kind: 'pending' };
 
 /**
- * `catchUp` runs before the pinned block is read: on the embedded devchain, which mines only on demand,
- * it brings the chain's time up to now, so an expired authorization is seen as expired.
+ * `catchUp` (the chain's block clock) is asked only when the verdict would turn on an expiry the latest
+ * block has not reached while this node thinks it has: on the embedded devchain, which mines only on
+ * demand, it brings the chain's time up to now (on a real chain it reads the latest block). The node's
+ * clock only triggers the read; the pinned block's time decides.
  */
 export async function chainVerdict(client: PublicClient, row: SettlementRow, catchUp?: BlockClock): Promise<ChainVerdict> {
   const expected = { asset: row.asset, payer: row.payer, payTo: row.payTo, amount: row.amount, nonce: row.nonce };
@@ -34,15 +36,12 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
     }
   }
 
-  await catchUp?.();
-  const block = await client.getBlock({ blockTag: 'latest' });
-  const used = await client.readContract({
-    address: row.asset as `0x${string}`,
-    abi: eip3009Abi,
-    functionName: 'authorizationState',
-    args: [row.payer as `0x${string}`, row.nonce as `0x${string}`],
-    blockNumber: block.number,
-  });
+  const validBefore = BigInt(row.validBefore);
+  let { block, used } = await pinnedState(client, row);
+  if (!used && catchUp && block.timestamp < validBefore && BigInt(Math.floor(Date.now() / 1000)) >= validBefore) {
+    await catchUp();
+    ({ block, used } = await pinnedState(client, row));
+  }
   if (used) {
     const logs = await client.getContractEvents({
       address: row.asset as `0x${string}`,
@@ -68,7 +67,7 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
     };
   }
   if (ownFailure) return ownFailure;
-  if (block.timestamp >= BigInt(row.validBefore)) {
+  if (block.timestamp >= validBefore) {
     return {
       kind: 'failed',
       reason: Reason.validBefore,
@@ -77,6 +76,19 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
     };
   }
   return { kind: 'pending' };
+}
+
+/** The latest block, and the authorization's state at exactly that block. */
+async function pinnedState(client: PublicClient, row: SettlementRow) {
+  const block = await client.getBlock({ blockTag: 'latest' });
+  const used = await client.readContract({
+    address: row.asset as `0x${string}`,
+    abi: eip3009Abi,
+    functionName: 'authorizationState',
+    args: [row.payer as `0x${string}`, row.nonce as `0x${string}`],
+    blockNumber: block.number,
+  });
+  return { block, used };
 }
 
 async function maybeReceipt(client: PublicClient, hash: Hash) {
