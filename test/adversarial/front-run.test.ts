@@ -12,7 +12,7 @@ import { Faults } from '../intents/faults.js';
 import { createIntent, createShop } from '../intents/fixtures.js';
 import { buildPayApp, challengeOf, fundedPayer, getIntent, pay, transfersTo } from '../intents/harness.js';
 import { executeElsewhere } from '../x402/support.js';
-import { recordAttack, reportTally } from './support.js';
+import { checkLedger, reportTally } from './support.js';
 
 const faults = new Faults();
 // Moved by hand past the stuck listing's 10 minutes; the worker's own reconciliation is kept out of the way.
@@ -42,12 +42,12 @@ it('an authorization executed by a third party after an unknown settle: listed a
   const stuck = (await commands['intents.stuck']!({})) as { intents: { id: string }[] };
   const resolved = await commands['intents.resolve']!({ id: intent.id });
 
+  const transfers = await transfersTo(app, shop.payTo as Address);
+  checkLedger(resolved && (resolved as { status: string }).status === 'settled' ? 1 : 0, transfers.length);
   expect(stuck.intents.map((i) => i.id)).toContain(intent.id);
   expect(resolved).toMatchObject({ id: intent.id, status: 'settled', transactionHash: frontRun });
   expect(await getIntent(app, shop.apiKey, intent.id)).toMatchObject({ status: 'settled', transactionHash: frontRun });
-  const transfers = await transfersTo(app, shop.payTo as Address);
   expect(transfers.map((t) => t.transactionHash)).toEqual([frontRun]);
   // Paying again with the same signature is not a second payment.
   expect((await pay(app, intent.id, { 'payment-signature': header })).json()).toMatchObject({ status: 'settled' });
-  recordAttack(1, transfers.length);
 });

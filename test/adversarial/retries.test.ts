@@ -10,7 +10,7 @@ import { rpcCall } from '../../src/chain/rpc.js';
 import { readPaymentRequired, readSettlement, signPayment } from '../../src/x402/client.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer, nonceOf, transfersForNonce } from '../x402/support.js';
-import { paymentsTo, recordAttack, reportTally } from './support.js';
+import { paymentsTo, checkLedger, reportTally } from './support.js';
 
 let app: TestApp;
 const ping = () => `${app.urls.api}/x402-test/ping`;
@@ -54,6 +54,9 @@ describe('an honest payer whose answer was lost', () => {
     const retried = await send(payload);
     const again = await send(payload);
 
+    const paid = (await paymentsTo(app, payTo)).length - before.length;
+    // One purchase: served once, its retries given the same result.
+    checkLedger(1, paid);
     expect(retried.status).toBe(200);
     expect(await retried.json()).toEqual({ message: 'paid pong' });
     const settlement = readSettlement((name) => retried.headers.get(name));
@@ -61,10 +64,7 @@ describe('an honest payer whose answer was lost', () => {
     expect(again.status).toBe(200);
     expect(readSettlement((name) => again.headers.get(name)).transaction).toBe(settlement.transaction);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
-    const paid = (await paymentsTo(app, payTo)).length - before.length;
     expect(paid).toBe(1);
-    // One purchase: served once, its retries given the same result.
-    recordAttack(1, paid);
   });
 });
 
@@ -82,12 +82,12 @@ describe("a payment carrying the payer's own payment-identifier", () => {
     const copies = [await send(payload), await send(withId('pay_fedcba9876543210'))];
     const retry = await send(mine);
 
+    const paid = (await paymentsTo(app, payTo)).length - before.length;
+    checkLedger(copies.filter((c) => c.status === 200).length + 1, paid);
     expect(first.status).toBe(200);
     expect(copies.map((c) => c.status)).toEqual([402, 402]);
     for (const copy of copies) expect(((await copy.json()) as { error: string }).error).toBe('invalid_exact_evm_nonce_already_used');
     expect(retry.status).toBe(200);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
-    const paid = (await paymentsTo(app, payTo)).length - before.length;
-    recordAttack(copies.filter((c) => c.status === 200).length + 1, paid);
   });
 });

@@ -8,6 +8,7 @@ import { createWalletClient, encodeFunctionData, http, parseAbi, parseSignature,
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { eip3009Abi } from '../../src/chain/eip3009.js';
 import { MULTICALL3_ADDRESS } from '../../src/chain/multicall3.js';
+import { expect } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 
 const multicallAbi = parseAbi(['function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[])']);
@@ -48,10 +49,14 @@ export async function paymentsTo(app: TestApp, payTo: Hex): Promise<{ transactio
 /** Attacks tried and services granted beyond what was paid, per run: .ci/run prints them (TOLLGATE_SUITE_REPORTS). */
 export const tally = { attacks: 0, extraServices: 0 };
 
-/** Counts one attack and how many services it bought beyond the transfers that paid for them. */
-export function recordAttack(services: number, paidTransfers: number): void {
+/**
+ * The check every attack ends with: the services it bought never outnumber the transfers that paid for them.
+ * Counted (for CI's summary) before it is asserted, so a failing run reports what it found.
+ */
+export function checkLedger(services: number, paidTransfers: number): void {
   tally.attacks += 1;
   tally.extraServices += Math.max(0, services - paidTransfers);
+  expect(services, 'services granted beyond the transfers that paid for them').toBeLessThanOrEqual(paidTransfers);
 }
 
 /** Writes this file's tally where .ci/run collects suite counts (one file per test file and database). */
