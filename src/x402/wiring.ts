@@ -73,7 +73,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
     apiBaseUrl: () => deps.urls.api,
     facilitator: facilitatorClient,
     keyedHash: deps.keyedHash,
-    charges: { purchases: new PaidRequests(deps.db, deps.clock), client: chain.publicClient, uses: new PaymentUses(deps.db) },
+    records: { purchases: new PaidRequests(deps.db, deps.clock), client: chain.publicClient, uses: new PaymentUses(deps.db) },
   });
   return { x402, facilitator };
 }

@@ -6,7 +6,8 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import { deepEqual } from '@x402/core/utils';
 import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { getAddress } from 'viem';
+import { getAddress, type Hex } from 'viem';
+import { judgePayment, paymentUseOf } from '../../chain/payment-check.js';
 import type { AssetInfo } from '../../chain/registry.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { settleClaimant } from '../settlement-claimant.js';
@@ -59,8 +60,12 @@ export interface X402ServiceDeps {
   facilitator: () => FacilitatorClient;
   /** Keyed hash (the server pepper): a record's payment-identifier must be one nobody else can compute. */
   keyedHash: (value: string) => string;
-  /** What charge() records its payments in, and reads the chain with (a service without them verifies and settles only). */
-  charges?: ChargeDeps;
+  /**
+   * The payment records: charge()'s paid requests, and the chain and transfer claims with which a settle
+   * named for a record makes sure its transfer is that record's. Without them the service verifies and
+   * settles only (tests of the facilitator clients).
+   */
+  records?: ChargeDeps;
 }
 
 export { NO_MATCH } from './charge.js';
@@ -209,7 +214,31 @@ export class X402Service {
       const reason = response.errorReason ?? 'settlement_failed';
       return { kind: 'failed', reason, message: response.errorMessage ?? reason, response };
     }
+    if (record !== undefined && this.deps.records && !(await this.#claimTransfer(record, paid, requirements, response))) {
+      // Not provably this record's transfer (another facilitator's word, a receipt not readable yet, a transfer
+      // something else holds): the reconciler decides it from the chain, under the same claim.
+      return { kind: 'unknown', transaction: response.transaction, message: 'the settlement could not be confirmed as this payment’s own transfer yet' };
+    }
     return { kind: 'settled', transaction: response.transaction, payer: response.payer ?? '', response };
+  }
+
+  /**
+   * Claims the settled transfer for `record` (chain_payment_uses): what our facilitator's success already
+   * claimed under the same name (then this is a read), and what a facilitator elsewhere never writes. So
+   * one transfer serves one record whatever facilitator settled it.
+   */
+  async #claimTransfer(record: string, paid: PaymentPayload, requirements: PaymentRequirements, response: SettleResponse): Promise<boolean> {
+    const { client, uses } = this.deps.records!;
+    const auth = (paid.payload as { authorization?: { from?: string; nonce?: string } }).authorization;
+    if (!auth?.from || !auth.nonce) return false;
+    const expected = { asset: requirements.asset, payer: auth.from, nonce: auth.nonce, payTo: requirements.payTo, amount: requirements.amount };
+    try {
+      const receipt = await client.getTransactionReceipt({ hash: response.transaction as Hex });
+      const judgment = judgePayment(receipt, expected);
+      return judgment.kind === 'paid' && (await uses.claim(paymentUseOf(requirements.network, expected, response.transaction, judgment.logIndex), this.claimantOf(record)));
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -236,9 +265,9 @@ export class X402Service {
    * 503 `settlement_result_unknown`.
    */
   async charge(request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
-    if (!this.deps.charges) throw new Error('charge() needs the paid-request store (X402ServiceDeps.charges)');
+    if (!this.deps.records) throw new Error('charge() needs the payment records (X402ServiceDeps.records)');
     try {
-      return await chargeOnce(this, this.deps.charges, request, resource);
+      return await chargeOnce(this, this.deps.records, request, resource);
     } catch (error) {
       throw toApiError(error);
     }
