@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PaymentPayload } from '@x402/core/types';
-import { createWalletClient, encodeFunctionData, http, parseAbi, parseSignature, type Hex, type TransactionReceipt } from 'viem';
+import { createWalletClient, encodeFunctionData, http, parseAbi, parseGwei, parseSignature, type Hex, type TransactionReceipt } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { eip3009Abi } from '../../src/chain/eip3009.js';
 import { MULTICALL3_ADDRESS } from '../../src/chain/multicall3.js';
@@ -32,6 +33,14 @@ export async function executeTogether(app: TestApp, sender: PrivateKeyAccount, p
   const receipt = await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== 'success') throw new Error(`the attacker's batch reverted: ${hash}`);
   return receipt;
+}
+
+/** A mempool reader sends the payer's authorization itself, outbidding our relayer's fee; returns the hash at once. */
+export async function outbid(app: TestApp, payload: PaymentPayload): Promise<Hex> {
+  const reader = privateKeyToAccount(generatePrivateKey());
+  await app.ctx.chain.devchain!.fundGas(reader.address);
+  const wallet = createWalletClient({ account: reader, chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
+  return wallet.sendTransaction({ to: app.ctx.chain.asset.address, data: transferCallOf(app, payload), gas: 200_000n, maxFeePerGas: parseGwei('500'), maxPriorityFeePerGas: parseGwei('100') });
 }
 
 /** Transfer logs of the token to `payTo`: what the seller was really paid. */

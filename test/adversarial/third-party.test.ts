@@ -7,12 +7,13 @@ import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcCall } from '../../src/chain/rpc.js';
 import { signPayment } from '../../src/x402/client.js';
-import { settle } from '../facilitator/support.js';
+import { requirementsFor, settle } from '../facilitator/support.js';
+import { signAuthorization } from '../x402/support.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { Faults } from '../intents/faults.js';
 import { createIntent, createShop } from '../intents/fixtures.js';
 import { buildPayApp, challengeOf, eventually, fundedPayer, getIntent, pay, reconcile, transfersTo } from '../intents/harness.js';
-import { checkLedger, reportTally } from './support.js';
+import { checkLedger, outbid, paymentsTo, reportTally } from './support.js';
 
 const faults = new Faults();
 let app: TestApp;
@@ -42,6 +43,32 @@ async function servicesFor(shop: { apiKey: string }, intentId: string, copySucce
   const intent = await getIntent(app, shop.apiKey, intentId);
   return (intent.status === 'settled' ? 1 : 0) + copySuccesses;
 }
+
+describe('a mempool reader', () => {
+  it('races our broadcast with the same authorization at a higher fee: its transaction pays, once; one success', async () => {
+    const payer = await fundedPayer(app, '1');
+    const requirements = requirementsFor(app, '100');
+    const purchase = await signAuthorization(payer, requirements);
+    const rpc = app.ctx.chain.rpcUrl;
+    await rpcCall(rpc, 'evm_setAutomine', [false]);
+    let ours, theirs;
+    try {
+      ours = await settle(app, purchase, requirements); // sent, then pending: the block waits
+      theirs = await outbid(app, purchase);
+      await rpcCall(rpc, 'evm_mine', []);
+    } finally {
+      await rpcCall(rpc, 'evm_setAutomine', [true]);
+    }
+    const answers = [await settle(app, purchase, requirements), await settle(app, purchase, requirements)];
+
+    const successes = [ours, ...answers].filter((a) => a.body.success);
+    const paid = await paymentsTo(app, requirements.payTo as `0x${string}`);
+    checkLedger(successes.length, paid.length);
+    expect(ours.body).toMatchObject({ success: false, errorReason: 'settlement_pending' });
+    expect(paid).toEqual([{ transactionHash: theirs, value: 100n }]);
+    expect(successes.map((a) => a.body.transaction)).toEqual([theirs]);
+  });
+});
 
 describe('while the merchant settle is unknown', () => {
   it('a copy of the payment sent to the public facilitator is refused; the intent reconciles settled, once', async () => {
