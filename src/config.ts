@@ -39,6 +39,7 @@ const envSchema = z.object({
     .string()
     .regex(/^\s*(0x)?[0-9a-fA-F]{64}\s*(,\s*(0x)?[0-9a-fA-F]{64}\s*)*$/, 'must be a comma-separated list of 32-byte hex keys')
     .optional(),
+  FACILITATOR_KMS_KEY_IDS: z.string().max(4096).optional(),
   FACILITATOR_RELAYER_COUNT: z.coerce.number().int().min(1).max(64).optional(),
   FACILITATOR_REPLACE_AFTER_MS: positiveInt(20_000),
   FACILITATOR_MAX_REPLACEMENTS: z.coerce.number().int().min(0).max(50).default(5),
@@ -152,6 +153,8 @@ export interface Config {
    * empty = dev keys generated into the data dir (embedded devchain only, FACILITATOR_RELAYER_COUNT of them).
    */
   facilitatorPrivateKeys: string[];
+  /** Relayer keys held in AWS KMS (FACILITATOR_KMS_KEY_IDS), with the wallets' KMS settings; none when empty. */
+  facilitatorKmsKeyIds: string[];
   /** Dev keys the embedded devchain generates when no key is given (default 1). */
   facilitatorRelayerCount: number;
   /** Stuck settlement transactions: replaced after `replaceAfterMs` unmined, up to `maxReplacements` times. */
@@ -331,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     facilitatorUrl: trimSlash(e.FACILITATOR_URL) ?? null,
     facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY ?? null,
     facilitatorPrivateKeys,
+    facilitatorKmsKeyIds: (e.FACILITATOR_KMS_KEY_IDS ?? '').split(',').map((id) => id.trim()).filter(Boolean),
     facilitatorRelayerCount: e.FACILITATOR_RELAYER_COUNT ?? 1,
     facilitatorReplacement: { replaceAfterMs: e.FACILITATOR_REPLACE_AFTER_MS, maxReplacements: e.FACILITATOR_MAX_REPLACEMENTS },
     facilitatorLowGasWei: BigInt(e.FACILITATOR_LOW_GAS_WEI),
@@ -440,6 +444,12 @@ function relayerKeyProblems(e: Env): string[] {
     const keys = e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim().toLowerCase().replace(/^0x/, ''));
     if (new Set(keys).size !== keys.length) problems.push('FACILITATOR_PRIVATE_KEYS: lists a key twice (two lanes would share one nonce sequence)');
   }
+  if (e.FACILITATOR_KMS_KEY_IDS && (e.FACILITATOR_PRIVATE_KEY || e.FACILITATOR_PRIVATE_KEYS || e.FACILITATOR_RELAYER_COUNT !== undefined)) {
+    problems.push('FACILITATOR_KMS_KEY_IDS: the relayer keys come from KMS or from FACILITATOR_PRIVATE_KEY(S) (or generated dev keys), not both');
+  }
+  if (e.FACILITATOR_KMS_KEY_IDS && e.WALLET_KEY_PROVIDER !== 'aws-kms') {
+    problems.push('FACILITATOR_KMS_KEY_IDS: needs WALLET_KEY_PROVIDER=aws-kms (its AWS_REGION, credentials and endpoint reach the keys)');
+  }
   if (e.FACILITATOR_RELAYER_COUNT !== undefined && (e.FACILITATOR_PRIVATE_KEY || e.FACILITATOR_PRIVATE_KEYS)) {
     problems.push('FACILITATOR_RELAYER_COUNT: only for generated dev keys; with FACILITATOR_PRIVATE_KEY(S) the pool is the keys given');
   }
@@ -473,7 +483,7 @@ function devKeyProblems(e: Env): string[] {
     e.WALLET_KEY_PROVIDER === 'local' && !e.WALLET_MASTER_KEY && 'WALLET_MASTER_KEY',
     !e.ATTESTATION_PRIVATE_KEY && 'ATTESTATION_PRIVATE_KEY',
     // Without CHAIN_RPC_URL the devchain's generated relayer keys would settle.
-    !e.CHAIN_RPC_URL && !e.FACILITATOR_PRIVATE_KEY && !e.FACILITATOR_PRIVATE_KEYS && 'FACILITATOR_PRIVATE_KEYS',
+    !e.CHAIN_RPC_URL && !e.FACILITATOR_PRIVATE_KEY && !e.FACILITATOR_PRIVATE_KEYS && !e.FACILITATOR_KMS_KEY_IDS && 'FACILITATOR_PRIVATE_KEYS',
   ].filter((name): name is string => typeof name === 'string');
   return missing.map(
     (name) => `${name}: unset with DATABASE_URL or CHAIN_RPC_URL, so a dev key would be used; set it, or ALLOW_DEV_KEYS=1 for a development setup`,

@@ -3,9 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createPublicClient, defineChain, http, type Address, type Chain, type PublicClient } from 'viem';
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { privateKeyToAccount, type LocalAccount } from 'viem/accounts';
 import { isEmbeddedChain, type Config } from '../config.js';
 import { loadOrCreateDevSecret } from '../platform/data-dir.js';
+import { AwsKms } from '../platform/aws-kms.js';
 import { createBlockClock, type BlockClock } from './block-clock.js';
 import { Devchain, devchainChain } from './devchain.js';
 import { ensureMulticall3 } from './multicall3.js';
@@ -23,12 +24,13 @@ export interface ChainService {
   /** The embedded anvil devchain; null when CHAIN_RPC_URL points at a real chain. */
   readonly devchain: Devchain | null;
   /** The first relayer key (the only one unless a pool is configured); null when there is none. */
-  readonly relayer: PrivateKeyAccount | null;
+  readonly relayer: LocalAccount | null;
   /**
-   * The facilitator's relayer pool: FACILITATOR_PRIVATE_KEYS (or FACILITATOR_PRIVATE_KEY), or on the
-   * embedded devchain FACILITATOR_RELAYER_COUNT dev keys in the data dir (default one). Empty when none.
+   * The facilitator's relayer pool: FACILITATOR_PRIVATE_KEYS (or FACILITATOR_PRIVATE_KEY), keys in AWS KMS
+   * (FACILITATOR_KMS_KEY_IDS), or on the embedded devchain FACILITATOR_RELAYER_COUNT dev keys in the data
+   * dir (default one). Empty when none.
    */
-  readonly relayers: readonly PrivateKeyAccount[];
+  readonly relayers: readonly LocalAccount[];
   /** Addresses that send our facilitator's settlement transactions: every pool key (the indexer follows these). */
   facilitatorSigners(): Address[];
   /**
@@ -50,7 +52,7 @@ export class ChainConfigError extends Error {}
 
 export async function startChainService(options: ChainServiceOptions): Promise<ChainService> {
   const { config, log } = options;
-  const relayers = relayerAccounts(config, options.ephemeral === true);
+  const relayers = await relayerAccounts(config, options.ephemeral === true);
   if (!isEmbeddedChain(config)) return connectRemote(config.chainRpcUrl!, relayers);
 
   const devchain = new Devchain({
@@ -78,7 +80,7 @@ export async function startChainService(options: ChainServiceOptions): Promise<C
   }
 }
 
-async function connectRemote(rpcUrl: string, relayers: PrivateKeyAccount[]): Promise<ChainService> {
+async function connectRemote(rpcUrl: string, relayers: LocalAccount[]): Promise<ChainService> {
   const probe = createPublicClient({ transport: http(rpcUrl) });
   const chainId = await probe.getChainId();
   const network = findNetwork(caip2(chainId));
@@ -109,10 +111,15 @@ function build(parts: Omit<ChainService, 'asset' | 'relayer' | 'facilitatorSigne
 }
 
 /**
- * The relayer keys pay gas only. Given keys win; in embedded mode FACILITATOR_RELAYER_COUNT dev keys
- * are generated into the data dir (the first keeps its old file name, so an existing dev relayer stays).
+ * The relayer keys pay gas only. KMS keys or given keys win; in embedded mode FACILITATOR_RELAYER_COUNT dev
+ * keys are generated into the data dir (the first keeps its old file name, so an existing dev relayer stays).
  */
-function relayerAccounts(config: Config, ephemeral: boolean): PrivateKeyAccount[] {
+async function relayerAccounts(config: Config, ephemeral: boolean): Promise<LocalAccount[]> {
+  if (config.facilitatorKmsKeyIds.length > 0) {
+    if (config.walletKeys.provider !== 'aws-kms') throw new ChainConfigError('FACILITATOR_KMS_KEY_IDS needs WALLET_KEY_PROVIDER=aws-kms');
+    const kms = new AwsKms(config.walletKeys);
+    return Promise.all(config.facilitatorKmsKeyIds.map((keyId) => kms.account(keyId)));
+  }
   let keys = config.facilitatorPrivateKeys;
   if (keys.length === 0 && isEmbeddedChain(config)) {
     const generate = () => `0x${randomBytes(32).toString('hex')}`;

@@ -13,7 +13,7 @@ import {
   type TransactionReceipt,
   type WalletClient,
 } from 'viem';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type LocalAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { devchainChain, startEphemeralDevchain, USDG_ADDRESS, type Devchain } from '../../src/chain/devchain.js';
 import { ChainIndexer, type ChainIndexerOptions } from '../../src/chain/indexer/indexer.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
@@ -44,7 +44,7 @@ export class TestChain {
   private constructor(
     readonly devchain: Devchain,
     /** Our facilitator relayer (the indexer's signer). */
-    readonly relayer: PrivateKeyAccount = privateKeyToAccount(generatePrivateKey()),
+    readonly relayer: LocalAccount = privateKeyToAccount(generatePrivateKey()),
     private readonly owned = true,
   ) {
     const chain = devchainChain(devchain.rpcUrl);
@@ -59,7 +59,7 @@ export class TestChain {
   }
 
   /** Drives a devchain someone else runs (a test app's ctx.chain), relaying as its relayer. */
-  static attach(devchain: Devchain, relayer: PrivateKeyAccount): TestChain {
+  static attach(devchain: Devchain, relayer: LocalAccount): TestChain {
     return new TestChain(devchain, relayer, false);
   }
 
@@ -82,7 +82,7 @@ export class TestChain {
   }
 
   /** Relays transferWithAuthorization (bytes form) and waits for the receipt. */
-  async relay(auth: Authorization, relayer: PrivateKeyAccount = this.relayer): Promise<TransactionReceipt> {
+  async relay(auth: Authorization, relayer: LocalAccount = this.relayer): Promise<TransactionReceipt> {
     const hash = await this.wallet.writeContract({
       address: USDG_ADDRESS,
       abi: usdgAbi,
@@ -98,7 +98,7 @@ export class TestChain {
   }
 
   /** Authorize and relay in one go. */
-  async pay(payer: PrivateKeyAccount, to: Address, usdg: string, relayer?: PrivateKeyAccount) {
+  async pay(payer: PrivateKeyAccount, to: Address, usdg: string, relayer?: LocalAccount) {
     const auth = await this.authorize(payer, to, parseUnits(usdg, 6));
     const receipt = await this.relay(auth, relayer);
     return { auth, receipt };

@@ -11,7 +11,7 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResp
 import type { FacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator';
 import { createPublicClient, getAddress, http, type Address, type Chain, type Hash, type PublicClient } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
+import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
 import { eip3009Abi, transferWithAuthorizationTypes } from '../../chain/eip3009.js';
 import { createBlockClock, type BlockClock } from '../../chain/block-clock.js';
@@ -40,7 +40,7 @@ export interface FacilitatorDeps {
   log: Logger;
   chain: { network: string; chainId: number; rpcUrl: string; viemChain: Chain; publicClient: PublicClient; blockTime?: BlockClock };
   /** The relayer key, or a pool of keys (one nonce lane each; settles spread over them). */
-  relayer: PrivateKeyAccount | readonly PrivateKeyAccount[];
+  relayer: LocalAccount | readonly LocalAccount[];
 }
 
 export interface FacilitatorOptions {
@@ -132,7 +132,7 @@ export class Facilitator {
     // Sends: unbatched (the serial send queue should not wait for a batch) and never retried by the transport.
     const sendClient = createPublicClient({ chain: deps.chain.viemChain, transport: http(deps.chain.rpcUrl, { retryCount: 0 }) });
     this.#relayers = new RelayerPool({
-      accounts: Array.isArray(deps.relayer) ? deps.relayer : [deps.relayer as PrivateKeyAccount],
+      accounts: Array.isArray(deps.relayer) ? deps.relayer : [deps.relayer as LocalAccount],
       client: sendClient,
       readClient: this.#client,
       chainId: deps.chain.chainId,

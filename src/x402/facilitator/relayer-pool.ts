@@ -2,7 +2,7 @@
 // lanes: each send goes to the least-busy lane (queued sends plus unmined transactions; ties go
 // round the pool), and within a lane nonces stay gapless because only that lane's queue assigns them.
 import type { Address, Hash, PublicClient, TransactionReceipt } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
+import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
 import { DEFAULT_REPLACEMENT, RelayerSender, type RelayerTx, type ReplacementPolicy, type SendOptions } from './sender.js';
 
@@ -27,7 +27,7 @@ export interface RelayerStatus {
 export const DEFAULT_LOW_GAS_WEI = 10n ** 16n;
 
 export interface RelayerPoolOptions {
-  accounts: readonly PrivateKeyAccount[];
+  accounts: readonly LocalAccount[];
   /** Sends, nonces and fees; must not retry by itself (see RelayerSender). */
   client: PublicClient;
   /** Receipts and status reads (may batch); defaults to `client`. */

@@ -19,7 +19,7 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
+import type { LocalAccount } from 'viem/accounts';
 import { estimateFeesPerGas, getGasPrice, getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
 import type { Logger } from 'pino';
 import { isTransportError } from '../../chain/errors.js';
@@ -99,7 +99,7 @@ export class RelayerSender {
   readonly #reads: PublicClient;
 
   constructor(
-    readonly account: PrivateKeyAccount,
+    readonly account: LocalAccount,
     /** Must not retry by itself: a blind resend after a lost answer is our decision, not the transport's. */
     private readonly client: PublicClient,
     private readonly chainId: number,
