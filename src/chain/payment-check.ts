@@ -4,7 +4,7 @@
 // AuthorizationUsed log (see pairPaymentLogs) moves exactly its amount from the payer to the payee. A
 // success status alone proves nothing (USDG's reused nonce succeeds and moves nothing), and any other
 // transfer in the transaction, however similar, paid for something else.
-import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, type Address, type Hex, type Log, type PublicClient } from 'viem';
+import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, TransactionReceiptNotFoundError, type Address, type Hex, type Log, type PublicClient } from 'viem';
 import { getBlock, getBlockNumber, getLogs, getTransactionReceipt, readContract } from 'viem/actions';
 import { eip3009Abi } from './eip3009.js';
 import { pairPaymentLogs } from './indexer/pair-logs.js';
@@ -91,7 +91,7 @@ export async function authorizationOnChain(client: PublicClient, expected: Expec
     fromBlock,
     toBlock: block.number,
   });
-  return { used: true as const, transactionHash: logs[0]?.transactionHash ?? null };
+  return { used: true as const, transactionHash: logs.find((log) => !log.removed)?.transactionHash ?? null };
 }
 
 /**
@@ -111,7 +111,12 @@ export async function authorizationOutcome(client: PublicClient, expected: Expec
   const state = await authorizationOnChain(client, expected, validBefore, lookbackBlocks);
   if (!state.used) return state.dead ? { kind: 'dead' } : { kind: 'open', used: false };
   if (!state.transactionHash) return { kind: 'open', used: true };
-  const receipt = await getTransactionReceipt(client, { hash: state.transactionHash });
+  // A node behind the one that served the log (a load-balanced RPC) may not have the receipt yet.
+  const receipt = await getTransactionReceipt(client, { hash: state.transactionHash }).catch((error: unknown) => {
+    if (error instanceof TransactionReceiptNotFoundError) return null;
+    throw error;
+  });
+  if (!receipt) return { kind: 'open', used: true };
   const depth = (await getBlockNumber(client, { cacheTime: 0 })) - receipt.blockNumber;
   if (depth < BigInt(confirmations)) return { kind: 'open', used: true };
   const judgment = judgePayment(receipt, expected);

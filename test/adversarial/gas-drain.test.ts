@@ -74,4 +74,27 @@ describe('the public facilitator does not pay gas for what buys nothing', () => 
     const requirements = requirementsFor(app, '100', other.payTo);
     expect((await settle(await signAuthorization(payer, requirements), requirements)).json()).toMatchObject({ success: true });
   });
+
+  it("a griefer who registers a merchant at someone else's payTo and spends its own budget does not block that payTo", async () => {
+    const victim = await createShop(app);
+    const griefer = `griefer-${Date.now()}`;
+    const own = [await createShop(app, griefer), await createShop(app, griefer)];
+    const identity = await app.identityToken(griefer);
+    const merchant = await app.origins.api!.inject({
+      method: 'POST',
+      url: `/v1/projects/${own[0]!.projectId}/merchants`,
+      headers: { authorization: `Bearer ${identity}` },
+      payload: { name: 'not mine', payTo: victim.payTo },
+    });
+    expect(merchant.statusCode).toBe(201);
+    const payer = await fundedPayer(app, '1');
+    const pay = async (payTo: `0x${string}`) => {
+      const requirements = requirementsFor(app, '100', payTo);
+      return settle(await signAuthorization(payer, requirements), requirements);
+    };
+    for (const shop of own) expect((await pay(shop.payTo)).statusCode).toBe(200);
+    expect((await pay(own[0]!.payTo)).statusCode).toBe(429);
+
+    expect((await pay(victim.payTo)).json()).toMatchObject({ success: true });
+  });
 });

@@ -143,7 +143,7 @@ describe('credit top-ups', () => {
       });
     const settling = await claim({ nonce: authorization.nonce.toLowerCase(), validBefore: authorization.validBefore, payer: payer.address.toLowerCase() });
     // The top-up's own settle (its payment-identifier) went through; the crash lost its answer.
-    expect(await app.ctx.x402.settle(payload, requirements, settlementRecordOf(settling!.id))).toMatchObject({ kind: 'settled' });
+    expect(await app.ctx.x402.settle(payload, requirements, settlementRecordOf(settling!.id, authorization.nonce))).toMatchObject({ kind: 'settled' });
     // And one whose authorization expired without ever being used.
     const dead = await claim({ nonce: `0x${'ab'.repeat(32)}`, validBefore: String(Math.floor(Date.now() / 1000) - 60), payer: payer.address.toLowerCase() });
 

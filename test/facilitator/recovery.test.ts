@@ -196,3 +196,24 @@ describe('crash right after the claim, before anything was sent', () => {
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
   });
 });
+
+describe('a settle that stalls before sending while its claim is taken over', () => {
+  it('sends nothing and writes no outcome: the new owner executes it, and the retry gets the one success', async () => {
+    const p = await payment();
+    const key = keyOf(app, p.payer, p.payload);
+    const relayer = privateKeyToAccount(generatePrivateKey());
+    const stalled: Facilitator = await facilitatorWith(relayer, {
+      // Another node took the claim over while this one stalled (its lease lapsed).
+      hooks: { beforeSend: async () => void (await stalled.ledger.takeOver(key, 0, 'the-new-owner')) },
+    });
+
+    expect(await stalled.settle(p.payload, p.requirements)).toMatchObject({ success: false, errorReason: 'settlement_pending' });
+    expect(await relayerTxCount(app, relayer.address)).toBe(0);
+    expect(await stalled.ledger.find(key)).toMatchObject({ status: 'claimed', claimToken: 'the-new-owner', txHash: null });
+
+    const newOwner = await facilitatorWith(privateKeyToAccount(generatePrivateKey()), { reconcileAfterMs: 0, ownerLeaseMs: 0 });
+    await newOwner.reconcileOpen();
+    expect(await newOwner.settle(p.payload, p.requirements)).toMatchObject({ success: true });
+    expect(await transfersForNonce(app, p.payer.address, nonceOf(p.payload))).toBe(1);
+  });
+});

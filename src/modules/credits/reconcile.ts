@@ -4,8 +4,8 @@ import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { CreditsStore, TopUpRow } from './store.js';
 import type { TopUpService } from './top-up.js';
 
-/** The top-up's name in its settles' payment-identifier and in chain_payment_uses. */
-export const settlementRecordOf = (topUpId: string) => `credits:top-up:${topUpId}`;
+/** One payment of the top-up: its name in that settle's payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (topUpId: string, nonce: string) => `credits:top-up:${topUpId}:${nonce.toLowerCase()}`;
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -47,7 +47,7 @@ export class TopUpReconciler {
     if (outcome.kind === 'spent') return this.store.markTopUpFailed(topUp.id, 'settlement_mismatch', this.ctx.clock.now());
     // The transfer already bought something else (the facilitator's success for a copy): no credit from it.
     const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(topUp.id))))) return this.store.markTopUpFailed(topUp.id, 'payment_already_used', this.ctx.clock.now());
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(topUp.id, topUp.nonce))))) return this.store.markTopUpFailed(topUp.id, 'payment_already_used', this.ctx.clock.now());
     await this.topUps.creditSettled(topUp, outcome.transactionHash);
     return true;
   }

@@ -66,7 +66,7 @@ export class TopUpService {
   private async settle(topUp: TopUpRow, payload: PaymentPayload, requirements: PaymentRequirements, challenge: PaymentRequired): Promise<TopUpAnswer> {
     let outcome;
     try {
-      outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(topUp.id));
+      outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(topUp.id, topUp.nonce));
       crashPoint('credits.after-settle');
     } catch (error) {
       // After the claim, an exception says nothing about what reached the chain: the reconciler decides.

@@ -71,16 +71,23 @@ export class PublicFacilitatorPolicy {
     const payer = getAddress(parsed.data.authorization.from);
     const payTo = getAddress(requirements.payTo);
     const owners = await this.ctx.services.projects.merchantOwnersOf(payTo);
-    const budgets: [string, string, number][] = [
-      [`payer ${payer}`, `facilitator-settle:payer:${payer}`, settlePerPayer],
-      [`payTo ${payTo}`, `facilitator-settle:pay-to:${payTo}`, settlePerPayTo],
-      ...owners.map((owner): [string, string, number] => [`the owner of payTo ${payTo}`, `facilitator-settle:owner:${owner}`, settlePerOwner]),
-    ];
-    const hits = await Promise.all(budgets.map(([, key, limit]) => this.ctx.rateLimiter.hit(key, { limit, windowSeconds })));
-    const spent = hits.findIndex((hit) => !hit.allowed);
-    if (spent >= 0) {
-      const retryAfter = Math.max(...hits.map((hit) => (hit.allowed ? 0 : hit.retryAfterSeconds)));
-      throw new ApiError(429, 'rate_limited', `Too many settles for ${budgets[spent]![0]} in this window; nothing was sent`, undefined, { 'retry-after': String(retryAfter) });
+    const hit = (key: string, limit: number) => this.ctx.rateLimiter.hit(key, { limit, windowSeconds });
+    const [byPayer, byPayTo, ...byOwner] = await Promise.all([
+      hit(`facilitator-settle:payer:${payer}`, settlePerPayer),
+      hit(`facilitator-settle:pay-to:${payTo}`, settlePerPayTo),
+      ...owners.map((owner) => hit(`facilitator-settle:owner:${owner}`, settlePerOwner)),
+    ]);
+    // Anyone may register a merchant at any payTo: one owner over budget must not block the others, so the
+    // owners' budget is spent only when every owner of the payTo has spent theirs.
+    const ownersSpent = byOwner.length > 0 && byOwner.every((h) => !h.allowed);
+    const refused = [
+      !byPayer!.allowed && { what: `payer ${payer}`, retryAfter: byPayer!.retryAfterSeconds },
+      !byPayTo!.allowed && { what: `payTo ${payTo}`, retryAfter: byPayTo!.retryAfterSeconds },
+      ownersSpent && { what: `the owners of payTo ${payTo}`, retryAfter: Math.min(...byOwner.map((h) => h.retryAfterSeconds)) },
+    ].filter((r): r is { what: string; retryAfter: number } => r !== false);
+    if (refused.length > 0) {
+      const retryAfter = Math.max(...refused.map((r) => r.retryAfter));
+      throw new ApiError(429, 'rate_limited', `Too many settles for ${refused[0]!.what} in this window; nothing was sent`, undefined, { 'retry-after': String(retryAfter) });
     }
   }
 }

@@ -21,9 +21,6 @@ export const CONDITIONS = {
   alreadyUsed: { code: 'payment_already_used', message: 'The transfer that used the authorization already paid for something else' },
 } as const;
 
-/**
- * Resolves a `settling` intent from the index of our facilitator's transactions (the state table):
- * found and final → settled; the authorization expired unused → pending (or expired past expiresAt); otherwise
 /** The authorization's name in its settles' payment-identifier and in chain_payment_uses. */
 export const settlementRecordOf = (authorizationId: string) => `intents:authorization:${authorizationId}`;
 

@@ -66,6 +66,7 @@ export class ProjectsStore {
       .from(merchants)
       .innerJoin(projects, eq(projects.id, merchants.projectId))
       .where(and(eq(merchants.payTo, payTo), eq(merchants.network, network), eq(merchants.asset, asset), eq(merchants.enabled, true)))
+      .orderBy(projects.ownerUserId)
       .limit(10);
     return rows.map((row) => row.owner);
   }

@@ -16,8 +16,8 @@ const SKEW_SECONDS = 30;
 /** How long a repeat of an in-flight key waits for its first request before answering 503 (retry). */
 const WAIT_FOR_FIRST_MS = 25_000;
 const LOOKBACK_BLOCKS = 10_000n;
-/** The broadcast's name in its settles' payment-identifier and in chain_payment_uses. */
-const settlementRecordOf = (recordId: string) => `relay:broadcast:${recordId}`;
+/** One payment of the broadcast: its name in that settle's payment-identifier and in chain_payment_uses. */
+const settlementRecordOf = (recordId: string, nonce: string) => `relay:broadcast:${recordId}:${nonce.toLowerCase()}`;
 
 export interface RelayOptions {
   retentionSeconds: number;
@@ -139,7 +139,7 @@ export class RelayService {
 
   private async settle(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
     const { payload, requirements } = this.x402Of(payment);
-    const outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(record.id));
+    const outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(record.id, payment.authorization.nonce));
     crashPoint('relay.after-settle');
     switch (outcome.kind) {
       case 'settled':
@@ -177,7 +177,7 @@ export class RelayService {
     const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(payment.authorization.validBefore), LOOKBACK_BLOCKS, 0);
     if (outcome.kind !== 'paid') return null;
     const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(record.id))))) return null;
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(record.id, payment.authorization.nonce))))) return null;
     return { httpStatus: 200, answer: this.success(payment, outcome.transactionHash) };
   }
 

@@ -6,8 +6,12 @@ import { authorizationOutcome, checkPaymentTransaction, paymentUseOf, type Expec
 import { storageErrors } from './errors.js';
 import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
 
-/** The order's name in its settles' payment-identifier and in chain_payment_uses. */
-export const settlementRecordOf = (orderId: string) => `storage:order:${orderId}`;
+/**
+ * One payment of the order: its name in that settle's payment-identifier and in chain_payment_uses. The
+ * nonce is part of it: an order released after a failed payment is paid again with another authorization,
+ * and a payment-identifier names one payload only.
+ */
+export const settlementRecordOf = (orderId: string, nonce: string) => `storage:order:${orderId}:${nonce.toLowerCase()}`;
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -71,7 +75,7 @@ export class StorageReconciler {
   /** One transfer buys one thing: this order takes it unless something else (a copy's settle) already has. */
   private claimTransfer(order: OrderRow, hash: string, logIndex: number): Promise<boolean> {
     const use = paymentUseOf(this.ctx.chain.network, expectedOf(order), hash, logIndex);
-    return this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(order.id)));
+    return this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(order.id, order.authorizationNonce ?? '')));
   }
 
   private async markPaid(order: OrderRow, hash: string): Promise<void> {

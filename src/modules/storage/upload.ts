@@ -149,7 +149,7 @@ export class UploadService {
     const x402 = this.deps.ctx.x402;
     let outcome: SettleOutcome;
     try {
-      outcome = await x402.settle(payload, requirements, settlementRecordOf(order.id));
+      outcome = await x402.settle(payload, requirements, settlementRecordOf(order.id, payment.nonce));
       crashPoint('storage.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.

@@ -3,8 +3,8 @@ import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
 
-/** The charge's name in its settles' payment-identifier and in chain_payment_uses. */
-export const settlementRecordOf = (chargeId: string) => `trading:charge:${chargeId}`;
+/** One payment of the charge (a charge retried after a failure is paid with another authorization): its name in that settle's payment-identifier and in chain_payment_uses. */
+export const settlementRecordOf = (chargeId: string, nonce: string) => `trading:charge:${chargeId}:${nonce.toLowerCase()}`;
 
 /** How far back to look for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -45,7 +45,7 @@ export class ChargeReconciler {
     if (outcome.kind === 'spent') return this.store.finish(charge.id, { status: 'failed', reason: 'settlement_mismatch' }, now);
     // The transfer already bought something else (the facilitator's success for a copy): not this charge's.
     const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(charge.id))))) return this.store.finish(charge.id, { status: 'failed', reason: 'payment_already_used' }, now);
+    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(charge.id, charge.nonce))))) return this.store.finish(charge.id, { status: 'failed', reason: 'payment_already_used' }, now);
     return this.store.finish(charge.id, { status: 'settled', transactionHash: outcome.transactionHash.toLowerCase() }, now);
   }
 }

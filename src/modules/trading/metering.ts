@@ -113,7 +113,7 @@ export class Meter {
 
     let outcome;
     try {
-      outcome = await this.ctx.x402.settle(signed.payload, requirement, settlementRecordOf(claimed.id));
+      outcome = await this.ctx.x402.settle(signed.payload, requirement, settlementRecordOf(claimed.id, claimed.nonce));
     } catch (error) {
       this.ctx.log.error({ err: error, chargeId: claimed.id }, 'metered settle threw; the charge stays settling for reconciliation');
       return { kind: 'pending', reason: 'settlement_unknown' };

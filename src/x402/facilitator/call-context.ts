@@ -9,6 +9,8 @@ export interface SettleAttempt {
   /** The payer's signature: the SDK's pending-store key for this settlement. */
   signature: string;
   ledger: SettlementLedger;
+  /** The claim this attempt holds: it sends only while the row still names it. */
+  claimToken: string;
   /** Gas limit to use instead of estimating: the payment was just simulated successfully. */
   gasLimit?: bigint;
   /** Set as soon as the relayer has (possibly) sent the transaction. */
@@ -27,6 +29,8 @@ export interface CallContext {
   rpcFailure?: unknown;
   /** The node refused the relayer's transaction (gas funds, fees, nonce): our problem, not the payer's. */
   sendFailure?: unknown;
+  /** The settle's claim was taken over before it sent anything: its outcome is the new owner's to write. */
+  claimLost?: boolean;
   /** eth_getCode answers for this call: the SDK asks twice for the payer. */
   codes: Map<string, Promise<`0x${string}` | undefined>>;
   settle?: SettleAttempt;

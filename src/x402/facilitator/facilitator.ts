@@ -381,7 +381,7 @@ export class Facilitator {
   async #execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, gasLimit?: bigint, answer: 'owner' | 'nobody' = 'owner'): Promise<SettleResponse> {
     const key = keyOf(row);
     const release = () => this.ledger.release(key, row.claimToken);
-    const attempt: SettleAttempt = { key, signature: row.signature, ledger: this.ledger, gasLimit, recorded: false, uncertain: false };
+    const attempt: SettleAttempt = { key, signature: row.signature, ledger: this.ledger, claimToken: row.claimToken, gasLimit, recorded: false, uncertain: false };
     const call = newCallContext(attempt);
     let result: SettleResponse;
     try {
@@ -392,6 +392,10 @@ export class Facilitator {
       if (!attempt.txHash) await release();
       else await this.ledger.disown(key, row.claimToken);
       throw error;
+    }
+    if (call.claimLost) {
+      // Taken over while this settle stalled before sending: the new owner sends and writes the outcome.
+      return failure(row.network, Reason.settlementPending, 'settlement in progress; retry the same settle', row.payer);
     }
     if (attempt.txHash && !attempt.recorded) {
       // The hash never reached the ledger (what a crash right after sending looks like): the row

@@ -157,6 +157,12 @@ export class SettlementLedger {
     return taken[0] ?? null;
   }
 
+  /** Whether the claim `claimToken` still holds the row (a takeover replaces it). */
+  async owns(key: SettlementKey, claimToken: string): Promise<boolean> {
+    const rows = await this.db.select({ nonce: x402Settlements.nonce }).from(x402Settlements).where(and(byKey(key), eq(x402Settlements.claimToken, claimToken))).limit(1);
+    return rows.length === 1;
+  }
+
   /** The claiming settle ended without a final answer (pending, or failed after sending): it will not answer success. */
   async disown(key: SettlementKey, claimToken: string): Promise<void> {
     await this.db

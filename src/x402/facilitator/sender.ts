@@ -72,6 +72,8 @@ interface InFlight {
   tx: RelayerTx;
   fees: Fees;
   hashes: Hash[];
+  /** The newest version as sent (its bytes: a KMS key signs differently each time, so it is never re-signed). */
+  raw: Hex;
   firstSentAt: number;
   lastSentAt: number;
   /** Last time the same version was sent again because the node forgot it (never delays a replacement). */
@@ -193,7 +195,7 @@ export class RelayerSender {
     try {
       await sendRawTransaction(this.client, { serializedTransaction: serialized });
       this.#nonce = nonce + 1;
-      this.#track(nonce, tx, fees, hash, options);
+      this.#track(nonce, tx, fees, serialized, options);
       return hash;
     } catch (error) {
       // Next send asks the node again: it knows whether this one arrived.
@@ -201,7 +203,7 @@ export class RelayerSender {
       if (isTransportError(error)) throw new BroadcastUncertainError(hash, error);
       const message = error instanceof Error ? error.message : String(error);
       if (/already known/i.test(message)) {
-        this.#track(nonce, tx, fees, hash, options);
+        this.#track(nonce, tx, fees, serialized, options);
         return hash;
       }
       if (!resynced && NONCE_RESYNC.test(message)) {
@@ -217,10 +219,11 @@ export class RelayerSender {
     return this.account.signTransaction({ chainId: this.chainId, nonce, to: tx.to, data: tx.data, gas: tx.gas, ...fees });
   }
 
-  #track(nonce: number, tx: RelayerTx, fees: Fees, hash: Hash, options: SendOptions): void {
+  #track(nonce: number, tx: RelayerTx, fees: Fees, raw: Hex, options: SendOptions): void {
     let markMined!: () => void;
     const mined = new Promise<void>((resolve) => (markMined = resolve));
-    const entry: InFlight = { nonce, tx, fees, hashes: [hash], firstSentAt: Date.now(), lastSentAt: Date.now(), lastRefillAt: 0, replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
+    const hash = keccak256(raw);
+    const entry: InFlight = { nonce, tx, fees, hashes: [hash], raw, firstSentAt: Date.now(), lastSentAt: Date.now(), lastRefillAt: 0, replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
     // A nonce reused after a resync: whatever was tracked under it never went out.
     const previous = this.#inflight.get(nonce);
     if (previous) this.#mined(previous);
@@ -275,14 +278,13 @@ export class RelayerSender {
     }
   }
 
-  /** Sends the newest version of a transaction the node no longer holds again, unchanged (same hash). */
+  /** Sends the newest version of a transaction the node no longer holds again, byte for byte (same hash). */
   async #refill(entry: InFlight): Promise<void> {
     if (entry.done) return;
-    const serialized = await this.#sign(entry.tx, entry.nonce, entry.fees);
     entry.lastRefillAt = Date.now();
     try {
-      await sendRawTransaction(this.client, { serializedTransaction: serialized });
-      this.log?.warn({ relayer: this.address, nonce: entry.nonce, tx: keccak256(serialized) }, 'settlement transaction forgotten by the node: sent again');
+      await sendRawTransaction(this.client, { serializedTransaction: entry.raw });
+      this.log?.warn({ relayer: this.address, nonce: entry.nonce, tx: entry.hashes.at(-1) }, 'settlement transaction forgotten by the node: sent again');
     } catch (error) {
       // Mined or known meanwhile (the next check sees it), or refused: the next tick tries again.
       this.log?.warn({ err: error, relayer: this.address, nonce: entry.nonce }, 'forgotten settlement transaction: resend refused');
@@ -312,6 +314,7 @@ export class RelayerSender {
       // The answer was lost: this version may be on its way, so it is followed like a sent one.
     }
     entry.fees = fees;
+    entry.raw = serialized;
     entry.hashes.push(hash);
     this.#byHash.set(hash, entry);
     this.log?.warn(

@@ -26,6 +26,8 @@ import type { RelayerPool } from './relayer-pool.js';
 import { BroadcastUncertainError } from './sender.js';
 
 export interface SignerHooks {
+  /** Test seam: runs before the claim is checked and the transaction sent (a stall here may lose the claim). */
+  beforeSend?(): Promise<void> | void;
   /** Test seam: runs after the send returned, before the hash reaches the ledger (a crash here is the worst case). */
   afterBroadcast?(hash: Hash): Promise<void> | void;
 }
@@ -99,6 +101,13 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmS
       } catch (error) {
         noteFailure(error);
         throw describeRevert(error);
+      }
+      // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
+      // then the new owner sends, not this one.
+      await options.hooks?.beforeSend?.();
+      if (attempt && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {
+        currentCall()!.claimLost = true;
+        throw new ClaimTakenOverError('the settlement claim was taken over by another settle; nothing was sent');
       }
       let hash: Hash;
       try {
@@ -199,3 +208,5 @@ function describeRevert(error: unknown): unknown {
   }
 }
 
+/** The settle lost its claim before sending (its lease lapsed and another settle took it over). */
+class ClaimTakenOverError extends Error {}

@@ -70,6 +70,7 @@ export interface X402ServiceDeps {
 
 export { NO_MATCH } from './charge.js';
 const PENDING = 'settlement_pending';
+const NONCE_USED = 'invalid_exact_evm_nonce_already_used';
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
 export class X402Service {
@@ -203,6 +204,15 @@ export class X402Service {
     }
     if (!response.success && response.errorReason === PENDING) {
       return { kind: 'unknown', transaction: response.transaction || null, message: response.errorMessage ?? 'settlement pending' };
+    }
+    if (!response.success && response.errorReason === NONCE_USED && response.transaction && record !== undefined && this.deps.records) {
+      // "Used, in this transaction": if that transaction paid exactly this authorization and its transfer is
+      // free or already this record's, it is this record's payment (an answer our own settle lost to a
+      // takeover or a crash); a transfer another settle holds stays refused.
+      if (await this.#claimTransfer(record, paid, requirements, response)) {
+        const settled: SettleResponse = { success: true, transaction: response.transaction, network: requirements.network, payer: response.payer };
+        return { kind: 'settled', transaction: response.transaction, payer: response.payer ?? '', response: settled };
+      }
     }
     if (!response.success && ownEarlierAttempt) {
       // A refusal after our own unanswered attempt (e.g. "nonce already used" from a facilitator
