@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config, OriginName, Role } from './config.js';
 import type { ChainService } from './chain/service.js';
-import { PaymentUses } from './chain/payment-uses.js';
 import { Authenticator } from './platform/auth/authenticator.js';
 import { createIdentityVerifier, DevIdentityIssuer } from './platform/auth/identity.js';
 import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
@@ -51,8 +50,6 @@ export interface AppContext {
   roles: readonly Role[];
   /** The chain: network, asset, read client, relayer key, the devchain in embedded mode. */
   chain: ChainService;
-  /** Which transfer bought which service: every grant from a chain-confirmed payment claims its transfer here first. */
-  paymentUses: PaymentUses;
   /** The x402 resource-server wiring every paid endpoint uses. */
   x402: X402Parts['x402'];
   /** This process's facilitator engine (null when no relayer key is configured). */
@@ -113,7 +110,6 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     metrics,
     services: {} as Services,
     db: database.db,
-    paymentUses: new PaymentUses(database.db),
     hasher,
     auth,
     devIdentity,

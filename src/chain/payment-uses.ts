@@ -43,6 +43,16 @@ export class PaymentUses {
     return (await this.holder(row, db)) === claimant;
   }
 
+  /** Whether `claimant` holds a transfer of this transaction (the primary key's prefix: no chain read needed). */
+  async heldIn(network: string, transactionHash: string, claimant: string): Promise<boolean> {
+    const rows = await this.db
+      .select({ logIndex: chainPaymentUses.logIndex })
+      .from(chainPaymentUses)
+      .where(and(eq(chainPaymentUses.network, network), eq(chainPaymentUses.transactionHash, transactionHash.toLowerCase()), eq(chainPaymentUses.claimant, claimant)))
+      .limit(1);
+    return rows.length === 1;
+  }
+
   /** Who holds the payment, or null while nobody does. */
   async holder(use: Pick<PaymentUse, 'network' | 'transactionHash' | 'logIndex'>, db: Executor = this.db): Promise<string | null> {
     const rows = await db

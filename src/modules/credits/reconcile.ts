@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOutcome, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { CreditsStore, TopUpRow } from './store.js';
 import type { TopUpService } from './top-up.js';
@@ -46,8 +46,7 @@ export class TopUpReconciler {
     if (outcome.kind === 'dead') return this.store.markTopUpFailed(topUp.id, 'authorization_expired', this.ctx.clock.now());
     if (outcome.kind === 'spent') return this.store.markTopUpFailed(topUp.id, 'settlement_mismatch', this.ctx.clock.now());
     // The transfer already bought something else (the facilitator's success for a copy): no credit from it.
-    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(topUp.id, topUp.nonce))))) return this.store.markTopUpFailed(topUp.id, 'payment_already_used', this.ctx.clock.now());
+    if (!(await this.ctx.x402.claimPayment(settlementRecordOf(topUp.id, topUp.nonce), expected, outcome))) return this.store.markTopUpFailed(topUp.id, 'payment_already_used', this.ctx.clock.now());
     await this.topUps.creditSettled(topUp, outcome.transactionHash);
     return true;
   }

@@ -1,5 +1,5 @@
 import { getBlock } from 'viem/actions';
-import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js';
+import { authorizationOutcome } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
 import type { PaymentChain, PaymentRail } from './payments.js';
@@ -52,7 +52,6 @@ export function paymentChainOf(ctx: AppContext): PaymentChain {
       const block = await getBlock(client, { blockNumber: outcome.blockNumber });
       return { kind: 'paid', transactionHash: outcome.transactionHash.toLowerCase(), logIndex: outcome.logIndex, blockTimestamp: Number(block.timestamp) };
     },
-    claim: (authorization, transactionHash, logIndex, record) =>
-      ctx.paymentUses.claim(paymentUseOf(authorization.network, authorization, transactionHash, logIndex), ctx.x402.claimantOf(record)),
+    claim: (authorization, transactionHash, logIndex, record) => ctx.x402.claimPayment(record, authorization, { transactionHash, logIndex }),
   };
 }

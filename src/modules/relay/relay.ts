@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { getAddress, type Hex } from 'viem';
-import { authorizationOutcome, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
@@ -176,8 +176,7 @@ export class RelayService {
     };
     const outcome = await authorizationOutcome(this.ctx.chain.publicClient, expected, BigInt(payment.authorization.validBefore), LOOKBACK_BLOCKS, 0);
     if (outcome.kind !== 'paid') return null;
-    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(record.id, payment.authorization.nonce))))) return null;
+    if (!(await this.ctx.x402.claimPayment(settlementRecordOf(record.id, payment.authorization.nonce), expected, outcome))) return null;
     return { httpStatus: 200, answer: this.success(payment, outcome.transactionHash) };
   }
 

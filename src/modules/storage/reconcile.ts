@@ -2,7 +2,7 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
-import { authorizationOutcome, checkPaymentTransaction, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
+import { authorizationOutcome, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
 import { storageErrors } from './errors.js';
 import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
 
@@ -74,8 +74,7 @@ export class StorageReconciler {
 
   /** One transfer buys one thing: this order takes it unless something else (a copy's settle) already has. */
   private claimTransfer(order: OrderRow, hash: string, logIndex: number): Promise<boolean> {
-    const use = paymentUseOf(this.ctx.chain.network, expectedOf(order), hash, logIndex);
-    return this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(order.id, order.authorizationNonce ?? '')));
+    return this.ctx.x402.claimPayment(settlementRecordOf(order.id, order.authorizationNonce ?? ''), expectedOf(order), { transactionHash: hash, logIndex });
   }
 
   private async markPaid(order: OrderRow, hash: string): Promise<void> {

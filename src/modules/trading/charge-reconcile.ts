@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js';
+import { authorizationOutcome } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
 
@@ -44,8 +44,7 @@ export class ChargeReconciler {
     if (outcome.kind === 'dead') return this.store.finish(charge.id, { status: 'failed', reason: 'authorization_expired' }, now);
     if (outcome.kind === 'spent') return this.store.finish(charge.id, { status: 'failed', reason: 'settlement_mismatch' }, now);
     // The transfer already bought something else (the facilitator's success for a copy): not this charge's.
-    const use = paymentUseOf(this.ctx.chain.network, expected, outcome.transactionHash, outcome.logIndex);
-    if (!(await this.ctx.paymentUses.claim(use, this.ctx.x402.claimantOf(settlementRecordOf(charge.id, charge.nonce))))) return this.store.finish(charge.id, { status: 'failed', reason: 'payment_already_used' }, now);
+    if (!(await this.ctx.x402.claimPayment(settlementRecordOf(charge.id, charge.nonce), expected, outcome))) return this.store.finish(charge.id, { status: 'failed', reason: 'payment_already_used' }, now);
     return this.store.finish(charge.id, { status: 'settled', transactionHash: outcome.transactionHash.toLowerCase() }, now);
   }
 }

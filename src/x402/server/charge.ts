@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { FastifyRequest } from 'fastify';
 import { getAddress, type PublicClient } from 'viem';
-import { authorizationOutcome, paymentUseOf } from '../../chain/payment-check.js';
+import { authorizationOutcome } from '../../chain/payment-check.js';
 import type { PaymentUses } from '../../chain/payment-uses.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { paymentIdOf } from '../facilitator/payment-id.js';
@@ -98,8 +98,7 @@ async function settleRecorded(
     const expected = { asset: purchase.key.asset, payer: purchase.key.payer, nonce: purchase.key.nonce, payTo: purchase.payTo, amount: purchase.amount };
     const outcome = await authorizationOutcome(deps.client, expected, purchase.validBefore, LOOKBACK_BLOCKS, 0);
     if (outcome.kind === 'paid') {
-      const ours = await deps.uses.claim(paymentUseOf(purchase.key.network, expected, outcome.transactionHash, outcome.logIndex), x402.claimantOf(record));
-      if (!ours) return refuse(Reason.nonceAlreadyUsed);
+      if (!(await x402.claimPayment(record, expected, outcome))) return refuse(Reason.nonceAlreadyUsed);
       return served(deps, row, purchase, payload, requirements, { success: true, transaction: outcome.transactionHash, network: requirements.network, payer: purchase.key.payer });
     }
     if (outcome.kind === 'spent') return refuse(Reason.nonceAlreadyUsed);

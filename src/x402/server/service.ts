@@ -7,7 +7,7 @@ import { deepEqual } from '@x402/core/utils';
 import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getAddress, type Hex } from 'viem';
-import { judgePayment, paymentUseOf } from '../../chain/payment-check.js';
+import { judgePayment, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AssetInfo } from '../../chain/registry.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { settleClaimant } from '../settlement-claimant.js';
@@ -239,13 +239,15 @@ export class X402Service {
    */
   async #claimTransfer(record: string, paid: PaymentPayload, requirements: PaymentRequirements, response: SettleResponse): Promise<boolean> {
     const { client, uses } = this.deps.records!;
+    // Our own facilitator claimed it under this record's name when it answered: one read, no chain call.
+    if (await uses.heldIn(this.deps.network, response.transaction, settleClaimant(this.paymentIdOf(record)))) return true;
     const auth = (paid.payload as { authorization?: { from?: string; nonce?: string } }).authorization;
     if (!auth?.from || !auth.nonce) return false;
     const expected = { asset: requirements.asset, payer: auth.from, nonce: auth.nonce, payTo: requirements.payTo, amount: requirements.amount };
     try {
       const receipt = await client.getTransactionReceipt({ hash: response.transaction as Hex });
       const judgment = judgePayment(receipt, expected);
-      return judgment.kind === 'paid' && (await uses.claim(paymentUseOf(requirements.network, expected, response.transaction, judgment.logIndex), this.claimantOf(record)));
+      return judgment.kind === 'paid' && (await this.claimPayment(record, expected, { transactionHash: response.transaction, logIndex: judgment.logIndex }));
     } catch {
       return false;
     }
@@ -260,12 +262,13 @@ export class X402Service {
   }
 
   /**
-   * Who holds a transfer that paid `record` (chain_payment_uses): the same name our facilitator's success
-   * to that record's settle claims, so a reconciler granting `record` from the chain takes the transfer
-   * only if no copy of the payload took the success first.
+   * Takes a transfer that paid `record` for it (chain_payment_uses), under the same name our facilitator's
+   * success to that record's settle claims: true when it is (now or already) the record's, false when a copy
+   * of the payload took the success first or something else holds it. Every grant from the chain calls this.
    */
-  claimantOf(record: string): string {
-    return settleClaimant(this.paymentIdOf(record));
+  claimPayment(record: string, expected: ExpectedPayment, paid: { transactionHash: string; logIndex: number }): Promise<boolean> {
+    if (!this.deps.records) throw new Error('claimPayment() needs the payment records (X402ServiceDeps.records)');
+    return this.deps.records.uses.claim(paymentUseOf(this.deps.network, expected, paid.transactionHash, paid.logIndex), settleClaimant(this.paymentIdOf(record)));
   }
 
   /**
