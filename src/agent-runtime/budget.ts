@@ -1,43 +1,65 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Usage } from './models.js';
+
+interface Day {
+  day: string;
+  tokens: number;
+}
+
+const today = (now = new Date()) => now.toISOString().slice(0, 10);
 
 /**
- * The agent's daily token budget, in front of every model call the runtime makes (chats, and any call of its
- * own such as a heartbeat): a call starts only while today's tokens (input + output, UTC day) are under the
- * budget, and its usage is counted when it answers, so a call can pass the budget by at most its own size
- * (its output is capped by max_tokens). Kept on the volume, so a restart does not reset the day.
+ * The agent's daily token budget, in front of every model call the runtime makes. A call is admitted only
+ * when today's use, what calls in flight have reserved and its own estimate (an upper bound: a byte per
+ * token plus its output cap) all fit the budget; its reservation is trued up to the usage it reports. This
+ * process is the only one that spends the agent's budget and JavaScript runs one admission at a time, so
+ * parallel sessions can never pass it together. Use is kept on the volume: a restart does not reset the day.
  */
 export class TokenBudget {
   #dailyTokens: number;
+  #reserved = 0;
+  #used: Day;
   readonly #file: string;
 
   constructor(dataDir: string, dailyTokens: number) {
     this.#file = path.join(dataDir, 'usage.json');
     this.#dailyTokens = dailyTokens;
+    this.#used = fs.existsSync(this.#file) ? (JSON.parse(fs.readFileSync(this.#file, 'utf8')) as Day) : { day: today(), tokens: 0 };
   }
 
   set dailyTokens(value: number) {
     this.#dailyTokens = value;
   }
 
-  /** Today's standing: used, the budget, and when the day resets. */
-  status(now = new Date()) {
-    const day = now.toISOString().slice(0, 10);
-    const saved = fs.existsSync(this.#file) ? (JSON.parse(fs.readFileSync(this.#file, 'utf8')) as { day: string; tokens: number }) : null;
-    const usedToday = saved?.day === day ? saved.tokens : 0;
-    const resetsAt = new Date(`${day}T00:00:00.000Z`);
-    resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
-    return { dailyTokens: this.#dailyTokens, usedToday, resetsAt: resetsAt.toISOString() };
+  #usedToday(): number {
+    return this.#used.day === today() ? this.#used.tokens : 0;
   }
 
-  /** Runs a model call if the budget allows it; null (and no call) when today's budget is spent. */
-  async spend<T extends { usage: { inputTokens: number; outputTokens: number } }>(call: () => Promise<T>): Promise<T | null> {
-    if (this.status().usedToday >= this.#dailyTokens) return null;
-    const result = await call();
-    const { usedToday } = this.status();
-    const day = new Date().toISOString().slice(0, 10);
-    fs.writeFileSync(`${this.#file}.tmp`, JSON.stringify({ day, tokens: usedToday + result.usage.inputTokens + result.usage.outputTokens }));
-    fs.renameSync(`${this.#file}.tmp`, this.#file);
+  /** Today's standing: used, reserved by calls in flight, the budget, and when the day resets. */
+  status(now = new Date()) {
+    const resetsAt = new Date(`${today(now)}T00:00:00.000Z`);
+    resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
+    return { dailyTokens: this.#dailyTokens, usedToday: this.#usedToday(), reserved: this.#reserved, resetsAt: resetsAt.toISOString() };
+  }
+
+  /** Runs a model call if its estimate fits what is left; null (and no call) otherwise. A failed call counts nothing. */
+  gate = async <T extends { usage: Usage }>(estimate: number, call: () => Promise<T>): Promise<T | null> => {
+    if (this.#usedToday() + this.#reserved + estimate > this.#dailyTokens) return null;
+    this.#reserved += estimate;
+    let result: T;
+    try {
+      result = await call();
+    } finally {
+      this.#reserved -= estimate;
+    }
+    this.#record(result.usage.inputTokens + result.usage.outputTokens);
     return result;
+  };
+
+  #record(tokens: number): void {
+    this.#used = { day: today(), tokens: this.#usedToday() + tokens };
+    fs.writeFileSync(`${this.#file}.tmp`, JSON.stringify(this.#used));
+    fs.renameSync(`${this.#file}.tmp`, this.#file);
   }
 }

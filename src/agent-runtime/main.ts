@@ -1,6 +1,7 @@
 // The agent runtime: one process per hosted agent, with its own port and data directory (its volume).
 // Started by a runtime provider (src/modules/agents/local-provider.ts runs it on this machine); it
 // imports nothing from the service. Every route but /health needs the bearer token it was started with.
+// It keeps no conversation: the service sends each turn's transcript and stores what the turn adds.
 //   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any),
 //   AGENT_DAILY_TOKEN_BUDGET, AGENT_SERVICE_URL (runtime_b: where its tool pays)
 import { timingSafeEqual } from 'node:crypto';
@@ -8,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { TokenBudget } from './budget.js';
-import { converse, ProviderError, type ChatMessage, type ProviderCall, type Tool } from './models.js';
+import { converse, ProviderError, type Entry, type ProviderCall, type Sampling, type Tool } from './models.js';
 import { payAndCallTool } from './pay-tool.js';
 
 const env = (name: string): string => {
@@ -30,26 +31,17 @@ const budget = new TokenBudget(dataDir, Number(env('AGENT_DAILY_TOKEN_BUDGET')))
 // runtime_a is a chat assistant; runtime_b also has a tool: paying for x402 resources from its own wallet.
 const tools: Tool[] = agentType === 'runtime_b' ? [payAndCallTool(env('AGENT_SERVICE_URL'), agentId, token.toString())] : [];
 
-/** Today's token budget is spent: no model call until the UTC day turns. */
+/** Today's token budget cannot cover the next model call: none is made. */
 class BudgetExhausted extends Error {}
 
-interface RuntimeConfig {
-  id: string;
-  instanceId: string;
-  createdAt: string;
-  updatedAt: string;
-  models: string[] | null;
-  botSettings: Record<string, unknown> | null;
-}
-
-/** The runtime's configuration lives on its volume: a redeploy on the same volume keeps it (and its id). */
-function loadConfig(): RuntimeConfig {
+/** The runtime's record on its volume: a redeploy on the same volume keeps it (and its id). */
+function loadConfig() {
   const file = path.join(dataDir, 'config.json');
   const now = new Date().toISOString();
-  const existing = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeConfig) : null;
-  const config: RuntimeConfig = existing
+  const existing = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { id: string; createdAt: string; instanceId: string; updatedAt: string }) : null;
+  const config = existing
     ? { ...existing, instanceId, updatedAt: existing.instanceId === instanceId ? existing.updatedAt : now }
-    : { id: crypto.randomUUID(), instanceId, createdAt: now, updatedAt: now, models: null, botSettings: null };
+    : { id: crypto.randomUUID(), instanceId, createdAt: now, updatedAt: now };
   fs.mkdirSync(dataDir, { recursive: true });
   const temporary = `${file}.${process.pid}`;
   fs.writeFileSync(temporary, JSON.stringify(config, null, 2));
@@ -67,39 +59,54 @@ function authorized(request: http.IncomingMessage): boolean {
 const send = (response: http.ServerResponse, status: number, body: unknown) =>
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
-/** Each session's history is one JSON file on the volume, named by the session's hex (any 1–100 chars are safe). */
-const sessionFile = (session: string) => path.join(dataDir, 'sessions', `${Buffer.from(session).toString('hex')}.json`);
+/** A turn runs at most this long (the service waits as long, plus a margin): its model and tool calls are aborted then. */
+const TURN_TIMEOUT_MS = 5 * 60_000;
 
-function history(session: string): ChatMessage[] {
-  const file = sessionFile(session);
-  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as ChatMessage[]) : [];
+interface ChatRequest {
+  /** The session as the service keeps it, already trimmed to the model's context, with the new messages last. */
+  transcript: Entry[];
+  provider: ProviderCall;
+  sampling: Sampling;
 }
 
-function saveHistory(session: string, messages: ChatMessage[]): void {
-  const file = sessionFile(session);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(messages));
-  fs.renameSync(`${file}.tmp`, file);
+/** One turn: the model's answer to the transcript, its tool rounds run; null when the token budget refused a call. */
+async function turn(body: ChatRequest, onDelta?: (text: string) => void) {
+  const outcome = await converse({ ...body, tools, gate: budget.gate, onDelta, signal: AbortSignal.timeout(TURN_TIMEOUT_MS) });
+  if (!outcome) throw new BudgetExhausted();
+  return outcome;
 }
 
-// One chat at a time per session: the history is read, extended and written as a whole.
-const sessionQueues = new Map<string, Promise<unknown>>();
-function inSession<T>(session: string, fn: () => Promise<T>): Promise<T> {
-  const run = (sessionQueues.get(session) ?? Promise.resolve()).then(fn, fn);
-  sessionQueues.set(session, run.catch(() => undefined));
-  return run;
+/** What a failed turn answers: the provider's failure, the budget, or nothing of ours (internal text stays in the log). */
+function failure(error: unknown): { status: number; body: Record<string, unknown> } {
+  if (error instanceof ProviderError) return { status: 502, body: { error: error.message, providerStatus: error.status } };
+  if (error instanceof BudgetExhausted) return { status: 429, body: { error: "today's token budget cannot cover this call", ...budget.status() } };
+  console.error(`agent runtime: turn failed: ${(error as Error).stack ?? String(error)}`);
+  return { status: 500, body: { error: 'internal error' } };
 }
 
-/** The service sends the conversation's new messages and the provider to use; the history is the runtime's. */
-async function chat(body: { session: string; messages: ChatMessage[]; provider: ProviderCall }) {
-  return inSession(body.session, async () => {
-    const messages = [...history(body.session), ...body.messages];
-    const reply = await converse(body.provider, messages, tools, (call) => budget.spend(call));
-    if (!reply) throw new BudgetExhausted();
-    const message: ChatMessage = { role: 'assistant', content: reply.text };
-    saveHistory(body.session, [...messages, message]);
-    return { message, raw: reply.raw, text: reply.text };
-  });
+/**
+ * A streamed turn: Server-Sent Events from the first text on (`delta` `{text}`, then `done` with the turn or
+ * `error` with its failure). Until then nothing is written, so a turn refused before any text (the budget, the
+ * provider) answers its plain status.
+ */
+async function streamTurn(body: ChatRequest, response: http.ServerResponse): Promise<void> {
+  const event = (name: string, data: unknown) => response.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+  const open = () => {
+    if (!response.headersSent) response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  };
+  try {
+    const outcome = await turn(body, (text) => {
+      open();
+      event('delta', { text });
+    });
+    open();
+    event('done', outcome);
+  } catch (error) {
+    const { status, body: answer } = failure(error);
+    if (!response.headersSent) return void send(response, status, answer);
+    event('error', { status, ...answer });
+  }
+  response.end();
 }
 
 async function readJson(request: http.IncomingMessage): Promise<unknown> {
@@ -113,9 +120,13 @@ const server = http.createServer(async (request, response) => {
   if (request.method === 'GET' && url.pathname === '/health') return send(response, 200, { ok: true, agentId, type: agentType, instanceId });
   if (!authorized(request)) return send(response, 401, { error: 'unauthorized' });
   try {
-    if (request.method === 'GET' && url.pathname === '/config') return send(response, 200, config);
-    if (request.method === 'GET' && url.pathname === '/history') return send(response, 200, { messages: history(url.searchParams.get('session') ?? 'main'), raw: null });
-    if (request.method === 'POST' && url.pathname === '/chat') return send(response, 200, await chat((await readJson(request)) as Parameters<typeof chat>[0]));
+    // The supervisor's probe: this runtime answers with the token the service holds, as the instance it expects.
+    if (request.method === 'GET' && url.pathname === '/probe') return send(response, 200, { ok: true, instanceId, volumeId: config.id });
+    if (request.method === 'POST' && url.pathname === '/chat') {
+      const body = (await readJson(request)) as ChatRequest;
+      if ((request.headers.accept ?? '').includes('text/event-stream')) return await streamTurn(body, response);
+      return send(response, 200, await turn(body));
+    }
     if (request.method === 'GET' && url.pathname === '/budget') return send(response, 200, budget.status());
     if (request.method === 'PUT' && url.pathname === '/budget') {
       budget.dailyTokens = ((await readJson(request)) as { dailyTokens: number }).dailyTokens;
@@ -123,9 +134,8 @@ const server = http.createServer(async (request, response) => {
     }
     return send(response, 404, { error: 'not found' });
   } catch (error) {
-    if (error instanceof ProviderError) return send(response, 502, { error: error.message, providerStatus: error.status });
-    if (error instanceof BudgetExhausted) return send(response, 429, { error: "today's token budget is spent", ...budget.status() });
-    return send(response, 500, { error: (error as Error).message });
+    const { status, body } = failure(error);
+    return send(response, status, body);
   }
 });
 

@@ -1,17 +1,39 @@
 // The three model providers over their real HTTP APIs: OpenAI chat completions, Anthropic messages, and
-// OpenRouter (OpenAI's shape at its own base URL), with tool use in each one's own format. Base URLs come
-// with each call, so operators (and tests) can point them anywhere.
+// OpenRouter (OpenAI's shape at its own base URL), with tool use and streaming in each one's own format.
+// The conversation is kept provider-neutral (Entry[]) and converted for each call, so any provider can
+// continue a conversation another one started. Base URLs come with each call, so operators (and tests) can
+// point them anywhere.
+import { serverSentEvents, type ServerSentEvent } from './sse.js';
 
 export type Role = 'system' | 'user' | 'assistant';
+/** What users send. */
 export interface ChatMessage {
   role: Role;
   content: string;
 }
 
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** The provider-neutral transcript (the service stores it; any provider can continue it). */
+export type Entry =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
 export interface ProviderCall {
   name: 'openai' | 'anthropic' | 'openrouter';
   apiKey: string;
   baseUrl: string;
+  model: string;
+}
+
+export interface Sampling {
+  maxOutputTokens: number;
+  temperature?: number;
 }
 
 export interface Usage {
@@ -27,15 +49,21 @@ export interface Tool {
   run(input: Record<string, unknown>): Promise<string>;
 }
 
-export interface ModelReply {
+/** The budget in front of every model call: reserve `estimate` tokens, run, true up to the call's usage; null: refused (no call made). */
+export type Gate = <T extends { usage: Usage }>(estimate: number, call: () => Promise<T>) => Promise<T | null>;
+
+export interface TurnOutcome {
   text: string;
-  /** The provider's last answer as it came. */
+  /** The provider's last answer in its non-streaming JSON shape (rebuilt from the stream when streamed). */
   raw: unknown;
+  /** What this turn added to the transcript: tool rounds (assistant + tool entries), then the answer. */
+  entries: Entry[];
+  /** All of the turn's model calls together. */
+  usage: Usage;
 }
 
 /** Default model per provider (documented in docs/agents.md). */
 export const DEFAULT_MODELS = { openai: 'gpt-4o-mini', anthropic: 'claude-3-5-haiku-latest', openrouter: 'openai/gpt-4o-mini' } as const;
-const MAX_OUTPUT_TOKENS = 1024;
 const MAX_TOOL_ROUNDS = 4;
 const TIMEOUT_MS = 60_000;
 
@@ -48,134 +76,285 @@ export class ProviderError extends Error {
   }
 }
 
-/** One model call's outcome, in the provider's own message format for the next round. */
-interface Turn {
+/**
+ * An upper bound of a call's tokens, for the budget to reserve: the request's UTF-8 bytes (byte-level BPE
+ * never makes more tokens than bytes) plus all the output it may write.
+ */
+export function estimateTokens(body: unknown, maxOutputTokens: number): number {
+  return Buffer.byteLength(JSON.stringify(body)) + maxOutputTokens;
+}
+
+/** One model call's answer. */
+interface Round {
   text: string;
-  calls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
-  /** The messages that record this answer and the tools' results, for the next round. */
-  followUp(results: string[]): unknown[];
+  calls: ToolCall[];
   raw: unknown;
   usage: Usage;
 }
 
+/** One provider protocol. `collect` rebuilds the non-streaming answer from the stream, so `parse` reads both. */
 interface Wire {
   url(provider: ProviderCall): string;
   headers(provider: ProviderCall): Record<string, string>;
-  body(messages: ChatMessage[], history: unknown[], tools: Tool[]): unknown;
-  parse(raw: any): Turn; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body(provider: ProviderCall, transcript: Entry[], tools: Tool[], sampling: Sampling, stream: boolean): Record<string, unknown>;
+  collect(events: AsyncIterable<ServerSentEvent>, onDelta: (text: string) => void): Promise<unknown>;
+  parse(raw: any): Round; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-const openAiWire = (model: string): Wire => ({
+// A 2xx answer we cannot use carries 200, as it always has: the provider answered, but not as its API says.
+const unusable = (message: string) => new ProviderError(message, 200);
+const brokenOff = () => unusable("the model provider's answer broke off before its end");
+const temperatureOf = (sampling: Sampling) => (sampling.temperature === undefined ? {} : { temperature: sampling.temperature });
+
+const openAiWire: Wire = {
   url: (provider) => `${provider.baseUrl}/chat/completions`,
   headers: (provider) => ({ authorization: `Bearer ${provider.apiKey}`, ...(provider.name === 'openrouter' ? { 'x-title': 'Tollgate agent' } : {}) }),
-  body: (messages, history, tools) => ({
-    model,
-    messages: [...messages, ...history],
-    max_tokens: MAX_OUTPUT_TOKENS,
+  body: (provider, transcript, tools, sampling, stream) => ({
+    model: provider.model,
+    messages: transcript.map((entry) => {
+      if (entry.role === 'tool') return { role: 'tool', tool_call_id: entry.toolCallId, content: entry.content };
+      if (entry.role === 'assistant' && entry.toolCalls?.length) {
+        const toolCalls = entry.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } }));
+        return { role: 'assistant', content: entry.content, tool_calls: toolCalls };
+      }
+      return { role: entry.role, content: entry.content };
+    }),
+    max_tokens: sampling.maxOutputTokens,
+    ...temperatureOf(sampling),
     ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   }),
+  async collect(events, onDelta) {
+    let id = '';
+    let model = '';
+    let content = '';
+    let finishReason: string | null = null;
+    let usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    // Tool calls come in fragments by index: the first names the call, the rest add to its arguments.
+    const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+    for await (const { data } of events) {
+      if (data === '[DONE]') {
+        const message = { role: 'assistant', content: toolCalls.length && !content ? null : content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+        return { id, object: 'chat.completion', model, choices: [{ index: 0, message, finish_reason: finishReason }], usage };
+      }
+      const chunk = parseJson(data);
+      if (chunk.error) throw unusable(`the model provider answered with an error: ${data.slice(0, 300)}`);
+      id ||= chunk.id ?? '';
+      model ||= chunk.model ?? '';
+      if (chunk.usage) usage = { prompt_tokens: chunk.usage.prompt_tokens ?? 0, completion_tokens: chunk.usage.completion_tokens ?? 0, total_tokens: chunk.usage.total_tokens ?? 0 };
+      const choice = chunk.choices?.[0];
+      if (!choice) continue;
+      finishReason = choice.finish_reason ?? finishReason;
+      if (typeof choice.delta?.content === 'string' && choice.delta.content) {
+        content += choice.delta.content;
+        onDelta(choice.delta.content);
+      }
+      for (const fragment of choice.delta?.tool_calls ?? []) {
+        const call = (toolCalls[fragment.index ?? 0] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+        call.id ||= fragment.id ?? '';
+        call.function.name ||= fragment.function?.name ?? '';
+        call.function.arguments += fragment.function?.arguments ?? '';
+      }
+    }
+    throw brokenOff();
+  },
   parse(raw) {
     const message = raw?.choices?.[0]?.message;
-    if (!message) throw new ProviderError('the model provider answered without a message', 200);
-    const calls = (message.tool_calls ?? []).map((call: { id: string; function: { name: string; arguments: string } }) => ({
+    if (!message) throw unusable('the model provider answered without a message');
+    const calls: ToolCall[] = (message.tool_calls ?? []).map((call: { id: string; function: { name: string; arguments: string } }) => ({
       id: call.id,
       name: call.function.name,
-      input: safeJson(call.function.arguments),
+      input: objectOf(call.function.arguments),
     }));
-    if (calls.length === 0 && typeof message.content !== 'string') throw new ProviderError('the model provider answered without text', 200);
-    return {
-      text: message.content ?? '',
-      calls,
-      followUp: (results) => [message, ...calls.map((call: { id: string }, i: number) => ({ role: 'tool', tool_call_id: call.id, content: results[i] }))],
-      raw,
-      usage: { inputTokens: raw.usage?.prompt_tokens ?? 0, outputTokens: raw.usage?.completion_tokens ?? 0 },
-    };
+    if (calls.length === 0 && typeof message.content !== 'string') throw unusable('the model provider answered without text');
+    return { text: message.content ?? '', calls, raw, usage: { inputTokens: raw.usage?.prompt_tokens ?? 0, outputTokens: raw.usage?.completion_tokens ?? 0 } };
   },
-});
+};
 
-/** Anthropic takes the system prompt apart, needs max_tokens and its API version header. */
+/** Anthropic takes the system prompt apart, tool calls and results as content blocks, and its API version header. */
 const anthropicWire: Wire = {
   url: (provider) => `${provider.baseUrl}/messages`,
   headers: (provider) => ({ 'x-api-key': provider.apiKey, 'anthropic-version': '2023-06-01' }),
-  body(messages, history, tools) {
-    const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  body(provider, transcript, tools, sampling, stream) {
+    const system = transcript.flatMap((entry) => (entry.role === 'system' ? [entry.content] : [])).join('\n\n');
+    const messages: Array<{ role: 'user' | 'assistant'; content: unknown }> = [];
+    // Tool results answer the assistant message before them, all in one user message.
+    let results: unknown[] | null = null;
+    for (const entry of transcript) {
+      if (entry.role === 'tool') {
+        if (!results) messages.push({ role: 'user', content: (results = []) });
+        results.push({ type: 'tool_result', tool_use_id: entry.toolCallId, content: entry.content });
+        continue;
+      }
+      results = null;
+      if (entry.role === 'system') continue;
+      if (entry.role === 'assistant' && entry.toolCalls?.length) {
+        const uses = entry.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input }));
+        messages.push({ role: 'assistant', content: [...(entry.content ? [{ type: 'text', text: entry.content }] : []), ...uses] });
+      } else messages.push({ role: entry.role, content: entry.content });
+    }
     return {
-      model: DEFAULT_MODELS.anthropic,
-      max_tokens: MAX_OUTPUT_TOKENS,
+      model: provider.model,
+      max_tokens: sampling.maxOutputTokens,
+      ...temperatureOf(sampling),
       ...(system ? { system } : {}),
-      messages: [...messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content })), ...history],
+      messages,
       ...(tools.length ? { tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) } : {}),
+      ...(stream ? { stream: true } : {}),
     };
+  },
+  async collect(events, onDelta) {
+    let message: { id: string; model: string; stop_reason: string | null; usage: { input_tokens: number; output_tokens: number } } | null = null;
+    const blocks: Array<Record<string, any>> = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const inputJson: string[] = [];
+    for await (const { event, data } of events) {
+      if (event === 'ping') continue;
+      if (event === 'error') throw unusable(`the model provider answered with an error: ${data.slice(0, 300)}`);
+      const payload = parseJson(data);
+      if (event === 'message_start') {
+        const start = payload.message ?? {};
+        message = { id: start.id ?? '', model: start.model ?? '', stop_reason: null, usage: { input_tokens: start.usage?.input_tokens ?? 0, output_tokens: start.usage?.output_tokens ?? 0 } };
+      } else if (event === 'content_block_start') {
+        blocks[payload.index] = { ...payload.content_block };
+        inputJson[payload.index] = '';
+      } else if (event === 'content_block_delta') {
+        const block = blocks[payload.index];
+        if (!block) throw unusable('the model provider streamed a delta of a block it never started');
+        if (payload.delta?.type === 'text_delta') {
+          block.text = (block.text ?? '') + payload.delta.text;
+          onDelta(payload.delta.text);
+        } else if (payload.delta?.type === 'input_json_delta') inputJson[payload.index] += payload.delta.partial_json;
+      } else if (event === 'content_block_stop') {
+        const block = blocks[payload.index];
+        if (block?.type === 'tool_use' && inputJson[payload.index]) block.input = objectOf(inputJson[payload.index]!);
+      } else if (event === 'message_delta') {
+        if (!message) throw brokenOff();
+        message.stop_reason = payload.delta?.stop_reason ?? message.stop_reason;
+        // output_tokens in message_delta is the running total, not an increment.
+        message.usage.output_tokens = payload.usage?.output_tokens ?? message.usage.output_tokens;
+      } else if (event === 'message_stop') {
+        if (!message) throw brokenOff();
+        return { id: message.id, type: 'message', role: 'assistant', model: message.model, content: blocks.filter(Boolean), stop_reason: message.stop_reason, usage: message.usage };
+      }
+    }
+    throw brokenOff();
   },
   parse(raw) {
     const content: Array<{ type: string; text?: string; id?: string; name?: string; input?: Record<string, unknown> }> = raw?.content ?? [];
     const text = content.filter((part) => part.type === 'text').map((part) => part.text ?? '').join('');
     const calls = content.filter((part) => part.type === 'tool_use').map((part) => ({ id: part.id!, name: part.name!, input: part.input ?? {} }));
-    if (!text && calls.length === 0) throw new ProviderError('the model provider answered without text', 200);
-    return {
-      text,
-      calls,
-      followUp: (results) => [
-        { role: 'assistant', content },
-        { role: 'user', content: calls.map((call, i) => ({ type: 'tool_result', tool_use_id: call.id, content: results[i] })) },
-      ],
-      raw,
-      usage: { inputTokens: raw.usage?.input_tokens ?? 0, outputTokens: raw.usage?.output_tokens ?? 0 },
-    };
+    if (!text && calls.length === 0) throw unusable('the model provider answered without text');
+    return { text, calls, raw, usage: { inputTokens: raw.usage?.input_tokens ?? 0, outputTokens: raw.usage?.output_tokens ?? 0 } };
   },
 };
 
-const wireOf = (provider: ProviderCall): Wire => (provider.name === 'anthropic' ? anthropicWire : openAiWire(DEFAULT_MODELS[provider.name]));
-
 /**
- * A conversation turn: the model's answer to `messages`, running the tools it calls (at most a few rounds)
- * until it answers in text. Every model call goes through `gate` (the token budget); null from the gate
- * ends the turn with null.
+ * A conversation turn: the model's answer to `transcript`, running the tools it calls (at most a few rounds,
+ * the last one offering none) until it answers in text. Every model call goes through `gate` (the token
+ * budget) with an upper bound of its tokens; null from the gate ends the turn with null. With `onDelta`,
+ * each call streams and its text reaches `onDelta` as it arrives.
  */
-export async function converse(
-  provider: ProviderCall,
-  messages: ChatMessage[],
-  tools: Tool[],
-  gate: (call: () => Promise<Turn>) => Promise<Turn | null>,
-): Promise<ModelReply | null> {
-  const wire = wireOf(provider);
-  const history: unknown[] = [];
+export async function converse(options: {
+  provider: ProviderCall;
+  transcript: Entry[];
+  tools: Tool[];
+  sampling: Sampling;
+  gate: Gate;
+  onDelta?: (text: string) => void;
+  /** The turn's deadline: aborts the provider call in flight. */
+  signal?: AbortSignal;
+}): Promise<TurnOutcome | null> {
+  const { provider, transcript, tools, sampling, gate, onDelta, signal } = options;
+  const wire = provider.name === 'anthropic' ? anthropicWire : openAiWire;
+  const entries: Entry[] = [];
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   for (let round = 0; ; round += 1) {
     const offered = round < MAX_TOOL_ROUNDS ? tools : [];
-    const turn = await gate(async () => wire.parse(await post(wire.url(provider), wire.headers(provider), wire.body(messages, history, offered))));
-    if (!turn) return null;
-    if (turn.calls.length === 0) return { text: turn.text, raw: turn.raw };
-    const results = await Promise.all(
-      turn.calls.map(async (call) => {
-        const tool = tools.find((t) => t.name === call.name);
-        if (!tool) return JSON.stringify({ error: `no tool named ${call.name}` });
-        return tool.run(call.input).catch((error: unknown) => JSON.stringify({ error: (error as Error).message }));
-      }),
+    const body = wire.body(provider, [...transcript, ...entries], offered, sampling, Boolean(onDelta));
+    const answer = await gate(estimateTokens(body, sampling.maxOutputTokens), () => call(wire, provider, body, onDelta, signal));
+    if (!answer) return null;
+    usage.inputTokens += answer.usage.inputTokens;
+    usage.outputTokens += answer.usage.outputTokens;
+    // Calls to tools it was not offered (the last round) cannot be run: the text is the answer.
+    if (answer.calls.length === 0 || offered.length === 0) {
+      entries.push({ role: 'assistant', content: answer.text });
+      return { text: answer.text, raw: answer.raw, entries, usage };
+    }
+    const results = await Promise.all(answer.calls.map((toolCall) => runTool(tools, toolCall)));
+    entries.push(
+      { role: 'assistant', content: answer.text, toolCalls: answer.calls },
+      ...answer.calls.map((toolCall, i): Entry => ({ role: 'tool', toolCallId: toolCall.id, name: toolCall.name, content: results[i]! })),
     );
-    history.push(...turn.followUp(results));
   }
 }
 
-async function post(url: string, headers: Record<string, string>, body: unknown): Promise<unknown> {
+/** A tool's failure is the model's to read, not the turn's end. */
+async function runTool(tools: Tool[], toolCall: ToolCall): Promise<string> {
+  const tool = tools.find((t) => t.name === toolCall.name);
+  if (!tool) return JSON.stringify({ error: `no tool named ${toolCall.name}` });
+  try {
+    return await tool.run(toolCall.input);
+  } catch (error) {
+    return JSON.stringify({ error: (error as Error).message });
+  }
+}
+
+/**
+ * One model call, under its own timeout and the turn's deadline (a stream's whole length counts). Only the
+ * provider's own words reach the message: our network errors would tell the user our addresses and stack.
+ */
+async function call(wire: Wire, provider: ProviderCall, body: unknown, onDelta: ((text: string) => void) | undefined, signal: AbortSignal | undefined): Promise<Round> {
+  const deadline = AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), ...(signal ? [signal] : [])]);
+  const noAnswer = () => new ProviderError(deadline.aborted ? 'the model provider did not answer in time' : 'the model provider did not answer', null);
   let response: Response;
   try {
-    response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(TIMEOUT_MS) });
-  } catch (error) {
-    throw new ProviderError(`the model provider did not answer: ${(error as Error).message}`, null);
-  }
-  const text = await response.text();
-  if (!response.ok) throw new ProviderError(`the model provider answered ${response.status}: ${text.slice(0, 300)}`, response.status);
-  try {
-    return JSON.parse(text);
+    response = await fetch(wire.url(provider), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...wire.headers(provider) },
+      body: JSON.stringify(body),
+      signal: deadline,
+    });
   } catch {
-    throw new ProviderError('the model provider answered with something that is not JSON', response.status);
+    throw noAnswer();
+  }
+  try {
+    if (!response.ok) {
+      const words = await response.text().catch(() => '');
+      throw new ProviderError(`the model provider answered ${response.status}: ${words.slice(0, 300)}`, response.status);
+    }
+    if (onDelta) return wire.parse(await wire.collect(serverSentEvents(response.body ?? emptyBody()), onDelta));
+    const text = await response.text();
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw new ProviderError('the model provider answered with something that is not JSON', response.status);
+    }
+    return wire.parse(raw);
+  } catch (error) {
+    if (error instanceof ProviderError) throw error;
+    // Reading the answer failed: the deadline passed, or the connection broke mid-way.
+    throw deadline.aborted ? noAnswer() : brokenOff();
   }
 }
 
-function safeJson(text: string): Record<string, unknown> {
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
+
+/** A stream event's JSON; anything else means the stream is not the provider's. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function parseJson(data: string): any {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw unusable('the model provider streamed something that is not JSON');
+  }
+}
+
+/** Tool arguments as the model wrote them; anything but a JSON object is no arguments. */
+function objectOf(text: string): Record<string, unknown> {
   try {
     const value = JSON.parse(text);
-    return value && typeof value === 'object' ? value : {};
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : {};
   } catch {
     return {};
   }

@@ -77,12 +77,12 @@ afterAll(async () => {
 });
 
 describe('agent chat', () => {
-  it("reads the runtime's configuration", async () => {
+  it("reads the agent's configuration", async () => {
     const [listed] = (await call('GET', '/agents')).body.data;
     expect(listed.status).toBe('running');
     const config = await call('GET', `/agents/${agentId}/config`);
     expect(config.status).toBe(200);
-    expect(config.body.data).toEqual({ createdAt: expect.any(String), id: expect.any(String), instanceId: listed.runtimeInstance.id, updatedAt: expect.any(String), models: null, botSettings: null });
+    expect(config.body.data).toEqual({ createdAt: listed.createdAt, id: agentId, instanceId: listed.runtimeInstance.id, updatedAt: expect.any(String), models: null, botSettings: null });
   });
 
   it('needs a provider; keeps keys sealed and lists them masked', async () => {
@@ -97,7 +97,7 @@ describe('agent chat', () => {
     }
   });
 
-  it('chats through OpenAI chat completions, keeping each session apart on the runtime', async () => {
+  it('chats through OpenAI chat completions, keeping each session apart', async () => {
     const first = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
     expect(first.status).toBe(200);
     expect(first.body.data).toEqual({ message: { role: 'assistant', content: 'openai says: hello' }, text: 'openai says: hello', raw: expect.objectContaining({ object: 'chat.completion' }) });
@@ -118,18 +118,16 @@ describe('agent chat', () => {
     expect(standIn.received.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'other topic' }]);
 
     const history = await call('GET', `/agents/${agentId}/chat/history`);
-    expect(history.body.data).toEqual({
-      raw: null,
-      messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: 'hello' },
-        { role: 'assistant', content: 'openai says: hello' },
-        { role: 'user', content: 'again' },
-        { role: 'assistant', content: 'openai says: again' },
-      ],
-    });
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'openai says: hello' },
+      { role: 'user', content: 'again' },
+      { role: 'assistant', content: 'openai says: again' },
+    ];
+    expect(history.body.data).toEqual({ messages, raw: messages });
     expect((await call('GET', `/agents/${agentId}/chat/history?session=work`)).body.data.messages).toHaveLength(2);
-    expect((await call('GET', `/agents/${agentId}/chat/history?session=empty`)).body.data).toEqual({ messages: [], raw: null });
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=empty`)).body.data).toEqual({ messages: [], raw: [] });
   });
 
   it('chats through Anthropic messages and OpenRouter, whichever key was set last', async () => {
@@ -162,13 +160,16 @@ describe('agent chat', () => {
     expect(await refused.json()).toMatchObject({ code: 1009, data: { reason: 'token_budget_exhausted', dailyTokens: 0 } });
     expect(standIn.received.length).toBe(calls); // the provider was never asked
 
-    // Each stand-in answer costs 13 tokens (10 in, 3 out): a budget of today's use + 20 allows two more calls.
+    // A call is admitted when its reservation (its request's bytes and its output cap) fits what is left, and
+    // counts what the provider reports (13 tokens a stand-in answer): 5,000 left admits it; 100 left does not.
     const { usedToday } = (await call('GET', `/agents/${agentId}/budget`)).body.data;
-    await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: usedToday + 20 });
+    await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: usedToday + 5_000 });
     expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'one' }] })).status).toBe(200);
-    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'two' }] })).status).toBe(200);
-    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'three' }] })).status).toBe(429);
-    expect((await call('GET', `/agents/${agentId}/budget`)).body.data).toMatchObject({ dailyTokens: usedToday + 20, usedToday: usedToday + 26 });
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data).toMatchObject({ dailyTokens: usedToday + 5_000, usedToday: usedToday + 13 });
+    await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: usedToday + 113 });
+    const calls2 = standIn.received.length;
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'budget', messages: [{ role: 'user', content: 'two' }] })).status).toBe(429);
+    expect(standIn.received.length).toBe(calls2);
     for (const body of [{ dailyTokens: -1 }, { dailyTokens: 1.5 }, {}]) expect((await call('PUT', `/agents/${agentId}/budget`, body)).status).toBe(400);
     await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 200_000 });
   });

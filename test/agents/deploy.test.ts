@@ -51,11 +51,15 @@ describe('agent runtimes (local provider)', () => {
     const agent = await list();
     expect(agent).toMatchObject({ status: 'running', attempts: 1, lastError: null });
     const instance = agent.runtimeInstance;
-    expect(instance).toMatchObject({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), cpus: 1, memoryMb: 512, volumeSizeGb: 1, stoppedAt: null, removedAt: null });
+    // A loopback address is the service's own business: users see null.
+    expect(instance).toMatchObject({ url: null, cpus: 1, memoryMb: 512, volumeSizeGb: 1, stoppedAt: null, removedAt: null });
     expect(new Date(instance.expiresAt).getTime() - new Date(instance.startedAt).getTime()).toBe(30 * 24 * 3600_000);
+    const urlOf = async () => (await app.ctx.database.query<{ url: string }>(sql`select url from agent_instances where id = ${instance.id}`))[0]!.url;
+    instance.url = await urlOf();
+    expect(instance.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const health = (await (await fetch(`${instance.url}/health`)).json()) as { ok: boolean; instanceId: string };
     expect(health).toMatchObject({ ok: true, instanceId: instance.id });
-    expect((await fetch(`${instance.url}/config`)).status).toBe(401); // the runtime's token stays with the service
+    expect((await fetch(`${instance.url}/probe`)).status).toBe(401); // the runtime's token stays with the service
     const [row] = await app.ctx.database.query<{ volume_ref: string; machine_ref: string }>(sql`select volume_ref, machine_ref from agent_instances where id = ${instance.id}`);
     const config = JSON.parse(fs.readFileSync(path.join(row!.volume_ref, 'config.json'), 'utf8')) as { id: string; createdAt: string };
 
@@ -65,6 +69,7 @@ describe('agent runtimes (local provider)', () => {
     await run(app, 'agents.runtimes');
     const restarted = (await list()).runtimeInstance;
     expect(restarted).toMatchObject({ id: instance.id, startedAt: instance.startedAt, expiresAt: instance.expiresAt });
+    restarted.url = await urlOf();
     expect((await fetch(`${restarted.url}/health`)).ok).toBe(true);
     expect(JSON.parse(fs.readFileSync(path.join(row!.volume_ref, 'config.json'), 'utf8'))).toMatchObject(config);
 

@@ -1,27 +1,23 @@
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
-import type { BackgroundLoop } from '../../platform/jobs.js';
-import { RUNTIME_RESOURCES, type DeployedRuntime, type InstanceRef, type RuntimeProvider } from './runtime-provider.js';
+import { RUNTIME_RESOURCES, VolumeLostError, type DeployedRuntime, type InstanceRef, type RuntimeProvider, type RuntimeSpec } from './runtime-provider.js';
 import type { RuntimeTokens } from './agent-secrets.js';
-import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
+import { RUNTIME_LIFETIME_MS, type AgentRow, type AgentsStore, type InstanceRow } from './store.js';
 
 /** The wallets of runtime_b agents belong to this application (no management credential has its id, so no API caller sees them). */
 export const AGENTS_WALLET_OWNER = '00000000-0000-7000-8000-a6e475000000';
 
-/** Deployment tries per agent before it fails (and is refunded), and the wait between them. */
+/** Deployment tries per agent before it gives up, and the wait between them. */
 export const DEPLOY_ATTEMPTS = 5;
 export const DEPLOY_RETRY_MS = 30_000;
-/** A runtime runs one month from its first start; its volume is removed a week after it stops. */
-export const RUNTIME_LIFETIME_MS = 30 * 24 * 3600_000;
-export const REMOVE_AFTER_MS = 7 * 24 * 3600_000;
 
-const refOf = (instance: InstanceRow): InstanceRef => ({ agentId: instance.agentId, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
+export const refOf = (instance: InstanceRow): InstanceRef => ({ agentId: instance.agentId, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
- * The worker's side of agents: deploys bought agents through the runtime provider (retrying, then failing
- * with a refund), restarts runtimes that stopped (after a service restart) on their own volumes, stops them
- * when their month ends and removes their volumes a week later.
+ * The worker's side of agents: deploys pending agents through the runtime provider (bought ones, started
+ * ones, renewed expired ones), retrying. A purchase whose deployment gives up fails with a refund; a restart
+ * that gives up leaves the agent stopped (its month was used); a volume that is gone leaves it volume_lost.
  */
 export class AgentDeployer {
   constructor(
@@ -50,32 +46,43 @@ export class AgentDeployer {
     const appName = existing?.appName ?? `agent-${agent.id.slice(0, 8)}-${agent.id.slice(-12)}`;
     try {
       if (agent.type === 'runtime_b' && !agent.walletId) await this.#giveWallet(agent);
-      const started = await this.provider.deploy({ ...this.#specOf(agent), instanceId, appName, volumeRef: existing?.volumeRef ?? null });
+      const started = await this.provider.deploy(this.specOf(agent, instanceId, appName, existing?.volumeRef ?? null));
       const now = this.ctx.clock.now();
       const instance: InstanceRow = existing
-        ? { ...existing, ...this.#reachedAt(instanceId, started), updatedAt: now }
+        ? { ...existing, ...this.reachedAt(instanceId, started), updatedAt: now }
         : {
             id: instanceId,
             agentId: agent.id,
             provider: this.provider.name,
             appName,
             ...RUNTIME_RESOURCES,
-            ...this.#reachedAt(instanceId, started),
+            ...this.reachedAt(instanceId, started),
             startedAt: now,
             expiresAt: new Date(now.getTime() + RUNTIME_LIFETIME_MS),
             stoppedAt: null,
             removedAt: null,
+            removeAt: null,
+            haltedAt: null,
             createdAt: now,
             updatedAt: now,
           };
-      await this.ctx.db.transaction((tx) => this.store.markRunning(tx, agent.id, instance, now));
+      if (!(await this.store.markRunning(agent.id, instance, now))) {
+        // Deleted while it was being deployed: what was started goes too.
+        const ref = { agentId: agent.id, appName, volumeRef: started.volumeRef, machineRef: started.machineRef };
+        await (existing ? this.provider.stop(ref) : this.provider.remove(ref));
+      }
     } catch (error) {
+      if (error instanceof VolumeLostError) {
+        this.ctx.log.error({ agentId: agent.id, err: error }, 'agent volume lost');
+        await this.store.markVolumeLost(agent.id, error.message, this.ctx.clock.now());
+        return;
+      }
       const giveUp = agent.attempts >= DEPLOY_ATTEMPTS;
       this.ctx.log.warn({ err: error, agentId: agent.id, attempt: agent.attempts, giveUp }, 'agent deployment failed');
-      // The last failure and the refund commit together: a failed agent is always a refunded one.
+      // The last failure of a purchase and its refund commit together: a failed agent is always a refunded one.
       await this.ctx.db.transaction(async (tx) => {
-        const moved = await this.store.recordFailure(tx, agent.id, message(error), giveUp, this.ctx.clock.now());
-        if (moved && giveUp) await this.ctx.services.credits.refundAgentPurchase(tx, agent.id);
+        const moved = await this.store.recordFailure(tx, agent.id, message(error), giveUp ? (existing ? 'stopped' : 'failed') : null, this.ctx.clock.now());
+        if (moved && giveUp && !existing) await this.ctx.services.credits.refundAgentPurchase(tx, agent.id);
       });
     }
   }
@@ -88,41 +95,12 @@ export class AgentDeployer {
     await this.store.setWallet(agent.id, created.wallet.id, credentialId, this.ctx.clock.now());
   }
 
-  #specOf(agent: AgentRow) {
-    return { agentId: agent.id, type: agent.type, ...RUNTIME_RESOURCES, dailyTokenBudget: agent.dailyTokenBudget, serviceUrl: this.ctx.urls.api };
+  specOf(agent: AgentRow, instanceId: string, appName: string, volumeRef: string | null): RuntimeSpec {
+    return { agentId: agent.id, instanceId, appName, volumeRef, type: agent.type, ...RUNTIME_RESOURCES, dailyTokenBudget: agent.dailyTokenBudget, serviceUrl: this.ctx.urls.api };
   }
 
   /** Where a (re)started runtime answers, its handles, and its new token, sealed. */
-  #reachedAt(instanceId: string, started: DeployedRuntime) {
+  reachedAt(instanceId: string, started: DeployedRuntime) {
     return { url: started.url, volumeRef: started.volumeRef, machineRef: started.machineRef, sealedToken: this.tokens.seal(instanceId, started.token) };
   }
-
-  /** Running agents: stopped at the end of their month, restarted on their volume when not answering. */
-  async sweepRunning(limit = 100): Promise<void> {
-    const now = this.ctx.clock.now();
-    for (const { agent, instance } of await this.store.running(limit)) {
-      try {
-        if (instance.expiresAt && instance.expiresAt <= now) {
-          await this.provider.stop(refOf(instance));
-          await this.store.markExpired(agent.id, now);
-        } else if (!(await this.provider.isRunning(refOf(instance)))) {
-          const started = await this.provider.deploy({ ...this.#specOf(agent), instanceId: instance.id, appName: instance.appName, volumeRef: instance.volumeRef });
-          await this.store.saveInstance(this.ctx.db, { ...instance, ...this.#reachedAt(instance.id, started), updatedAt: this.ctx.clock.now() });
-        }
-      } catch (error) {
-        this.ctx.log.warn({ err: error, agentId: agent.id }, 'agent runtime sweep failed');
-      }
-    }
-    for (const instance of await this.store.dueForRemoval(new Date(now.getTime() - REMOVE_AFTER_MS), limit)) {
-      await this.provider.remove(refOf(instance));
-      await this.store.markRemoved(instance.id, this.ctx.clock.now());
-    }
-  }
-}
-
-export function agentLoops(deployer: AgentDeployer): BackgroundLoop[] {
-  return [
-    { name: 'agents.deploy', intervalMs: 1_000, leader: true, run: async () => (await deployer.deployDue()) === 5 },
-    { name: 'agents.runtimes', intervalMs: 10_000, leader: true, run: async () => void (await deployer.sweepRunning()) },
-  ];
 }

@@ -7,6 +7,9 @@ const fail = (status: number, reason: string, message: string, extra?: Record<st
 export const agentsErrors = {
   notFound: () => fail(404, 'agent_not_found', 'No such agent for this user'),
   notRunning: (status: string) => fail(409, 'agent_not_running', `The agent's runtime is not running (agent ${status}); pending agents are being deployed`, { status }),
+  cannot: (action: string, status: string, why: string) => fail(409, 'agent_state_conflict', `Cannot ${action} this agent (${status}): ${why}`, { status }),
+  sessionNotFound: () => fail(404, 'session_not_found', 'No such session for this agent'),
+  dataRemoved: (removedAt: Date) => fail(410, 'agent_data_removed', `The agent's volume and histories were removed at ${removedAt.toISOString()}`, { removedAt: removedAt.toISOString() }),
   runtimeUnavailable: () => fail(503, 'runtime_unavailable', 'The agent runtime is restarting; retry shortly'),
   providerNotConfigured: () => fail(409, 'provider_not_configured', 'Configure a model provider for this agent first (PUT /agents/{agentId}/providers)'),
   /** Retry-After: the seconds until the UTC day turns and the budget is fresh. */

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { DeployedRuntime, InstanceRef, RuntimeProvider, RuntimeSpec } from './runtime-provider.js';
+import { VolumeLostError, type DeployedRuntime, type InstanceRef, type RuntimeProvider, type RuntimeSpec } from './runtime-provider.js';
 
 /** The runtime program: dist/agent-runtime/main.js beside the compiled build; main.ts under vitest (through tsx). */
 function runtimeCommand(): string[] {
@@ -26,8 +26,9 @@ const START_TIMEOUT_MS = 30_000;
  * Runs each agent's runtime as a child process of this service on 127.0.0.1, with its own port and its
  * volume as a directory under `<data dir>/agents/`. Memory is capped with V8's heap limit; the CPU count is
  * recorded, not enforced (one process uses about one core). Processes end with the service (close(), or
- * their IPC channel closing when the service dies); after a restart the deployer finds them not running and
- * starts them again on their volumes.
+ * their IPC channel closing when the service dies); after a restart the supervisor's probe finds them gone
+ * and starts them again on their volumes. A volume is a directory holding the runtime's config.json: one
+ * without it is gone, and a redeploy refuses it.
  */
 export class LocalRuntimeProvider implements RuntimeProvider {
   readonly name = 'local';
@@ -41,6 +42,7 @@ export class LocalRuntimeProvider implements RuntimeProvider {
   async deploy(spec: RuntimeSpec): Promise<DeployedRuntime> {
     await this.stop({ agentId: spec.agentId, appName: spec.appName, volumeRef: spec.volumeRef ?? '', machineRef: null });
     const volume = spec.volumeRef ?? path.join(this.volumesDir, spec.appName);
+    if (spec.volumeRef && !fs.existsSync(path.join(volume, 'config.json'))) throw new VolumeLostError(`the volume of ${spec.appName} is gone; not starting on an empty one`);
     fs.mkdirSync(volume, { recursive: true, mode: 0o700 });
     const token = randomBytes(32).toString('hex');
     const child = spawn(process.execPath, [`--max-old-space-size=${spec.memoryMb}`, ...runtimeCommand()], {
@@ -66,13 +68,6 @@ export class LocalRuntimeProvider implements RuntimeProvider {
       if (this.#running.get(spec.agentId)?.child === child) this.#running.delete(spec.agentId);
     });
     return { url, token, volumeRef: volume, machineRef: String(child.pid) };
-  }
-
-  async isRunning(instance: InstanceRef): Promise<boolean> {
-    const running = this.#running.get(instance.agentId);
-    if (!running) return false;
-    const answer = await fetch(`${running.url}/health`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
-    return answer?.ok === true;
   }
 
   async stop(instance: InstanceRef): Promise<void> {

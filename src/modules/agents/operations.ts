@@ -1,8 +1,10 @@
 import type { AppContext } from '../../context.js';
 import type { AgentSecrets } from './agent-secrets.js';
+import type { ChatStore } from './chat-store.js';
 import { AGENTS_WALLET_OWNER } from './deployer.js';
 import { agentsErrors } from './errors.js';
-import type { BudgetView, ChatBody, ChatHistory, ChatResult, ProviderEntry, RuntimeConfigView } from './schemas.js';
+import type { RuntimeClient, RuntimeTokenDay } from './runtime-client.js';
+import type { BudgetView, ConfigBody, ConfigView, ProviderEntry } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { ModelProvider } from './tables.js';
 
@@ -12,120 +14,85 @@ export function maskKey(key: string): string {
   return `${key.slice(0, 4)}…${key.slice(-4)}`;
 }
 
-const RUNTIME_TIMEOUT_MS = 90_000;
+const utcDay = (now: Date) => now.toISOString().slice(0, 10);
 
 /**
- * What a user does with an agent: its runtime's configuration, its model-provider keys, chat and history.
- * Every call first finds the agent among the caller's own (another user's is 404), then reaches the runtime
- * at its instance's address with its token (both from the database, so any api node can); the runtime calls
- * the model provider and keeps the history.
+ * What a user reads and sets on an agent: its configuration (models, bot settings), its model-provider keys,
+ * its budgets and its usage. Every call first finds the agent among the caller's own (another user's, or a
+ * deleted one, is 404).
  */
-type TokenBudgetView = Pick<BudgetView, 'dailyTokens' | 'usedToday' | 'resetsAt'>;
-
 export class AgentOperations {
   constructor(
     private readonly ctx: AppContext,
     private readonly store: AgentsStore,
+    private readonly chats: ChatStore,
     private readonly secrets: AgentSecrets,
+    private readonly runtime: RuntimeClient,
   ) {}
 
-  async config(userId: string, agentId: string): Promise<RuntimeConfigView> {
-    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', '/config')) as RuntimeConfigView;
+  async owned(userId: string, agentId: string): Promise<AgentRow> {
+    const agent = await this.store.byId(agentId);
+    if (!agent || agent.userId !== userId || agent.status === 'deleted') throw agentsErrors.notFound();
+    return agent;
   }
 
-  async setProvider(userId: string, agentId: string, provider: ModelProvider, apiKey: string): Promise<ProviderEntry> {
-    await this.#owned(userId, agentId);
+  /** Kept by the service, so it reads and changes in any state; a turn uses what is set when it starts. */
+  config = async (agent: AgentRow): Promise<ConfigView> => {
+    const instance = await this.store.instanceOf(agent.id);
+    return { id: agent.id, instanceId: instance?.id ?? null, createdAt: agent.createdAt.toISOString(), updatedAt: agent.updatedAt.toISOString(), models: agent.models, botSettings: agent.botSettings };
+  };
+
+  async setConfig(agent: AgentRow, body: ConfigBody): Promise<ConfigView> {
+    const updated = await this.store.setConfig(agent.id, body, this.ctx.clock.now());
+    return this.config(updated!);
+  }
+
+  async setProvider(agent: AgentRow, provider: ModelProvider, apiKey: string): Promise<ProviderEntry> {
     const now = this.ctx.clock.now();
-    await this.store.saveProviderKey({ agentId, provider, sealedKey: this.secrets.sealProviderKey(agentId, provider, apiKey), keyHint: maskKey(apiKey), createdAt: now, updatedAt: now });
+    await this.store.saveProviderKey({ agentId: agent.id, provider, sealedKey: this.secrets.sealProviderKey(agent.id, provider, apiKey), keyHint: maskKey(apiKey), createdAt: now, updatedAt: now });
     return { provider, apiKey: maskKey(apiKey) };
   }
 
-  async providers(userId: string, agentId: string): Promise<ProviderEntry[]> {
-    await this.#owned(userId, agentId);
-    return (await this.store.providerKeys(agentId)).map((row) => ({ provider: row.provider, apiKey: row.keyHint }));
-  }
-
-  async chat(userId: string, agentId: string, body: ChatBody): Promise<ChatResult> {
-    const agent = await this.#owned(userId, agentId);
-    const [key] = await this.store.providerKeys(agentId);
-    if (!key) throw agentsErrors.providerNotConfigured();
-    const provider = { name: key.provider, apiKey: this.secrets.openProviderKey(agentId, key.provider, key.sealedKey), baseUrl: this.ctx.config.agentProviders[key.provider] };
-    const answer = (await this.#runtime(agent, 'POST', '/chat', { session: body.session, messages: body.messages, provider })) as ChatResult;
-    return { message: answer.message, raw: answer.raw, text: answer.text };
+  async providers(agent: AgentRow): Promise<ProviderEntry[]> {
+    return (await this.store.providerKeys(agent.id)).map((row) => ({ provider: row.provider, apiKey: row.keyHint }));
   }
 
   /** Both budgets: tokens (today's use from the running runtime) and runtime_b's payments, with its wallet. */
-  async budget(userId: string, agentId: string): Promise<BudgetView> {
-    const agent = await this.#owned(userId, agentId);
-    const tokens = agent.status === 'running' ? ((await this.#runtime(agent, 'GET', '/budget')) as TokenBudgetView) : this.#idleTokens(agent);
-    return this.#withPayments(agent, tokens);
+  async budget(agent: AgentRow): Promise<BudgetView> {
+    return this.#withPayments(agent, await this.#tokenDay(agent, { method: 'GET', path: '/budget' }));
   }
 
   /**
    * The token budget is stored for every later start and handed to the running runtime at once; the payment
-   * budget cannot go below what was already spent.
+   * budget cannot go below what was already spent or is held.
    */
-  async setBudget(userId: string, agentId: string, input: { dailyTokens?: number; paymentBudget?: string }): Promise<BudgetView> {
-    let agent = await this.#owned(userId, agentId);
+  async setBudget(agent: AgentRow, input: { dailyTokens?: number; paymentBudget?: string }): Promise<BudgetView> {
     const now = this.ctx.clock.now();
-    if (input.paymentBudget !== undefined && !(await this.store.setPaymentBudget(agentId, BigInt(input.paymentBudget), now))) throw agentsErrors.budgetBelowSpent(agent.paymentSpent);
-    if (input.dailyTokens !== undefined) await this.store.setTokenBudget(agentId, input.dailyTokens, now);
-    agent = (await this.store.byId(agentId))!;
-    const tokens =
-      agent.status !== 'running'
-        ? this.#idleTokens(agent)
-        : ((await this.#runtime(agent, input.dailyTokens === undefined ? 'GET' : 'PUT', '/budget', input.dailyTokens === undefined ? undefined : { dailyTokens: input.dailyTokens })) as TokenBudgetView);
-    return this.#withPayments(agent, tokens);
+    if (input.paymentBudget !== undefined && !(await this.store.setPaymentBudget(agent.id, BigInt(input.paymentBudget), now))) throw agentsErrors.budgetBelowSpent(agent.paymentSpent);
+    if (input.dailyTokens !== undefined) await this.store.setTokenBudget(agent.id, input.dailyTokens, now);
+    const updated = (await this.store.byId(agent.id))!;
+    const request = input.dailyTokens === undefined ? ({ method: 'GET', path: '/budget' } as const) : ({ method: 'PUT', path: '/budget', body: { dailyTokens: input.dailyTokens } } as const);
+    return this.#withPayments(updated, await this.#tokenDay(updated, request));
   }
 
-  #idleTokens(agent: AgentRow): TokenBudgetView {
-    return { dailyTokens: agent.dailyTokenBudget, usedToday: 0, resetsAt: nextUtcDay(this.ctx.clock.now()) };
+  /** Tokens today and in all (as the runtime reported each turn's), and the tool's payments. */
+  async usage(agent: AgentRow) {
+    const day = utcDay(this.ctx.clock.now());
+    const [tokens, payments] = await Promise.all([this.chats.tokens(agent.id, day), this.store.paymentTotals(agent.id)]);
+    return { tokens: { ...tokens, day }, payments };
   }
 
-  async #withPayments(agent: AgentRow, tokens: TokenBudgetView): Promise<BudgetView> {
+  async #tokenDay(agent: AgentRow, request: { method: 'GET' | 'PUT'; path: string; body?: unknown }): Promise<RuntimeTokenDay> {
+    const instance = agent.status === 'running' ? await this.store.instanceOf(agent.id) : null;
+    if (instance) return this.runtime.json<RuntimeTokenDay>(instance, request, this.ctx.clock.now());
+    const resetsAt = new Date(`${utcDay(this.ctx.clock.now())}T00:00:00.000Z`);
+    resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
+    return { dailyTokens: agent.dailyTokenBudget, usedToday: (await this.chats.tokens(agent.id, utcDay(this.ctx.clock.now()))).today, resetsAt: resetsAt.toISOString() };
+  }
+
+  async #withPayments(agent: AgentRow, tokens: RuntimeTokenDay): Promise<BudgetView> {
     const wallet = agent.walletId ? await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId) : null;
-    return { ...tokens, paymentBudget: agent.paymentBudget, paymentSpent: agent.paymentSpent, wallet: wallet && { id: wallet.id, address: wallet.address } };
+    const { dailyTokens, usedToday, resetsAt } = tokens;
+    return { dailyTokens, usedToday, resetsAt, paymentBudget: agent.paymentBudget, paymentSpent: agent.paymentSpent, wallet: wallet && { id: wallet.id, address: wallet.address } };
   }
-
-  async history(userId: string, agentId: string, session: string): Promise<ChatHistory> {
-    return (await this.#runtime(await this.#owned(userId, agentId), 'GET', `/history?session=${encodeURIComponent(session)}`)) as ChatHistory;
-  }
-
-  async #owned(userId: string, agentId: string): Promise<AgentRow> {
-    const agent = await this.store.byId(agentId);
-    if (!agent || agent.userId !== userId) throw agentsErrors.notFound();
-    return agent;
-  }
-
-  async #runtime(agent: AgentRow, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> {
-    if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
-    const instance = await this.store.instanceOf(agent.id);
-    if (!instance) throw agentsErrors.runtimeUnavailable();
-    const connection = { url: instance.url, token: this.secrets.open(instance.id, instance.sealedToken) };
-    let response: Response;
-    try {
-      response = await fetch(`${connection.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${connection.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(RUNTIME_TIMEOUT_MS),
-      });
-    } catch {
-      throw agentsErrors.runtimeUnavailable();
-    }
-    const answer = (await response.json().catch(() => null)) as ({ error?: string; providerStatus?: number | null } & Partial<BudgetView>) | null;
-    if (response.status === 429 && answer) throw agentsErrors.tokenBudgetExhausted(answer as TokenBudgetView, this.ctx.clock.now());
-    if (response.status === 502) throw agentsErrors.providerFailed(answer?.error ?? 'the model provider failed', answer?.providerStatus ?? null);
-    if (!response.ok || answer === null) {
-      this.ctx.log.warn({ agentId: agent.id, status: response.status, error: answer?.error }, 'agent runtime answered with an error');
-      throw agentsErrors.runtimeUnavailable();
-    }
-    return answer;
-  }
-}
-
-function nextUtcDay(now: Date): string {
-  const next = new Date(`${now.toISOString().slice(0, 10)}T00:00:00.000Z`);
-  next.setUTCDate(next.getUTCDate() + 1);
-  return next.toISOString();
 }

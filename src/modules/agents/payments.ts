@@ -1,9 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { ApiError, unauthorized } from '../../platform/http/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import { agentsErrors } from './errors.js';
-import type { AgentsStore } from './store.js';
+import type { AgentsStore, HoldRow } from './store.js';
 
 export interface ToolPayment {
   url: string;
@@ -13,13 +15,21 @@ export interface ToolPayment {
   maxAmount?: string;
 }
 
+/** A hold whose payment row is still missing this long after it opened was never signed (pay-and-call records before it signs). */
+const UNSIGNED_AFTER_MS = 5 * 60_000;
+/** Open holds older than this are looked at by the sweep (younger ones belong to calls in flight). */
+const SWEEP_AFTER_MS = 10_000;
+
+type Outcome = { status: 'pending' | 'settled' | 'failed' | 'unknown'; amount: string } | null;
+
 /**
  * runtime_b's tool: pay-and-call from the agent's own wallet, within the budget its user set. Enforced here,
- * not in the runtime: the runtime holds no wallet credential, only its token for this route. Each call holds
- * its maximum from the budget first (one conditional UPDATE, so concurrent calls never hold more than is
- * left), pays through the wallet's pay-and-call with that maximum, then gives back what was not paid. A
- * payment whose outcome is not final (pending, unknown) keeps its amount held; a failure after which the
- * payment may have been sent keeps the whole hold.
+ * not in the runtime: the runtime holds no wallet credential, only its token for this route. Each call first
+ * opens a hold of its maximum (one transaction with the budget's conditional UPDATE, so concurrent calls never
+ * hold more than is left), named by the id the wallet's payment will have; then pays with that maximum. The
+ * hold follows the payment: nothing signed (refused, failed before signing, no payment asked) releases it at
+ * once; a payment signed shrinks it to its amount, spent when the wallets reconciler finds it settled,
+ * released when it failed. The sweep closes the holds a call left open (a crash, an unknown outcome).
  */
 export class AgentPayments {
   constructor(
@@ -38,29 +48,55 @@ export class AgentPayments {
 
     const remaining = BigInt(agent.paymentBudget) - BigInt(agent.paymentSpent);
     const asked = input.maxAmount === undefined ? remaining : BigInt(input.maxAmount);
-    const hold = asked < remaining ? asked : remaining;
-    if (hold <= 0n || !(await this.store.reservePayment(agentId, hold))) throw agentsErrors.paymentBudgetExhausted(remaining < 0n ? 0n : remaining);
-    let paid = 0n;
+    const amount = asked < remaining ? asked : remaining;
+    const hold = { id: newId(), agentId, walletId: agent.walletId, amount };
+    if (amount <= 0n || !(await this.store.openHold(hold, this.ctx.clock.now()))) throw agentsErrors.paymentBudgetExhausted(remaining < 0n ? 0n : remaining);
+    let result;
     try {
-      const result = await this.ctx.services.walletPayAndCall(agent.walletId, agent.walletCredentialId, {
-        url: input.url,
-        method: input.method,
-        body: input.body,
-        maxPayment: { network: this.ctx.chain.network, asset: this.ctx.chain.asset.address, amount: hold.toString() },
-      });
-      if (result.payment && result.payment.status !== 'failed') paid = BigInt(result.payment.amount);
-      return result;
+      result = await this.ctx.services.walletPayAndCall(
+        agent.walletId,
+        agent.walletCredentialId,
+        { url: input.url, method: input.method, body: input.body, maxPayment: { network: this.ctx.chain.network, asset: this.ctx.chain.asset.address, amount: amount.toString() } },
+        hold.id,
+      );
     } catch (error) {
-      // Refused before signing (price above the hold, a URL the guard refuses): nothing was paid. Any other
-      // failure may come after the payment was sent: the hold stays, as for an unknown outcome.
+      await this.#follow(hold.id, await this.#outcome(hold.walletId, hold.id));
       if (error instanceof ApiError && error.status === 400) throw agentsErrors.paymentRefused(error.message, error.details);
-      paid = hold;
       throw error;
-    } finally {
-      await this.store.releasePayment(agentId, hold - paid);
     }
+    await this.#follow(hold.id, result.payment);
+    return result;
+  }
+
+  /** The payment signed under a hold, as the wallet recorded it; null: nothing was signed. */
+  #outcome(walletId: string, holdId: string): Promise<Outcome> {
+    return this.ctx.services.wallets.payment(walletId, holdId);
+  }
+
+  /** Moves a hold after its payment: closed when final (or never signed), else shrunk to what was signed. */
+  async #follow(holdId: string, payment: Outcome): Promise<void> {
+    const now = this.ctx.clock.now();
+    if (!payment) return void (await this.store.closeHold(holdId, 0n, now));
+    if (payment.status === 'settled') return void (await this.store.closeHold(holdId, BigInt(payment.amount), now));
+    if (payment.status === 'failed') return void (await this.store.closeHold(holdId, 0n, now));
+    await this.store.shrinkHold(holdId, BigInt(payment.amount), now);
+  }
+
+  /** Closes the holds whose payment became final, and those never signed; true when it filled its batch. */
+  async sweepHolds(limit = 100): Promise<boolean> {
+    const now = this.ctx.clock.now();
+    const holds = await this.store.openHolds(new Date(now.getTime() - SWEEP_AFTER_MS), limit);
+    for (const hold of holds) {
+      const payment = await this.#outcome(hold.walletId, hold.id);
+      if (payment || unsignedForGood(hold, now)) await this.#follow(hold.id, payment);
+    }
+    return holds.length === limit;
   }
 }
+
+const unsignedForGood = (hold: HoldRow, now: Date) => now.getTime() - hold.createdAt.getTime() >= UNSIGNED_AFTER_MS;
+
+export const holdsLoop = (payments: AgentPayments): BackgroundLoop => ({ name: 'agents.payment-holds', intervalMs: 5_000, leader: true, run: () => payments.sweepHolds() });
 
 function sameToken(expected: string, presented: string): boolean {
   const [a, b] = [Buffer.from(expected), Buffer.from(presented)];

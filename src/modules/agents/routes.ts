@@ -8,52 +8,75 @@ import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/sc
 import type { Module } from '../module.js';
 import {
   agentIdParams,
+  agentStateResult,
   budgetBody,
   budgetSchema,
   CHAT_LIMITS,
   chatBody,
   chatHistory,
   chatResult,
+  configBody,
   createAgentBody,
   createAgentResult,
+  exportSchema,
   historyQuery,
   listedAgentSchema,
   providerEntrySchema,
+  renewResult,
   runtimeConfigSchema,
+  sessionParams,
+  sessionsSchema,
   setProviderBody,
   toolPaymentBody,
+  usageSchema,
 } from './schemas.js';
+import { AgentChat } from './chat.js';
+import { ChatStore } from './chat-store.js';
+import { agentsErrors } from './errors.js';
+import { AgentLifecycle } from './lifecycle.js';
 import { AgentOperations } from './operations.js';
-import { AgentPayments } from './payments.js';
+import { AgentPayments, holdsLoop } from './payments.js';
 import { AgentSecrets } from './agent-secrets.js';
 import { AgentsService } from './service.js';
-import { AgentDeployer, agentLoops } from './deployer.js';
+import { AgentDeployer } from './deployer.js';
+import { AgentSupervisor, agentLoops } from './supervisor.js';
 import { FlyRuntimeProvider } from './fly-provider.js';
 import { LocalRuntimeProvider } from './local-provider.js';
+import { RuntimeClient } from './runtime-client.js';
 import type { RuntimeProvider } from './runtime-provider.js';
-
 
 export interface AgentsModuleOptions {
   /** Where runtimes run; default: processes on this machine, volumes under <data dir>/agents. */
   provider?: (ctx: AppContext) => RuntimeProvider;
 }
 
-/** Hosted agents (the spec's Agents section): list and buy; the worker deploys. Needs the credits module. */
+const wantsEvents = (request: FastifyRequest) => (request.headers.accept ?? '').includes('text/event-stream');
+
+/** Hosted agents (the spec's Agents section and the extensions in docs/agents.md). Needs the credits and wallets modules. */
 export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: AppContext): Module => {
   const service = new AgentsService(ctx);
+  const store = service.store;
+  const chats = new ChatStore(ctx.db);
   const provider = options.provider?.(ctx) ?? configuredProvider(ctx);
   const secrets = new AgentSecrets(ctx.config);
-  const deployer = new AgentDeployer(ctx, service.store, provider, secrets);
-  const operations = new AgentOperations(ctx, service.store, secrets);
-  const payments = new AgentPayments(ctx, service.store, secrets);
+  const runtime = new RuntimeClient(secrets, ctx.log.child({ component: 'agent-runtimes' }));
+  const deployer = new AgentDeployer(ctx, store, provider, secrets);
+  const supervisor = new AgentSupervisor(ctx, store, provider, runtime, deployer);
+  const operations = new AgentOperations(ctx, store, chats, secrets, runtime);
+  const chat = new AgentChat(ctx, store, chats, secrets, runtime);
+  const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config);
+  const payments = new AgentPayments(ctx, store, secrets);
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
+  // Every agent route's first step: the caller's own agent (params validated as a uuid by its schema).
+  const agentOf = (request: FastifyRequest) => operations.owned(userOf(request), (request.params as { agentId: string }).agentId);
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];
   const tags = ['agents'];
+  const params = agentIdParams;
 
   return {
     name: 'agents',
-    loops: agentLoops(deployer),
+    loops: [...agentLoops(deployer, supervisor), holdsLoop(payments)],
     close: () => provider.close(),
     routes: {
       api: (app) => {
@@ -77,15 +100,57 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           },
           async (request, reply) => reply.code(201).send(envelope(await service.create(userOf(request), request.body))),
         );
+        app.delete(
+          '/agents/:agentId',
+          { onRequest: signedIn, schema: { tags, summary: 'Delete the agent: its runtime, volume and histories are removed; no refund (extension)', security, params, response: { 200: envelopeSchema(z.object({ deleted: z.literal(true) })), ...errors(400, 401, 404) } } },
+          async (request) => {
+            await lifecycle.delete(await agentOf(request));
+            return envelope({ deleted: true as const });
+          },
+        );
+        app.post(
+          '/agents/:agentId/stop',
+          { onRequest: signedIn, schema: { tags, summary: 'Stop the running agent (no charge back; start it again inside its paid month) (extension)', security, params, response: { 200: envelopeSchema(agentStateResult), ...errors(400, 401, 404, 409) } } },
+          async (request) => envelope(await lifecycle.stop(await agentOf(request))),
+        );
+        app.post(
+          '/agents/:agentId/start',
+          { onRequest: signedIn, schema: { tags, summary: 'Start a stopped agent inside its paid month: deployed again on its volume (extension)', security, params, response: { 200: envelopeSchema(agentStateResult), ...errors(400, 401, 404, 409) } } },
+          async (request) => envelope(await lifecycle.start(await agentOf(request))),
+        );
+        app.post(
+          '/agents/:agentId/renew',
+          {
+            onRequest: signedIn,
+            schema: { tags, summary: 'Renew the agent for one more month: 1000 credit cents, expiresAt one month later (extension)', security, params, response: { 200: envelopeSchema(renewResult), ...errors(400, 401, 402, 404, 409) } },
+          },
+          async (request) => envelope(await lifecycle.renew(userOf(request), await agentOf(request))),
+        );
+        app.get(
+          '/agents/:agentId/export',
+          { onRequest: signedIn, schema: { tags, summary: "The agent, its configuration and every session's transcript, until its volume is removed (extension)", security, params, response: { 200: envelopeSchema(exportSchema), ...errors(400, 401, 404, 410) } } },
+          async (request, reply) => {
+            reply.header('content-disposition', `attachment; filename="agent-${request.params.agentId}.json"`);
+            return envelope(await lifecycle.export(await agentOf(request)));
+          },
+        );
         app.get(
           '/agents/:agentId/config',
-          { onRequest: signedIn, schema: { tags, summary: "The agent runtime's configuration", security, params: agentIdParams, response: { 200: envelopeSchema(runtimeConfigSchema), ...errors(400, 401, 404, 409, 503) } } },
-          async (request) => envelope(await operations.config(userOf(request), request.params.agentId)),
+          { onRequest: signedIn, schema: { tags, summary: "The agent's configuration: the model each provider uses and the bot's settings", security, params, response: { 200: envelopeSchema(runtimeConfigSchema), ...errors(400, 401, 404) } } },
+          async (request) => envelope(await operations.config(await agentOf(request))),
+        );
+        app.put(
+          '/agents/:agentId/config',
+          {
+            onRequest: signedIn,
+            schema: { tags, summary: 'Set the models and bot settings (null restores the defaults); the next turn uses them (extension)', security, params, body: configBody, response: { 200: envelopeSchema(runtimeConfigSchema), ...errors(400, 401, 404) } },
+          },
+          async (request) => envelope(await operations.setConfig(await agentOf(request), request.body)),
         );
         app.get(
           '/agents/:agentId/providers',
-          { onRequest: signedIn, schema: { tags, summary: "The agent's model providers, keys masked", security, params: agentIdParams, response: { 200: envelopeSchema(z.array(providerEntrySchema)), ...errors(400, 401, 404) } } },
-          async (request) => envelope(await operations.providers(userOf(request), request.params.agentId)),
+          { onRequest: signedIn, schema: { tags, summary: "The agent's model providers, keys masked", security, params, response: { 200: envelopeSchema(z.array(providerEntrySchema)), ...errors(400, 401, 404) } } },
+          async (request) => envelope(await operations.providers(await agentOf(request))),
         );
         app.put(
           '/agents/:agentId/providers',
@@ -95,12 +160,12 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
               tags,
               summary: "Set the agent's key for a model provider (stored sealed; the one set last answers chats)",
               security,
-              params: agentIdParams,
+              params,
               body: setProviderBody,
               response: { 200: envelopeSchema(providerEntrySchema), ...errors(400, 401, 404) },
             },
           },
-          async (request) => envelope(await operations.setProvider(userOf(request), request.params.agentId, request.body.provider, request.body.apiKey)),
+          async (request) => envelope(await operations.setProvider(await agentOf(request), request.body.provider, request.body.apiKey)),
         );
         app.post(
           '/agents/:agentId/chat',
@@ -109,45 +174,70 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
             bodyLimit: CHAT_LIMITS.bodyBytes,
             schema: {
               tags,
-              summary: 'Chat with the agent: the new messages of a session; the runtime keeps the history and calls the model provider',
+              summary: 'Chat with the agent: the new messages of a session; with Accept: text/event-stream the reply streams as Server-Sent Events',
+              description: 'SSE: `event: delta` with `{text}` per chunk, then `event: done` with the JSON answer (`{message, raw, text}`), or `event: error` with the error envelope.',
               security,
-              params: agentIdParams,
+              params,
               body: chatBody,
               response: { 200: envelopeSchema(chatResult), ...errors(400, 401, 404, 409, 413, 429, 502, 503) },
             },
           },
-          async (request) => envelope(await operations.chat(userOf(request), request.params.agentId, request.body)),
-        );
-        app.get(
-          '/agents/:agentId/budget',
-          { onRequest: signedIn, schema: { tags, summary: "The agent's daily model-token budget and today's use (extension)", security, params: agentIdParams, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 409, 503) } } },
-          async (request) => envelope(await operations.budget(userOf(request), request.params.agentId)),
-        );
-        app.put(
-          '/agents/:agentId/budget',
-          {
-            onRequest: signedIn,
-            schema: { tags, summary: "Set the agent's daily model-token budget (extension)", security, params: agentIdParams, body: budgetBody, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 409, 503) } },
-          },
-          async (request) => envelope(await operations.setBudget(userOf(request), request.params.agentId, request.body)),
-        );
-        // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
-        // public API description (docs/agents.md documents it).
-        app.post(
-          '/agents/:agentId/runtime/pay-and-call',
-          { schema: { hide: true, params: agentIdParams, body: toolPaymentBody } },
-          async (request) => {
-            const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
-            return envelope(await payments.pay(request.params.agentId, token, request.body));
+          async (request, reply) => {
+            const agent = await agentOf(request);
+            if (!wantsEvents(request)) return envelope(await chat.chat(agent, request.body));
+            await chat.stream(agent, request.body, reply);
+            return reply;
           },
         );
         app.get(
           '/agents/:agentId/chat/history',
           {
             onRequest: signedIn,
-            schema: { tags, summary: "A session's chat history", security, params: agentIdParams, querystring: historyQuery, response: { 200: envelopeSchema(chatHistory), ...errors(400, 401, 404, 409, 503) } },
+            schema: { tags, summary: "A session's messages, and in raw its whole transcript with tool calls and results", security, params, querystring: historyQuery, response: { 200: envelopeSchema(chatHistory), ...errors(400, 401, 404) } },
           },
-          async (request) => envelope(await operations.history(userOf(request), request.params.agentId, request.query.session)),
+          async (request) => envelope(await chat.history(await agentOf(request), request.query.session)),
+        );
+        app.get(
+          '/agents/:agentId/chat/sessions',
+          { onRequest: signedIn, schema: { tags, summary: "The agent's sessions, the most recently used first", security, params, response: { 200: envelopeSchema(sessionsSchema), ...errors(400, 401, 404) } } },
+          async (request) => envelope((await chats.sessions((await agentOf(request)).id)).map((s) => ({ ...s, updatedAt: s.updatedAt.toISOString() }))),
+        );
+        app.delete(
+          '/agents/:agentId/chat/sessions/:session',
+          { onRequest: signedIn, schema: { tags, summary: 'Delete a session and its whole transcript', security, params: sessionParams, response: { 200: envelopeSchema(z.object({ session: z.string(), deleted: z.literal(true) })), ...errors(400, 401, 404) } } },
+          async (request) => {
+            const agent = await agentOf(request);
+            if (!(await chats.deleteSessions(agent.id, request.params.session))) throw agentsErrors.sessionNotFound();
+            return envelope({ session: request.params.session, deleted: true as const });
+          },
+        );
+        app.get(
+          '/agents/:agentId/budget',
+          { onRequest: signedIn, schema: { tags, summary: "The agent's daily model-token budget and today's use, and runtime_b's payment budget (extension)", security, params, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 503) } } },
+          async (request) => envelope(await operations.budget(await agentOf(request))),
+        );
+        app.put(
+          '/agents/:agentId/budget',
+          {
+            onRequest: signedIn,
+            schema: { tags, summary: "Set the agent's daily model-token budget and/or runtime_b's payment budget (extension)", security, params, body: budgetBody, response: { 200: envelopeSchema(budgetSchema), ...errors(400, 401, 404, 409, 503) } },
+          },
+          async (request) => envelope(await operations.setBudget(await agentOf(request), request.body)),
+        );
+        app.get(
+          '/agents/:agentId/usage',
+          { onRequest: signedIn, schema: { tags, summary: 'Tokens used today and in all, and the tool payments made (extension)', security, params, response: { 200: envelopeSchema(usageSchema), ...errors(400, 401, 404) } } },
+          async (request) => envelope(await operations.usage(await agentOf(request))),
+        );
+        // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
+        // public API description (docs/agents.md documents it).
+        app.post(
+          '/agents/:agentId/runtime/pay-and-call',
+          { schema: { hide: true, params, body: toolPaymentBody } },
+          async (request) => {
+            const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
+            return envelope(await payments.pay(request.params.agentId, token, request.body));
+          },
         );
       },
     },

@@ -32,16 +32,18 @@ export interface InstanceRef {
   machineRef: string | null;
 }
 
+/** deploy() was given a volume that is gone: the runtime is not started on an empty one. */
+export class VolumeLostError extends Error {}
+
 /**
  * Where agent runtimes run. The local provider runs each as a process on this machine; a hosting adapter
  * (Fly Machines API shape) implements the same calls. deploy() adopts `volumeRef` when given: a redeploy
- * never replaces a volume with an empty one.
+ * never replaces a volume with an empty one (VolumeLostError). Whether a runtime answers is the supervisor's
+ * authenticated probe, not the provider's word.
  */
 export interface RuntimeProvider {
   readonly name: string;
   deploy(spec: RuntimeSpec): Promise<DeployedRuntime>;
-  /** Whether the instance runs now (after a restart of the service, a local runtime does not). */
-  isRunning(instance: InstanceRef): Promise<boolean>;
   stop(instance: InstanceRef): Promise<void>;
   /** Deletes the volume: the runtime's data is gone. */
   remove(instance: InstanceRef): Promise<void>;

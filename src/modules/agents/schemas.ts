@@ -12,7 +12,7 @@ export const createAgentBody = z.object({
 export const runtimeInstanceSchema = z.object({
   id: z.string(),
   appName: z.string(),
-  url: z.string(),
+  url: z.string().nullable().describe('where the runtime answers; null when that is an internal address only the service reaches'),
   cpus: z.number().int(),
   memoryMb: z.number().int(),
   volumeSizeGb: z.number().int(),
@@ -20,6 +20,10 @@ export const runtimeInstanceSchema = z.object({
   expiresAt: z.string().nullable(),
   stoppedAt: z.string().nullable(),
   removedAt: z.string().nullable(),
+  removeAt: z
+    .string()
+    .nullable()
+    .describe("a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension)"),
 });
 
 export const agentSchema = z.object({
@@ -28,7 +32,9 @@ export const agentSchema = z.object({
   name: z.string(),
   type: z.enum(AGENT_TYPES),
   spec: z.literal('monthly'),
-  status: z.enum(AGENT_STATUSES).describe('pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)'),
+  status: z
+    .enum(AGENT_STATUSES)
+    .describe('pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)'),
   attempts: z.number().int(),
   lastError: z.string().nullable(),
   createdAt: z.string(),
@@ -61,22 +67,46 @@ export const chatBody = z.object({
 });
 
 export const chatResult = z.object({ message: chatMessageSchema, raw: z.unknown().nullable(), text: z.string() });
-export const historyQuery = z.object({ session: z.string().min(1).max(100).default('main') });
-export const chatHistory = z.object({ messages: z.array(chatMessageSchema), raw: z.unknown().nullable() });
+const sessionName = z.string().min(1).max(100);
+export const historyQuery = z.object({ session: sessionName.default('main') });
+export const sessionParams = agentIdParams.extend({ session: sessionName });
+export const chatHistory = z.object({
+  messages: z.array(chatMessageSchema),
+  raw: z.array(z.record(z.string(), z.unknown())).describe("the whole transcript: messages, the tool calls a runtime_b agent made and their results"),
+});
+export const sessionSummarySchema = z.object({ session: z.string(), messages: z.number().int(), updatedAt: z.string() });
+
+/** The model each provider answers with unless the agent's config names another. */
+export const DEFAULT_MODELS = { openai: 'gpt-4o-mini', anthropic: 'claude-3-5-haiku-latest', openrouter: 'openai/gpt-4o-mini' } as const;
+export const DEFAULT_MAX_OUTPUT_TOKENS = 1024;
+/** Bounds of the bot's settings (PUT /agents/{agentId}/config). */
+export const BOT_SETTINGS_LIMITS = { systemPromptChars: 8_000, maxOutputTokens: 8_192 } as const;
+
+const modelName = z.string().trim().min(1).max(200).regex(/^[\w.:/@-]+$/, 'letters, digits and . _ : / @ - only');
+export const modelsSchema = z.strictObject({ openai: modelName.optional(), anthropic: modelName.optional(), openrouter: modelName.optional() });
+export const botSettingsSchema = z.strictObject({
+  systemPrompt: z.string().max(BOT_SETTINGS_LIMITS.systemPromptChars).optional().describe('put before every session (not stored in its history)'),
+  temperature: z.number().min(0).max(2).optional(),
+  maxOutputTokens: z.number().int().min(1).max(BOT_SETTINGS_LIMITS.maxOutputTokens).optional().describe(`the most a reply may be; default ${DEFAULT_MAX_OUTPUT_TOKENS}`),
+});
 
 export const runtimeConfigSchema = z.object({
   createdAt: z.string(),
   id: z.string(),
-  instanceId: z.string(),
+  instanceId: z.string().nullable(),
   updatedAt: z.string(),
-  models: z.array(z.string()).nullable(),
-  botSettings: z.record(z.string(), z.unknown()).nullable(),
+  models: modelsSchema.nullable().describe('the model each provider uses; null: the defaults'),
+  botSettings: botSettingsSchema.nullable(),
 });
+export const configBody = z
+  .strictObject({ models: modelsSchema.nullable().optional(), botSettings: botSettingsSchema.nullable().optional() })
+  .refine((body) => body.models !== undefined || body.botSettings !== undefined, 'set models, botSettings or both (null restores the defaults)');
 
 export const setProviderBody = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().min(1).max(1000) });
 export const providerEntrySchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().describe('masked: only the start and end are shown') });
 
 export type ChatBody = z.infer<typeof chatBody>;
+export type ConfigBody = z.infer<typeof configBody>;
 export type ChatResult = z.infer<typeof chatResult>;
 export type ChatHistory = z.infer<typeof chatHistory>;
 export type RuntimeConfigView = z.infer<typeof runtimeConfigSchema>;
@@ -106,3 +136,19 @@ export const toolPaymentBody = z.object({
   maxAmount: atomic.optional(),
 });
 export type BudgetView = z.infer<typeof budgetSchema>;
+
+export const sessionsSchema = z.array(sessionSummarySchema);
+export const agentStateResult = listedAgentSchema;
+export const renewResult = listedAgentSchema.extend({ charge: z.object({ amountUsdCents: z.number().int(), balanceAfterUsdCents: z.number().int() }) });
+export type ConfigView = z.infer<typeof runtimeConfigSchema>;
+export const exportSchema = z.object({
+  agent: listedAgentSchema,
+  config: runtimeConfigSchema,
+  sessions: z.array(z.object({ session: z.string(), updatedAt: z.string(), entries: z.array(z.record(z.string(), z.unknown())) })),
+  exportedAt: z.string(),
+});
+export type AgentExport = z.infer<typeof exportSchema>;
+export const usageSchema = z.object({
+  tokens: z.object({ today: z.number().int(), total: z.number().int(), day: z.string().describe('the UTC day of `today`') }),
+  payments: z.object({ count: z.number().int().describe('tool payments that settled'), spent: z.string().describe('atomic units they paid'), held: z.string().describe('held for payments whose outcome is not final') }),
+});

@@ -1,10 +1,15 @@
-import { and, asc, desc, eq, isNull, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
-import { agentInstances, agentProviderKeys, agents, type ModelProvider } from './tables.js';
+import { agentInstances, agentPaymentHolds, agentProviderKeys, agents, type AgentStatus, type BotSettings, type ModelProvider } from './tables.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type InstanceRow = typeof agentInstances.$inferSelect;
 export type ProviderKeyRow = typeof agentProviderKeys.$inferSelect;
+export type HoldRow = typeof agentPaymentHolds.$inferSelect;
+
+/** How long a stopped instance's volume (and the agent's data) is kept after its paid month ends. */
+export const REMOVE_AFTER_MS = 7 * 24 * 3600_000;
+export const RUNTIME_LIFETIME_MS = 30 * 24 * 3600_000;
 
 /** Every statement on the agents tables; each move of an agent names the status it expects. */
 export class AgentsStore {
@@ -25,7 +30,7 @@ export class AgentsStore {
       .select({ agent: agents, instance: agentInstances })
       .from(agents)
       .leftJoin(agentInstances, eq(agentInstances.agentId, agents.id))
-      .where(eq(agents.userId, userId))
+      .where(and(eq(agents.userId, userId), ne(agents.status, 'deleted')))
       .orderBy(desc(agents.createdAt), desc(agents.id));
   }
 
@@ -53,75 +58,183 @@ export class AgentsStore {
     return row ?? null;
   }
 
-  /** pending → running with its instance (made on the first deploy, re-pointed on later ones). */
-  async markRunning(executor: Executor, agentId: string, instance: InstanceRow, now: Date): Promise<boolean> {
-    await this.saveInstance(executor, instance);
-    const moved = await executor
-      .update(agents)
-      .set({ status: 'running', lastError: null, nextAttemptAt: null, updatedAt: now })
-      .where(and(eq(agents.id, agentId), eq(agents.status, 'pending')))
-      .returning({ id: agents.id });
-    return moved.length === 1;
-  }
-
-  /** The instance row: inserted once per agent, then its address and machine follow each (re)start. */
-  async saveInstance(executor: Executor, instance: InstanceRow): Promise<void> {
-    await executor
-      .insert(agentInstances)
-      .values(instance)
-      .onConflictDoUpdate({
-        target: agentInstances.agentId,
-        set: { url: instance.url, machineRef: instance.machineRef, volumeRef: instance.volumeRef, updatedAt: instance.updatedAt },
-      });
-  }
-
-  /** A failed try: the error kept; after the last try, pending → failed. */
-  async recordFailure(executor: Executor, agentId: string, error: string, giveUp: boolean, now: Date): Promise<boolean> {
-    const moved = await executor
-      .update(agents)
-      .set({ lastError: error.slice(0, 1000), ...(giveUp ? { status: 'failed' as const, nextAttemptAt: null } : {}), updatedAt: now })
-      .where(and(eq(agents.id, agentId), eq(agents.status, 'pending')))
-      .returning({ id: agents.id });
-    return moved.length === 1;
-  }
-
-  /** Running agents and their instances (the runtime sweep: expiry, and restarting runtimes that stopped). */
-  async running(limit: number): Promise<Array<{ agent: AgentRow; instance: InstanceRow }>> {
-    return this.db
-      .select({ agent: agents, instance: agentInstances })
-      .from(agents)
-      .innerJoin(agentInstances, eq(agentInstances.agentId, agents.id))
-      .where(and(eq(agents.status, 'running'), isNull(agentInstances.stoppedAt)))
-      .orderBy(asc(agentInstances.expiresAt))
-      .limit(limit);
-  }
-
-  /** running → expired, the instance stopped. */
-  async markExpired(agentId: string, now: Date): Promise<boolean> {
+  /**
+   * pending → running with its instance (made on the first deploy; on later ones its address, handles and
+   * token follow the new runtime, and a stopped one runs again). False, and nothing saved, when the agent
+   * left pending meanwhile (deleted): the caller stops what it started.
+   */
+  async markRunning(agentId: string, instance: InstanceRow, now: Date): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const moved = await tx
         .update(agents)
-        .set({ status: 'expired', updatedAt: now })
-        .where(and(eq(agents.id, agentId), eq(agents.status, 'running')))
+        .set({ status: 'running', lastError: null, nextAttemptAt: null, updatedAt: now })
+        .where(and(eq(agents.id, agentId), eq(agents.status, 'pending')))
         .returning({ id: agents.id });
       if (moved.length === 0) return false;
-      await tx.update(agentInstances).set({ stoppedAt: now, updatedAt: now }).where(eq(agentInstances.agentId, agentId));
+      await this.saveInstance(tx, { ...instance, stoppedAt: null, haltedAt: null, removeAt: null });
       return true;
     });
   }
 
-  /** Stopped instances whose volume is due for removal. */
-  async dueForRemoval(stoppedBefore: Date, limit: number): Promise<InstanceRow[]> {
+  /** The instance row: inserted once per agent, then its address, handles, token and state follow each (re)start. */
+  async saveInstance(executor: Executor, instance: InstanceRow): Promise<void> {
+    const { url, machineRef, volumeRef, sealedToken, stoppedAt, haltedAt, removeAt, updatedAt } = instance;
+    await executor
+      .insert(agentInstances)
+      .values(instance)
+      .onConflictDoUpdate({ target: agentInstances.agentId, set: { url, machineRef, volumeRef, sealedToken, stoppedAt, haltedAt, removeAt, updatedAt } });
+  }
+
+  /** A running agent's runtime restarted by the supervisor: where it answers now and its new token (only while it is still running). */
+  async restarted(agentId: string, instance: Pick<InstanceRow, 'url' | 'machineRef' | 'volumeRef' | 'sealedToken'>, now: Date): Promise<boolean> {
+    const moved = await this.db
+      .update(agentInstances)
+      .set({ url: instance.url, machineRef: instance.machineRef, volumeRef: instance.volumeRef, sealedToken: instance.sealedToken, updatedAt: now })
+      .where(and(eq(agentInstances.agentId, agentId), isNull(agentInstances.stoppedAt), sql`exists (select 1 from agents where id = ${agentId} and status = 'running')`))
+      .returning({ id: agentInstances.id });
+    return moved.length === 1;
+  }
+
+  /** A failed try: the error kept; after the last try, pending → `then` (failed for a purchase, stopped for a restart). */
+  async recordFailure(executor: Executor, agentId: string, error: string, then: AgentStatus | null, now: Date): Promise<boolean> {
+    const moved = await executor
+      .update(agents)
+      .set({ lastError: error.slice(0, 1000), ...(then ? { status: then, nextAttemptAt: null } : {}), updatedAt: now })
+      .where(and(eq(agents.id, agentId), eq(agents.status, 'pending')))
+      .returning({ id: agents.id });
+    return moved.length === 1;
+  }
+
+  /** A page of running agents and their instances, by agent id after `afterId` (the supervisor pages through all). */
+  async runningPage(afterId: string | null, limit: number): Promise<Array<{ agent: AgentRow; instance: InstanceRow }>> {
+    return this.db
+      .select({ agent: agents, instance: agentInstances })
+      .from(agents)
+      .innerJoin(agentInstances, eq(agentInstances.agentId, agents.id))
+      .where(and(eq(agents.status, 'running'), isNull(agentInstances.stoppedAt), afterId ? gt(agents.id, afterId) : undefined))
+      .orderBy(asc(agents.id))
+      .limit(limit);
+  }
+
+  /**
+   * Moves an agent out of `from` into `to` and stops its instance (stoppedAt now, its volume kept until
+   * `removeAt`), in one transaction; `when` adds a condition on the instance (e.g. its month is over).
+   */
+  async #stopInstance(agentId: string, from: AgentStatus[], to: AgentStatus, removeAt: SQL, now: Date, when?: SQL): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const moved = await tx
+        .update(agents)
+        .set({ status: to, updatedAt: now })
+        .where(and(eq(agents.id, agentId), inArray(agents.status, from), when ? sql`exists (select 1 from agent_instances i where i.agent_id = ${agentId} and ${when})` : undefined))
+        .returning({ id: agents.id });
+      if (moved.length === 0) return false;
+      await tx
+        .update(agentInstances)
+        .set({ stoppedAt: sql`coalesce(${agentInstances.stoppedAt}, ${now})`, removeAt, updatedAt: now })
+        .where(eq(agentInstances.agentId, agentId));
+      return true;
+    });
+  }
+
+  /** running → expired when its month is over (a renewal that moved expiresAt first wins); the volume is kept a week. */
+  markExpired(agentId: string, now: Date): Promise<boolean> {
+    return this.#stopInstance(agentId, ['running'], 'expired', sql`${agentInstances.expiresAt} + interval '7 days'`, now, sql`i.expires_at <= ${now}`);
+  }
+
+  /** running → stopped by its user: the runtime halts; the volume is kept until a week after the paid month. */
+  markStopped(agentId: string, now: Date): Promise<boolean> {
+    return this.#stopInstance(agentId, ['running'], 'stopped', sql`${agentInstances.expiresAt} + interval '7 days'`, now);
+  }
+
+  /** Any state → deleted: the runtime halts and its volume is removed at once. */
+  markDeleted(agentId: string, now: Date): Promise<boolean> {
+    return this.#stopInstance(agentId, ['pending', 'running', 'stopped', 'expired', 'failed', 'volume_lost'], 'deleted', sql`${now}`, now);
+  }
+
+  /** stopped → pending (deployed again on its volume) while its paid month lasts. */
+  async markStarting(agentId: string, now: Date): Promise<boolean> {
+    const moved = await this.db
+      .update(agents)
+      .set({ status: 'pending', attempts: 0, lastError: null, nextAttemptAt: now, updatedAt: now })
+      .where(and(eq(agents.id, agentId), eq(agents.status, 'stopped'), sql`exists (select 1 from agent_instances i where i.agent_id = ${agentId} and i.expires_at > ${now} and i.removed_at is null)`))
+      .returning({ id: agents.id });
+    return moved.length === 1;
+  }
+
+  /**
+   * One more month, inside the caller's transaction (with its payment): expiresAt moves a month past the later
+   * of itself and now; an expired agent is deployed again on its volume; a stopped one keeps its volume a week
+   * past the new end. The new expiry; null when the agent cannot be renewed (no runtime yet, or its data gone).
+   */
+  async renew(executor: Executor, agentId: string, now: Date): Promise<Date | null> {
+    const [instance] = await executor
+      .update(agentInstances)
+      .set({
+        expiresAt: sql`greatest(${agentInstances.expiresAt}, ${now}) + interval '30 days'`,
+        removeAt: sql`case when ${agentInstances.stoppedAt} is null then null else greatest(${agentInstances.expiresAt}, ${now}) + interval '37 days' end`,
+        updatedAt: now,
+      })
+      .where(and(eq(agentInstances.agentId, agentId), isNull(agentInstances.removedAt), sql`exists (select 1 from agents where id = ${agentId} and status in ('running', 'stopped', 'expired', 'pending'))`))
+      .returning({ expiresAt: agentInstances.expiresAt });
+    if (!instance) return null;
+    await executor
+      .update(agents)
+      .set({ status: 'pending', attempts: 0, lastError: null, nextAttemptAt: now, updatedAt: now })
+      .where(and(eq(agents.id, agentId), eq(agents.status, 'expired')));
+    return instance.expiresAt;
+  }
+
+  /** pending or running → volume_lost: its volume is gone, and it is not started on an empty one. */
+  async markVolumeLost(agentId: string, error: string, now: Date): Promise<boolean> {
+    const moved = await this.db
+      .update(agents)
+      .set({ status: 'volume_lost', lastError: error.slice(0, 1000), nextAttemptAt: null, updatedAt: now })
+      .where(and(eq(agents.id, agentId), inArray(agents.status, ['pending', 'running'])))
+      .returning({ id: agents.id });
+    return moved.length === 1;
+  }
+
+  /** Stopped instances whose runtime may still run (the supervisor halts them). */
+  async unhalted(limit: number): Promise<InstanceRow[]> {
     return this.db
       .select()
       .from(agentInstances)
-      .where(and(lte(agentInstances.stoppedAt, stoppedBefore), isNull(agentInstances.removedAt)))
+      // Not one being started again (pending) or running: its new runtime is the deployer's.
+      .where(and(isNotNull(agentInstances.stoppedAt), isNull(agentInstances.haltedAt), sql`exists (select 1 from agents a where a.id = ${agentInstances.agentId} and a.status not in ('pending', 'running'))`))
       .orderBy(asc(agentInstances.stoppedAt))
       .limit(limit);
   }
 
-  async markRemoved(instanceId: string, now: Date): Promise<void> {
-    await this.db.update(agentInstances).set({ removedAt: now, updatedAt: now }).where(and(eq(agentInstances.id, instanceId), isNull(agentInstances.removedAt)));
+  async markHalted(instanceId: string, stoppedAt: Date, now: Date): Promise<void> {
+    // Only the stop it halted: a start since then (stoppedAt cleared) is left running.
+    await this.db.update(agentInstances).set({ haltedAt: now, updatedAt: now }).where(and(eq(agentInstances.id, instanceId), eq(agentInstances.stoppedAt, stoppedAt)));
+  }
+
+  /** Stopped instances whose volume is due for removal. */
+  async dueForRemoval(now: Date, limit: number): Promise<InstanceRow[]> {
+    return this.db
+      .select()
+      .from(agentInstances)
+      .where(and(lte(agentInstances.removeAt, now), isNull(agentInstances.removedAt)))
+      .orderBy(asc(agentInstances.removeAt))
+      .limit(limit);
+  }
+
+  /** The volume is gone: the instance says when, and the agent's chat histories go with it (one transaction). */
+  async markRemoved(instance: InstanceRow, now: Date): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const moved = await tx
+        .update(agentInstances)
+        .set({ removedAt: now, updatedAt: now })
+        .where(and(eq(agentInstances.id, instance.id), isNull(agentInstances.removedAt), lte(agentInstances.removeAt, now)))
+        .returning({ id: agentInstances.id });
+      if (moved.length === 1) await tx.execute(sql`delete from agent_chat_entries where agent_id = ${instance.agentId}`);
+    });
+  }
+
+  async setConfig(agentId: string, config: { models?: AgentRow['models']; botSettings?: BotSettings | null }, now: Date): Promise<AgentRow | null> {
+    const [row] = await this.db.update(agents).set({ ...config, updatedAt: now }).where(eq(agents.id, agentId)).returning();
+    return row ?? null;
   }
 
   async setTokenBudget(agentId: string, dailyTokens: number, now: Date): Promise<void> {
@@ -144,20 +257,72 @@ export class AgentsStore {
     return moved.length === 1;
   }
 
-  /** Holds `amount` of the budget for one payment; false (nothing held) when the budget has less left. */
-  async reservePayment(agentId: string, amount: bigint): Promise<boolean> {
-    const held = await this.db
-      .update(agents)
-      .set({ paymentSpent: sql`${agents.paymentSpent} + ${amount.toString()}::numeric` })
-      .where(and(eq(agents.id, agentId), sql`${agents.paymentSpent} + ${amount.toString()}::numeric <= ${agents.paymentBudget}`))
-      .returning({ id: agents.id });
-    return held.length === 1;
+  /**
+   * Holds `amount` of the budget for one payment, recorded as a hold named by the payment's id; false (nothing
+   * held) when the budget has less left. One transaction: the budget's conditional UPDATE and the hold's row.
+   */
+  async openHold(hold: { id: string; agentId: string; walletId: string; amount: bigint }, now: Date): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const held = await tx
+        .update(agents)
+        .set({ paymentSpent: sql`${agents.paymentSpent} + ${hold.amount.toString()}::numeric` })
+        .where(and(eq(agents.id, hold.agentId), sql`${agents.paymentSpent} + ${hold.amount.toString()}::numeric <= ${agents.paymentBudget}`))
+        .returning({ id: agents.id });
+      if (held.length === 0) return false;
+      await tx.insert(agentPaymentHolds).values({ ...hold, amount: hold.amount.toString(), status: 'held', paid: null, createdAt: now, updatedAt: now });
+      return true;
+    });
   }
 
-  /** Gives back the part of a hold that was not paid. */
-  async releasePayment(agentId: string, amount: bigint): Promise<void> {
-    if (amount <= 0n) return;
-    await this.db.update(agents).set({ paymentSpent: sql`${agents.paymentSpent} - ${amount.toString()}::numeric` }).where(eq(agents.id, agentId));
+  /**
+   * A held payment's end: `paid` of it spent (0n: released, nothing was or can be paid), the rest given back
+   * to the budget, once (only a `held` hold moves, with the budget in the same transaction).
+   */
+  async closeHold(holdId: string, paid: bigint, now: Date): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const [hold] = await tx
+        .update(agentPaymentHolds)
+        .set({ status: paid > 0n ? 'spent' : 'released', paid: paid.toString(), updatedAt: now })
+        .where(and(eq(agentPaymentHolds.id, holdId), eq(agentPaymentHolds.status, 'held')))
+        .returning();
+      if (!hold) return false;
+      const unpaid = BigInt(hold.amount) - paid;
+      if (unpaid !== 0n) await tx.update(agents).set({ paymentSpent: sql`${agents.paymentSpent} - ${unpaid.toString()}::numeric` }).where(eq(agents.id, hold.agentId));
+      return true;
+    });
+  }
+
+  /** A held payment signed for `amount`: the hold shrinks to it (the rest back to the budget) until its outcome is final. */
+  async shrinkHold(holdId: string, amount: bigint, now: Date): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const [before] = await tx.select().from(agentPaymentHolds).where(and(eq(agentPaymentHolds.id, holdId), eq(agentPaymentHolds.status, 'held'))).for('update');
+      if (!before || BigInt(before.amount) <= amount) return;
+      await tx.update(agentPaymentHolds).set({ amount: amount.toString(), updatedAt: now }).where(eq(agentPaymentHolds.id, holdId));
+      await tx.update(agents).set({ paymentSpent: sql`${agents.paymentSpent} - ${(BigInt(before.amount) - amount).toString()}::numeric` }).where(eq(agents.id, before.agentId));
+    });
+  }
+
+  /** Holds still open since before `olderThan`, oldest first (the hold sweep's work). */
+  openHolds(olderThan: Date, limit: number): Promise<HoldRow[]> {
+    return this.db
+      .select()
+      .from(agentPaymentHolds)
+      .where(and(eq(agentPaymentHolds.status, 'held'), lte(agentPaymentHolds.updatedAt, olderThan)))
+      .orderBy(asc(agentPaymentHolds.updatedAt))
+      .limit(limit);
+  }
+
+  /** The agent's tool payments: how many were paid and how much, and what is still held. */
+  async paymentTotals(agentId: string): Promise<{ count: number; spent: string; held: string }> {
+    const [row] = await this.db
+      .select({
+        count: sql<number>`count(*) filter (where ${agentPaymentHolds.status} = 'spent')`.mapWith(Number),
+        spent: sql<string>`coalesce(sum(${agentPaymentHolds.paid}) filter (where ${agentPaymentHolds.status} = 'spent'), 0)::text`,
+        held: sql<string>`coalesce(sum(${agentPaymentHolds.amount}) filter (where ${agentPaymentHolds.status} = 'held'), 0)::text`,
+      })
+      .from(agentPaymentHolds)
+      .where(eq(agentPaymentHolds.agentId, agentId));
+    return row ?? { count: 0, spent: '0', held: '0' };
   }
 
   // Model-provider keys (sealed by the service before they get here).

@@ -1,11 +1,25 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+
+export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openrouter'] as const;
+export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+
+/** The bot's settings (bounds in schemas.ts): a system prompt put before every session, and the sampling. */
+export interface BotSettings {
+  systemPrompt?: string;
+  temperature?: number;
+  maxOutputTokens?: number;
+}
+import { bigint, check, date, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 export const AGENT_TYPES = ['runtime_a', 'runtime_b'] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
 
-/** pending (bought, deployment queued or retrying) → running → expired (the month is over); failed: deployment gave up, refunded. */
-export const AGENT_STATUSES = ['pending', 'running', 'expired', 'failed'] as const;
+/**
+ * pending (bought or started, deployment queued or retrying) → running ⇄ stopped (by its user, inside the paid
+ * month) → expired (the month is over); failed: the first deployment gave up, refunded; volume_lost: the
+ * runtime's volume is gone, so it is not started on an empty one; deleted: by its user, gone from lists.
+ */
+export const AGENT_STATUSES = ['pending', 'running', 'stopped', 'expired', 'failed', 'volume_lost', 'deleted'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 /**
@@ -32,12 +46,15 @@ export const agents = pgTable(
     /** runtime_b: what its tool may pay in all, and has paid or holds for a payment in flight (atomic units of the chain's asset). */
     paymentBudget: numeric('payment_budget', { precision: 78, scale: 0 }).notNull().default('0'),
     paymentSpent: numeric('payment_spent', { precision: 78, scale: 0 }).notNull().default('0'),
+    /** The model each provider uses ({ openai?, anthropic?, openrouter? }) and the bot's settings; null: the defaults. */
+    models: jsonb('models').$type<Partial<Record<ModelProvider, string>>>(),
+    botSettings: jsonb('bot_settings').$type<BotSettings>(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [
     check('agents_type_check', sql`${t.type} in ('runtime_a', 'runtime_b')`),
-    check('agents_status_check', sql`${t.status} in ('pending', 'running', 'expired', 'failed')`),
+    check('agents_status_check', sql`${t.status} in ('pending', 'running', 'stopped', 'expired', 'failed', 'volume_lost', 'deleted')`),
     check('agents_daily_token_budget_check', sql`${t.dailyTokenBudget} >= 0`),
     // The budget holds whatever the writer: a reservation that would pass it matches no row.
     check('agents_payment_budget_check', sql`${t.paymentSpent} >= 0 and ${t.paymentSpent} <= ${t.paymentBudget}`),
@@ -71,18 +88,23 @@ export const agentInstances = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     stoppedAt: timestamp('stopped_at', { withTimezone: true }),
     removedAt: timestamp('removed_at', { withTimezone: true }),
+    /** When a stopped instance's volume (and with it the agent's data) is removed; null while it runs. */
+    removeAt: timestamp('remove_at', { withTimezone: true }),
+    /** When the provider confirmed a stopped instance's runtime halted (the supervisor halts it otherwise). */
+    haltedAt: timestamp('halted_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [
     unique('agent_instances_agent_unique').on(t.agentId),
+    // The supervisor's work: stopped runtimes not yet halted, and volumes due for removal.
+    index('agent_instances_halt_idx').on(t.stoppedAt).where(sql`${t.stoppedAt} is not null and ${t.haltedAt} is null`),
+    index('agent_instances_removal_idx').on(t.removeAt).where(sql`${t.removedAt} is null`),
     // The expiry sweep: running instances by when their month ends.
     index('agent_instances_expiry_idx').on(t.expiresAt).where(sql`${t.stoppedAt} is null`),
   ],
 );
 
-export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openrouter'] as const;
-export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
 /**
  * An agent's model-provider keys: sealed under the master key (the agent and provider bound as associated
@@ -99,4 +121,60 @@ export const agentProviderKeys = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.provider] }), check('agent_provider_keys_provider_check', sql`${t.provider} in ('openai', 'anthropic', 'openrouter')`)],
+);
+
+/**
+ * Chat histories, kept by the service (not on the runtime's volume): any api node reads them, they survive a
+ * runtime that dies, and they can be exported while the runtime is stopped. One row per transcript entry in
+ * the runtime's neutral form (`{ role, content, toolCalls? }` or `{ role: "tool", toolCallId, name, content }`),
+ * so a runtime_b agent sees the tool calls it made and what they paid; `seq` orders a session.
+ */
+export const agentChatEntries = pgTable(
+  'agent_chat_entries',
+  {
+    agentId: uuid('agent_id').notNull(),
+    session: text('session').notNull(),
+    seq: integer('seq').notNull(),
+    entry: jsonb('entry').$type<Record<string, unknown>>().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.session, t.seq] })],
+);
+
+/** Model tokens (input + output) an agent's chats used per UTC day, as its runtime reported them. */
+export const agentTokenUsage = pgTable(
+  'agent_token_usage',
+  {
+    agentId: uuid('agent_id').notNull(),
+    day: date('day').notNull(),
+    tokens: bigint('tokens', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.day] })],
+);
+
+export const HOLD_STATUSES = ['held', 'spent', 'released'] as const;
+export type HoldStatus = (typeof HOLD_STATUSES)[number];
+
+/**
+ * runtime_b's budget holds: one per tool payment, its id the wallet payment's id (given before signing). A
+ * hold is `held` while the payment may still move money, then `spent` (what it paid) or `released` (nothing
+ * was signed, or the payment failed), each move once, with the agent's paymentSpent in the same transaction.
+ */
+export const agentPaymentHolds = pgTable(
+  'agent_payment_holds',
+  {
+    id: uuid('id').primaryKey(),
+    agentId: uuid('agent_id').notNull(),
+    walletId: uuid('wallet_id').notNull(),
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    status: text('status').$type<HoldStatus>().notNull(),
+    paid: numeric('paid', { precision: 78, scale: 0 }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    check('agent_payment_holds_status_check', sql`${t.status} in ('held', 'spent', 'released')`),
+    index('agent_payment_holds_open_idx').on(t.updatedAt).where(sql`${t.status} = 'held'`),
+    index('agent_payment_holds_agent_idx').on(t.agentId, t.status),
+  ],
 );

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { devReceiver } from '../../chain/dev-receiver.js';
 import { AdminCommandError } from '../../admin/commands.js';
@@ -8,7 +9,7 @@ import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { toApiError } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
 import { TopUpReconciler, topUpReconcileLoop } from './reconcile.js';
-import { balanceSchema, topUpBody, topUpResult } from './schemas.js';
+import { balanceSchema, ledgerEntrySchema, ledgerQuery, LEDGER_PAGE, topUpBody, topUpResult } from './schemas.js';
 import { CreditsService } from './service.js';
 import { TopUpService } from './top-up.js';
 
@@ -55,6 +56,24 @@ export function creditsModule(ctx: AppContext): Module {
           '/credits',
           { onRequest: signedIn, schema: { tags, summary: "The signed-in user's credits balance (US cents)", security, response: { 200: envelopeSchema(balanceSchema), ...errors(401) } } },
           async (request) => envelope({ balanceUsdCents: await service.balance(principalOf(request, 'identity').userId) }),
+        );
+        app.get(
+          '/credits/ledger',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags,
+              summary: "The signed-in user's credit movements, newest first, each with the balance after it",
+              description:
+                'amountUsdCents is signed (+ into your account, − out of it); cause is { kind: purchase | renewal | top_up | grant | refund, id } with the agent, ' +
+                `the top-up or the refunded entry's id (null for a grant). Paging: limit (${LEDGER_PAGE.min}–${LEDGER_PAGE.max}, default ${LEDGER_PAGE.default}) and before ` +
+                "(the previous page's last entry id); a before that is not one of your entries is 400.",
+              security,
+              querystring: ledgerQuery,
+              response: { 200: envelopeSchema(z.array(ledgerEntrySchema)), ...errors(400, 401) },
+            },
+          },
+          async (request) => envelope(await service.ledger(principalOf(request, 'identity').userId, request.query.limit, request.query.before ?? null)),
         );
         app.post(
           '/credits/top-up',

@@ -28,3 +28,27 @@ export const topUpSchema = z.object({
 export const topUpResult = z.object({ topUp: topUpSchema, balanceUsdCents: z.number().int() });
 
 export type TopUpView = z.infer<typeof topUpSchema>;
+
+/** GET /credits/ledger pages 1–100 entries at a time, 50 by default. */
+export const LEDGER_PAGE = { min: 1, max: 100, default: 50 } as const;
+
+export const ledgerQuery = z.object({
+  limit: z.coerce.number().int().min(LEDGER_PAGE.min).max(LEDGER_PAGE.max).default(LEDGER_PAGE.default).describe(`entries per page (${LEDGER_PAGE.min}–${LEDGER_PAGE.max}, default ${LEDGER_PAGE.default})`),
+  before: z.uuid().optional().describe("the id of the previous page's last entry: entries strictly older than it"),
+});
+
+/** What moved the credits, as the ledger names it (purchase and renewal of an agent, top-up, operator grant, refund). */
+export const LEDGER_CAUSE_KINDS = ['purchase', 'renewal', 'top_up', 'grant', 'refund'] as const;
+
+export const ledgerEntrySchema = z.object({
+  id: z.string(),
+  amountUsdCents: z.number().int().describe('signed: positive into your account, negative out of it'),
+  balanceAfterUsdCents: z.number().int().describe('your balance right after this entry'),
+  cause: z.object({
+    kind: z.enum(LEDGER_CAUSE_KINDS),
+    id: z.string().nullable().describe('the agent (purchase, renewal), the top-up (top_up), the refunded entry (refund); null for a grant'),
+  }),
+  createdAt: z.string(),
+});
+
+export type LedgerEntryView = z.infer<typeof ledgerEntrySchema>;

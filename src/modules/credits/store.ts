@@ -1,5 +1,6 @@
 import { and, asc, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
+import { toDate, type Timestamp } from '../../platform/sql-rows.js';
 import { creditBalances, creditTopUps, type TransferCause } from './tables.js';
 
 export const SYSTEM_ACCOUNTS = { grants: 'system:grants', topUps: 'system:top-ups', agents: 'system:agents' } as const;
@@ -10,6 +11,7 @@ export type TransferCauseRef =
   | { cause: 'grant'; note: string }
   | { cause: 'top_up'; topUpId: string }
   | { cause: 'agent_purchase'; agentId: string }
+  | { cause: 'agent_renewal'; agentId: string }
   | { cause: 'refund'; refundOf: string; agentId?: string };
 
 export interface Moved {
@@ -19,12 +21,24 @@ export interface Moved {
 
 export type TopUpRow = typeof creditTopUps.$inferSelect;
 
+/** One transfer as seen from a user's account: signed (+ in, − out), with the balance right after it. */
+export interface LedgerRow {
+  id: string;
+  amountCents: number;
+  balanceAfterCents: number;
+  cause: TransferCause;
+  agentId: string | null;
+  topUpId: string | null;
+  refundOf: string | null;
+  createdAt: Date;
+}
+
 async function rows<T>(executor: Executor, statement: SQL): Promise<T[]> {
   return ((await executor.execute(statement)) as unknown as { rows: T[] }).rows;
 }
 
 const refs = (ref: TransferCauseRef) => ({
-  agentId: ref.cause === 'agent_purchase' || ref.cause === 'refund' ? (ref.agentId ?? null) : null,
+  agentId: ref.cause === 'agent_purchase' || ref.cause === 'agent_renewal' || ref.cause === 'refund' ? (ref.agentId ?? null) : null,
   topUpId: ref.cause === 'top_up' ? ref.topUpId : null,
   refundOf: ref.cause === 'refund' ? ref.refundOf : null,
   note: ref.cause === 'grant' ? ref.note : null,
@@ -107,6 +121,49 @@ export class CreditsStore {
       sql`select id, from_account, to_account, amount_cents, cause, agent_id, top_up_id, refund_of, note
           from credit_transfers where to_account = ${account} or from_account = ${account} order by created_at, id`,
     );
+  }
+
+  /**
+   * A page of a user's ledger, newest first (created_at desc, id desc), each row with the balance right
+   * after it: a running sum over all of the user's transfers in (created_at, id) order, computed before the
+   * page is cut, so every page agrees with the one before it and the newest row with the kept balance.
+   * `before` is a row id of this user's ledger: rows strictly older than it. A `before` that is not one of
+   * the user's rows matches nothing (the row comparison with no cursor is null), so the page is empty.
+   */
+  async ledgerPage(userId: string, limit: number, before: string | null): Promise<LedgerRow[]> {
+    const account = userAccount(userId);
+    const found = await rows<{ id: string; amount_cents: string | number; balance_after: string | number; cause: TransferCause; agent_id: string | null; top_up_id: string | null; refund_of: string | null; created_at: Timestamp }>(
+      this.db,
+      sql`with mine as (
+            select id, created_at, cause, agent_id, top_up_id, refund_of,
+                   case when to_account = ${account} then amount_cents else -amount_cents end as amount_cents
+            from credit_transfers where to_account = ${account} or from_account = ${account}
+          ), ledger as (
+            select *, sum(amount_cents) over (order by created_at, id rows between unbounded preceding and current row) as balance_after
+            from mine
+          )
+          select id, amount_cents, balance_after, cause, agent_id, top_up_id, refund_of, created_at from ledger
+          ${before ? sql`where (created_at, id) < (select created_at, id from mine where id = ${before})` : sql``}
+          order by created_at desc, id desc
+          limit ${limit}`,
+    );
+    return found.map((row) => ({
+      id: row.id,
+      amountCents: Number(row.amount_cents),
+      balanceAfterCents: Number(row.balance_after),
+      cause: row.cause,
+      agentId: row.agent_id,
+      topUpId: row.top_up_id,
+      refundOf: row.refund_of,
+      createdAt: toDate(row.created_at),
+    }));
+  }
+
+  /** Whether `transferId` moved money into or out of the user's account. */
+  async isLedgerEntryOf(userId: string, transferId: string): Promise<boolean> {
+    const account = userAccount(userId);
+    const [row] = await rows<{ id: string }>(this.db, sql`select id from credit_transfers where id = ${transferId} and (to_account = ${account} or from_account = ${account})`);
+    return row !== undefined;
   }
 
   // Top-ups: claimed `settling` before the settle; each move below names the state it expects.

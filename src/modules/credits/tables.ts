@@ -8,10 +8,10 @@ import { bigint, check, index, numeric, pgTable, text, timestamp, unique, unique
  *
  * A user account's balance is also kept in `credit_balances`, moved by the same statement that writes
  * the transfer, and the database refuses it below zero (CHECK): concurrent spends serialize on the row and
- * the one that would overdraw matches nothing. Each cause can move money once (unique per agent, top-up,
+ * the one that would overdraw matches nothing. Each cause but a renewal can move money once (unique per agent, top-up,
  * refunded transfer).
  */
-export const TRANSFER_CAUSES = ['grant', 'top_up', 'agent_purchase', 'refund'] as const;
+export const TRANSFER_CAUSES = ['grant', 'top_up', 'agent_purchase', 'agent_renewal', 'refund'] as const;
 export type TransferCause = (typeof TRANSFER_CAUSES)[number];
 
 export const creditBalances = pgTable(
@@ -42,10 +42,10 @@ export const creditTransfers = pgTable(
   (t) => [
     check('credit_transfers_amount_positive', sql`${t.amountCents} > 0`),
     check('credit_transfers_two_sides', sql`${t.fromAccount} <> ${t.toAccount}`),
-    check('credit_transfers_cause_check', sql`${t.cause} in ('grant', 'top_up', 'agent_purchase', 'refund')`),
+    check('credit_transfers_cause_check', sql`${t.cause} in ('grant', 'top_up', 'agent_purchase', 'agent_renewal', 'refund')`),
     check(
       'credit_transfers_traceable',
-      sql`case ${t.cause} when 'agent_purchase' then ${t.agentId} is not null when 'top_up' then ${t.topUpId} is not null when 'refund' then ${t.refundOf} is not null else ${t.note} is not null end`,
+      sql`case ${t.cause} when 'agent_purchase' then ${t.agentId} is not null when 'agent_renewal' then ${t.agentId} is not null when 'top_up' then ${t.topUpId} is not null when 'refund' then ${t.refundOf} is not null else ${t.note} is not null end`,
     ),
     uniqueIndex('credit_transfers_agent_purchase_unique').on(t.agentId).where(sql`${t.cause} = 'agent_purchase'`),
     unique('credit_transfers_top_up_unique').on(t.topUpId),

@@ -40,7 +40,7 @@ export class PayAndCall {
     this.store = new WalletsStore(ctx.db);
   }
 
-  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput): Promise<PayAndCallResult> {
+  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string = newId()): Promise<PayAndCallResult> {
     if (wallet.status !== 'active' || !wallet.keyRef) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -65,7 +65,7 @@ export class PayAndCall {
     // Stored before it leaves the process, so every signature that reaches an upstream has a row.
     const now = this.ctx.clock.now();
     const row: PaymentRow = {
-      id: newId(),
+      id: paymentId,
       walletId: wallet.id,
       credentialId,
       status: 'pending',

@@ -27,8 +27,11 @@ import { paymentsReconcileLoop } from './worker.js';
 declare module '../../context.js' {
   interface Services {
     wallets: WalletsService;
-    /** Pay-and-call from a wallet as its credential would (other modules: an agent's tool). */
-    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput): Promise<PayAndCallResult>;
+    /**
+     * Pay-and-call from a wallet as its credential would (other modules: an agent's tool). `paymentId` names
+     * the payment row it records before signing, so the caller can later tell whether anything was signed.
+     */
+    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string): Promise<PayAndCallResult>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
     walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
@@ -58,7 +61,7 @@ export const createWalletsModule =
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
     const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
     ctx.services.wallets = service;
-    ctx.services.walletPayAndCall = async (walletId, credentialId, input) => payAndCall.run(await service.payingWallet(walletId), credentialId, input);
+    ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });

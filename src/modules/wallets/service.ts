@@ -124,6 +124,12 @@ export class WalletsService {
     return (await this.store.paymentsOf(walletId, limit, before)).map(paymentView);
   }
 
+  /** One payment of the wallet; null when it has none by that id (nothing was signed under it). */
+  async payment(walletId: string, paymentId: string): Promise<PaymentView | null> {
+    const row = await this.store.payment(paymentId);
+    return row && row.walletId === walletId ? paymentView(row) : null;
+  }
+
   /** The wallet behind a wallet credential (the guard already proved the credential live). */
   async walletOf(walletId: string): Promise<WalletRow> {
     const row = await this.store.wallet(walletId);

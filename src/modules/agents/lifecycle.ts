@@ -1,0 +1,83 @@
+import type { AppContext } from '../../context.js';
+import type { ChatStore } from './chat-store.js';
+import { agentsErrors } from './errors.js';
+import { AGENT_PRICE_CENTS, type AgentExport, type ConfigView } from './schemas.js';
+import type { AgentRow, AgentsStore } from './store.js';
+import type { AgentSupervisor } from './supervisor.js';
+import { agentView, instanceView } from './views.js';
+
+/**
+ * An agent's life as its user drives it. Each move is one conditional statement on the agent's status (the
+ * database decides between a user and the supervisor's sweep); the runtime follows: a stop or delete halts
+ * it at once when this node runs the worker role (where local runtimes live), else the worker's next sweep
+ * does; a start or a renewal of an expired agent queues its deployment on its volume.
+ */
+export class AgentLifecycle {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: AgentsStore,
+    private readonly chats: ChatStore,
+    private readonly supervisor: AgentSupervisor,
+    private readonly config: (agent: AgentRow) => Promise<ConfigView>,
+  ) {}
+
+  /** running → stopped: no charge back (the month was bought); start again while it lasts. */
+  async stop(agent: AgentRow) {
+    if (!(await this.store.markStopped(agent.id, this.ctx.clock.now()))) throw agentsErrors.cannot('stop', agent.status, 'only a running agent can be stopped');
+    await this.#haltHere(agent.id);
+    return this.#view(agent.id);
+  }
+
+  /** stopped → pending: deployed again on its volume, inside its paid month. */
+  async start(agent: AgentRow) {
+    if (!(await this.store.markStarting(agent.id, this.ctx.clock.now()))) {
+      throw agentsErrors.cannot('start', agent.status, agent.status === 'stopped' ? 'its paid month is over: renew it first' : 'only a stopped agent can be started');
+    }
+    return this.#view(agent.id);
+  }
+
+  /** One more month for 1000 credit cents, the charge and the new expiry in one transaction (402 when short). */
+  async renew(userId: string, agent: AgentRow) {
+    const now = this.ctx.clock.now();
+    const renewed = await this.ctx.db.transaction(async (tx) => {
+      const expiresAt = await this.store.renew(tx, agent.id, now);
+      if (!expiresAt) return null;
+      const paid = await this.ctx.services.credits.spendOnRenewal(tx, userId, AGENT_PRICE_CENTS, agent.id);
+      return { expiresAt, balanceAfter: paid.balanceCents };
+    });
+    if (!renewed) throw agentsErrors.cannot('renew', agent.status, 'only a deployed agent whose data is kept can be renewed');
+    return { ...(await this.#view(agent.id)), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: renewed.balanceAfter } };
+  }
+
+  /** Gone from lists at once; its runtime halted and its volume removed with its histories (no refund). */
+  async delete(agent: AgentRow): Promise<void> {
+    if (!(await this.store.markDeleted(agent.id, this.ctx.clock.now()))) throw agentsErrors.notFound();
+    await this.#haltHere(agent.id);
+  }
+
+  /** The agent, its configuration and every session's transcript, while its data is kept. */
+  async export(agent: AgentRow): Promise<AgentExport> {
+    const instance = await this.store.instanceOf(agent.id);
+    if (instance?.removedAt) throw agentsErrors.dataRemoved(instance.removedAt);
+    const [config, sessions] = await Promise.all([this.config(agent), this.chats.sessions(agent.id)]);
+    return {
+      agent: { ...agentView(agent), runtimeInstance: instance && instanceView(instance) },
+      config,
+      sessions: await Promise.all(
+        sessions.map(async (summary) => ({ session: summary.session, updatedAt: summary.updatedAt.toISOString(), entries: await this.chats.entries(agent.id, summary.session) })),
+      ),
+      exportedAt: this.ctx.clock.now().toISOString(),
+    };
+  }
+
+  async #haltHere(agentId: string): Promise<void> {
+    if (!this.ctx.roles.includes('worker')) return;
+    const instance = await this.store.instanceOf(agentId);
+    if (instance?.stoppedAt && !instance.haltedAt) await this.supervisor.halt(instance);
+  }
+
+  async #view(agentId: string) {
+    const [agent, instance] = await Promise.all([this.store.byId(agentId), this.store.instanceOf(agentId)]);
+    return { ...agentView(agent!), runtimeInstance: instance && instanceView(instance) };
+  }
+}
