@@ -78,6 +78,17 @@ const envSchema = z.object({
   FLY_API_TOKEN: optionalString,
   FLY_ORG_SLUG: optionalString,
   FLY_REGION: z.string().regex(/^[a-z]{3}$/, 'must be a three-letter Fly region code').default('iad'),
+  /** Where a Fly runtime answers, `{app}` standing for its app name: the app's public IPs route <app>.fly.dev to its machine. */
+  FLY_APP_URL: z
+    .string()
+    .refine((value) => value.includes('{app}'), 'must contain {app}, where the app name goes (e.g. https://{app}.fly.dev)')
+    .refine((value) => {
+      const example = value.replaceAll('{app}', 'agent-app');
+      if (!URL.canParse(example)) return false;
+      const url = new URL(example);
+      return (url.protocol === 'https:' || url.protocol === 'http:') && !url.search && !url.hash && !url.username && !url.password;
+    }, 'must be an http(s) URL without query, fragment or credentials (the runtime\'s paths are appended to it)')
+    .default('https://{app}.fly.dev'),
   AGENT_RUNTIME_IMAGE: optionalString,
   AGENT_OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
   AGENT_ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com/v1'),
@@ -210,8 +221,11 @@ export interface Config {
   walletKeys:
     | { provider: 'local' }
     | { provider: 'aws-kms'; region: string; endpoint: string; credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } };
-  /** Where agent runtimes run: processes on this machine, or Fly Machines (fly: every field set). */
-  agentRuntimes: { provider: 'local' } | { provider: 'fly'; apiUrl: string; token: string; orgSlug: string; region: string; image: string };
+  /**
+   * Where agent runtimes run: processes on this machine, or Fly Machines (fly: every field set; `appUrl` is
+   * where each runtime answers, `{app}` standing for its app name).
+   */
+  agentRuntimes: { provider: 'local' } | { provider: 'fly'; apiUrl: string; token: string; orgSlug: string; region: string; image: string; appUrl: string };
   /** Base URLs of the model providers agents call (the real APIs by default; tests point them at stand-ins). */
   agentProviders: { openai: string; anthropic: string; openrouter: string };
   credits: {
@@ -381,7 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : { provider: 'local' },
     agentRuntimes:
       e.AGENT_RUNTIME_PROVIDER === 'fly'
-        ? { provider: 'fly', apiUrl: trimSlash(e.FLY_API_URL)!, token: e.FLY_API_TOKEN ?? '', orgSlug: e.FLY_ORG_SLUG ?? '', region: e.FLY_REGION, image: e.AGENT_RUNTIME_IMAGE ?? '' }
+        ? { provider: 'fly', apiUrl: trimSlash(e.FLY_API_URL)!, token: e.FLY_API_TOKEN ?? '', orgSlug: e.FLY_ORG_SLUG ?? '', region: e.FLY_REGION, image: e.AGENT_RUNTIME_IMAGE ?? '', appUrl: trimSlash(e.FLY_APP_URL)! }
         : { provider: 'local' },
     agentProviders: {
       openai: trimSlash(e.AGENT_OPENAI_BASE_URL)!,

@@ -3,6 +3,7 @@
 // imports nothing from the service. Every route but /health needs the bearer token it was started with.
 // It keeps no conversation: the service sends each turn's transcript and stores what the turn adds.
 //   AGENT_ID, AGENT_TYPE, INSTANCE_ID, AGENT_RUNTIME_TOKEN, AGENT_RUNTIME_DATA_DIR, AGENT_RUNTIME_PORT (0: any),
+//   AGENT_RUNTIME_HOST (default 127.0.0.1; 0.0.0.0 on a hosted machine, whose proxy comes over its private network),
 //   AGENT_DAILY_TOKEN_BUDGET, AGENT_SERVICE_URL (runtime_b: where its tool pays)
 import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -27,6 +28,7 @@ const instanceId = env('INSTANCE_ID');
 const token = Buffer.from(env('AGENT_RUNTIME_TOKEN'));
 const dataDir = env('AGENT_RUNTIME_DATA_DIR');
 const port = Number(process.env.AGENT_RUNTIME_PORT ?? 0);
+const host = process.env.AGENT_RUNTIME_HOST || '127.0.0.1';
 const budget = new TokenBudget(dataDir, Number(env('AGENT_DAILY_TOKEN_BUDGET')));
 // runtime_a is a chat assistant; runtime_b also has a tool: paying for x402 resources from its own wallet.
 const tools: Tool[] = agentType === 'runtime_b' ? [payAndCallTool(env('AGENT_SERVICE_URL'), agentId, token.toString())] : [];
@@ -139,9 +141,9 @@ const server = http.createServer(async (request, response) => {
   }
 });
 
-server.listen(port, '127.0.0.1', () => {
+server.listen(port, host, () => {
   const { port: bound } = server.address() as { port: number };
-  console.log(`agent runtime listening http://127.0.0.1:${bound}`);
+  console.log(`agent runtime listening http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`);
 });
 
 const stop = () => server.close(() => process.exit(0));

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
 import { adminCommands } from '../../src/admin/commands.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -29,6 +30,18 @@ const model = http.createServer(async (request, response) => {
   return reply({ choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 5, completion_tokens: 5 } });
 });
 
+// An upstream that asks /x402-test/ping's price, keeps the signature it is paid with and answers without a receipt.
+let kept: string | undefined;
+const upstream = http.createServer(async (request, response) => {
+  const signature = request.headers['payment-signature'];
+  if (typeof signature === 'string') {
+    kept = signature;
+    return response.writeHead(200, { 'content-type': 'application/json' }).end('{"message":"maybe"}');
+  }
+  const challenge = await fetch(`${app.urls.api}/x402-test/ping`);
+  response.writeHead(402, { 'content-type': 'application/json', 'payment-required': challenge.headers.get('payment-required')! }).end(await challenge.text());
+});
+
 let app: TestApp;
 let token: string;
 let agentId: string;
@@ -39,8 +52,10 @@ const call = async (method: string, path: string, body?: unknown, as = token) =>
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(model.address() as AddressInfo).port}`;
-  app = await buildTestApp({ env: { AGENT_OPENAI_BASE_URL: `${base}/openai/v1`, AGENT_ANTHROPIC_BASE_URL: `${base}/anthropic/v1` } });
+  // The tool may call loopback over http: this service, the upstream above, and a port where nothing listens.
+  app = await buildTestApp({ env: { AGENT_OPENAI_BASE_URL: `${base}/openai/v1`, AGENT_ANTHROPIC_BASE_URL: `${base}/anthropic/v1`, PAY_AND_CALL_ALLOW_HOSTS: '127.0.0.1' } });
   await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'buyer', cents: 2000, note: 'test' });
   token = await app.identityToken('buyer');
   agentId = (await call('POST', '/agents', { name: 'shopper', type: 'runtime_b' })).body.data.agent.id;
@@ -54,6 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   model.close();
+  upstream.close();
 });
 
 describe('runtime_b pays for x402 resources from its own wallet', () => {
@@ -96,6 +112,51 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     expect(received.at(-1).body.messages.at(-1).content).toEqual([expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_1' })]);
     expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n - 200n);
     expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe('200');
+  });
+
+  it('keeps the tool calls and their payments in the history: the next turn sends them to the model', async () => {
+    const history = (await call('GET', `/agents/${agentId}/chat/history`)).body.data;
+    const paidCall = history.raw.find((entry: any) => entry.role === 'tool' && entry.content.includes('"amount":"100"'));
+    expect(paidCall).toMatchObject({ role: 'tool', toolCallId: 'call_1', name: 'pay_and_call' });
+    expect(history.raw.some((entry: any) => entry.role === 'assistant' && entry.toolCalls?.[0]?.name === 'pay_and_call')).toBe(true);
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-openai-test-0000' });
+    await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: 'pay http://127.0.0.1:9/what-did-i-buy' }] });
+    const sent = received.find((r) => r.path === '/openai/v1/chat/completions' && r.body.messages.some((m: any) => m.content === 'pay http://127.0.0.1:9/what-did-i-buy'));
+    expect(sent.body.messages.filter((m: any) => m.role === 'tool').map((m: any) => JSON.parse(m.content).payment?.amount)).toContain('100');
+  });
+
+  it('releases the whole hold when a tool call fails before anything is signed', async () => {
+    await call('PUT', `/agents/${agentId}/budget`, { paymentBudget: '500' });
+    const spent = (await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent;
+    // Nothing listens there: the upstream cannot be reached, so no challenge and no signature.
+    const failed = await call('POST', `/agents/${agentId}/chat`, { session: 'bad-url', messages: [{ role: 'user', content: 'pay http://127.0.0.1:9/nothing' }] });
+    expect(failed.body.data.text).toContain('"paid":false');
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe(spent);
+    const [hold] = await app.ctx.database.query<{ status: string; amount: string }>(sql`select status, amount from agent_payment_holds where agent_id = ${agentId} order by created_at desc limit 1`);
+    expect(hold).toEqual({ status: 'released', amount: String(500n - BigInt(spent)) });
+  });
+
+  it('holds a signed payment whose outcome is unknown at its price, and spends it when the chain settles it', async () => {
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/resource`;
+    const ping = `${app.urls.api}/x402-test/ping`;
+    const budget = (await call('GET', `/agents/${agentId}/budget`)).body.data;
+    const answered = await call('POST', `/agents/${agentId}/chat`, { session: 'unknown', messages: [{ role: 'user', content: `pay ${url}` }] });
+    expect(JSON.parse(answered.body.data.text.replace(/^tool said: /, ''))).toMatchObject({ status: 200, payment: { status: 'unknown', amount: '100' } });
+    // Held at the price, not at all that was left; nothing moved yet.
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe(String(BigInt(budget.paymentSpent) + 100n));
+    expect((await call('GET', `/agents/${agentId}/usage`)).body.data.payments).toMatchObject({ held: '100' });
+
+    // The signature reaches the real seller, which settles it; the wallets reconciler sees the transfer, the hold follows.
+    expect((await fetch(ping, { headers: { 'payment-signature': kept! } })).status).toBe(200);
+    const loopOf = (module: string, name: string) => app.modules.find((m) => m.name === module)!.loops!.find((l) => l.name === name)!;
+    await expect
+      .poll(async () => {
+        await loopOf('wallets', 'wallets.payments-reconcile').run(new AbortController().signal);
+        await loopOf('agents', 'agents.payment-holds').run(new AbortController().signal);
+        return (await call('GET', `/agents/${agentId}/usage`)).body.data.payments;
+      }, { timeout: 20_000 })
+      .toMatchObject({ held: '0', spent: '300' });
+    expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe(String(BigInt(budget.paymentSpent) + 100n));
   });
 
   it("takes the tool's payments only from the agent's current runtime", async () => {

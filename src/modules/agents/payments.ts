@@ -17,8 +17,6 @@ export interface ToolPayment {
 
 /** A hold whose payment row is still missing this long after it opened was never signed (pay-and-call records before it signs). */
 const UNSIGNED_AFTER_MS = 5 * 60_000;
-/** Open holds older than this are looked at by the sweep (younger ones belong to calls in flight). */
-const SWEEP_AFTER_MS = 10_000;
 
 type Outcome = { status: 'pending' | 'settled' | 'failed' | 'unknown'; amount: string } | null;
 
@@ -82,10 +80,13 @@ export class AgentPayments {
     await this.store.shrinkHold(holdId, BigInt(payment.amount), now);
   }
 
-  /** Closes the holds whose payment became final, and those never signed; true when it filled its batch. */
+  /**
+   * Closes the holds whose payment became final, and those never signed; true when it filled its batch. A
+   * hold of a call still in flight is safe to look at: each move happens once, whoever makes it first.
+   */
   async sweepHolds(limit = 100): Promise<boolean> {
     const now = this.ctx.clock.now();
-    const holds = await this.store.openHolds(new Date(now.getTime() - SWEEP_AFTER_MS), limit);
+    const holds = await this.store.openHolds(limit);
     for (const hold of holds) {
       const payment = await this.#outcome(hold.walletId, hold.id);
       if (payment || unsignedForGood(hold, now)) await this.#follow(hold.id, payment);

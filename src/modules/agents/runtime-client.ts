@@ -67,7 +67,8 @@ export class RuntimeClient {
   /** The error a runtime's failure answers (a plain answer or a stream's `error` event). */
   failure(instance: InstanceRow, status: number, answer: Record<string, unknown> | null, now: Date) {
     if (status === 429 && answer) return agentsErrors.tokenBudgetExhausted(answer as unknown as RuntimeTokenDay, now);
-    if (status === 502) return agentsErrors.providerFailed(String(answer?.error ?? 'the model provider failed'), (answer?.providerStatus as number | null) ?? null);
+    // The runtime's own 502 names the provider's status; a proxy's 502 in front of a runtime does not.
+    if (status === 502 && answer && 'providerStatus' in answer) return agentsErrors.providerFailed(String(answer?.error ?? 'the model provider failed'), (answer?.providerStatus as number | null) ?? null);
     this.log.warn({ agentId: instance.agentId, status, error: answer?.error }, 'agent runtime answered with an error');
     return agentsErrors.runtimeUnavailable();
   }

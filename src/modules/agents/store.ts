@@ -302,12 +302,12 @@ export class AgentsStore {
     });
   }
 
-  /** Holds still open since before `olderThan`, oldest first (the hold sweep's work). */
-  openHolds(olderThan: Date, limit: number): Promise<HoldRow[]> {
+  /** Holds still open, the longest untouched first (the hold sweep's work). */
+  openHolds(limit: number): Promise<HoldRow[]> {
     return this.db
       .select()
       .from(agentPaymentHolds)
-      .where(and(eq(agentPaymentHolds.status, 'held'), lte(agentPaymentHolds.updatedAt, olderThan)))
+      .where(eq(agentPaymentHolds.status, 'held'))
       .orderBy(asc(agentPaymentHolds.updatedAt))
       .limit(limit);
   }
