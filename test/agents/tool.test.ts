@@ -159,6 +159,26 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe(String(BigInt(budget.paymentSpent) + 100n));
   });
 
+  it("withdraws USDG from the agent's wallet to an address its user names", async () => {
+    const wallet = (await call('GET', `/agents/${agentId}/budget`)).body.data.wallet.address as `0x${string}`;
+    const to = '0x000000000000000000000000000000000000bEEF';
+    const balance = await app.ctx.chain.devchain!.balanceOf(wallet);
+    const sent = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '250' });
+    expect(sent.status).toBe(200);
+    expect(sent.body.data.transfer).toMatchObject({ status: 'settled', amount: '250', payTo: to, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 250n);
+    expect(await app.ctx.chain.devchain!.balanceOf(to)).toBe(250n);
+
+    // More than the wallet holds: the facilitator refuses it and nothing moves.
+    const tooMuch = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: String(balance) });
+    expect(tooMuch.body.data.transfer).toMatchObject({ status: 'failed', transaction: null });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 250n);
+    for (const body of [{ to, amount: '0' }, { to: 'not-an-address', amount: '1' }, { to, amount: '-1' }, { to: wallet, amount: '1' }, { to, amount: '1', extra: true }]) {
+      expect((await call('POST', `/agents/${agentId}/wallet/withdraw`, body)).status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '1' }, await app.identityToken('thief'))).status).toBe(404);
+  });
+
   it("takes the tool's payments only from the agent's current runtime", async () => {
     const answer = await fetch(`${app.urls.api}/agents/${agentId}/runtime/pay-and-call`, {
       method: 'POST',

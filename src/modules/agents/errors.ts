@@ -17,6 +17,7 @@ export const agentsErrors = {
     fail(429, 'token_budget_exhausted', "The agent's daily token budget is spent; it resets at the start of the next UTC day", budget, {
       'retry-after': String(Math.max(1, Math.ceil((new Date(budget.resetsAt).getTime() - now.getTime()) / 1000))),
     }),
+  withdrawToSelf: () => fail(400, 'invalid_request', "Withdraw to another address than the agent's own wallet"),
   noWallet: () => fail(409, 'agent_has_no_wallet', 'Only runtime_b agents pay, from the wallet their deployment gives them'),
   paymentBudgetExhausted: (remaining: bigint) =>
     fail(402, 'payment_budget_exhausted', "The agent's payment budget does not cover this call", { remaining: remaining.toString() }),

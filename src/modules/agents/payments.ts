@@ -5,7 +5,8 @@ import { newId } from '../../platform/ids.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import { agentsErrors } from './errors.js';
-import type { AgentsStore, HoldRow } from './store.js';
+import { AGENTS_WALLET_OWNER } from './deployer.js';
+import type { AgentRow, AgentsStore, HoldRow } from './store.js';
 
 export interface ToolPayment {
   url: string;
@@ -64,6 +65,18 @@ export class AgentPayments {
     }
     await this.#follow(hold.id, result.payment);
     return result;
+  }
+
+  /**
+   * Sends USDG from a runtime_b agent's wallet to an address its user names (the facilitator submits it: the
+   * wallet needs no gas). Not a tool payment, so the payment budget is not touched; the chain refuses more
+   * than the wallet holds.
+   */
+  async withdraw(agent: AgentRow, input: { to: string; amount: string }) {
+    if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.noWallet();
+    const wallet = await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId);
+    if (wallet.address && wallet.address.toLowerCase() === input.to.toLowerCase()) throw agentsErrors.withdrawToSelf();
+    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input) };
   }
 
   /** The payment signed under a hold, as the wallet recorded it; null: nothing was signed. */

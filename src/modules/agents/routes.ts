@@ -29,7 +29,9 @@ import {
   setProviderBody,
   toolPaymentBody,
   usageSchema,
+  withdrawBody,
 } from './schemas.js';
+import { paymentSchema } from '../wallets/pay-schemas.js';
 import { AgentChat } from './chat.js';
 import { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
@@ -228,6 +230,22 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           '/agents/:agentId/usage',
           { onRequest: signedIn, schema: { tags, summary: 'Tokens used today and in all, and the tool payments made (extension)', security, params, response: { 200: envelopeSchema(usageSchema), ...errors(400, 401, 404) } } },
           async (request) => envelope(await operations.usage(await agentOf(request))),
+        );
+        app.post(
+          '/agents/:agentId/wallet/withdraw',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags,
+              summary: "runtime_b: send USDG from the agent's own wallet to an address you name (extension)",
+              description: 'The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says.',
+              security,
+              params,
+              body: withdrawBody,
+              response: { 200: envelopeSchema(z.object({ transfer: paymentSchema })), ...errors(400, 401, 404, 409) },
+            },
+          },
+          async (request) => envelope(await payments.withdraw(await agentOf(request), request.body)),
         );
         // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
         // public API description (docs/agents.md documents it).

@@ -152,3 +152,8 @@ export const usageSchema = z.object({
   tokens: z.object({ today: z.number().int(), total: z.number().int(), day: z.string().describe('the UTC day of `today`') }),
   payments: z.object({ count: z.number().int().describe('tool payments that settled'), spent: z.string().describe('atomic units they paid'), held: z.string().describe('held for payments whose outcome is not final') }),
 });
+
+export const withdrawBody = z.strictObject({
+  to: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be an EVM address (0x and 40 hex digits)'),
+  amount: atomic.refine((value) => BigInt(value) > 0n, 'must be more than 0').describe("atomic units of the chain's asset (USDG: 6 decimals)"),
+});

@@ -11,12 +11,13 @@ import { payAndCallFetch } from './fetcher.js';
 import { LocalKeystoreProvider } from './keystore.js';
 import { loadMasterKey } from '../../platform/master-key.js';
 import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-call.js';
-import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput } from './pay-schemas.js';
+import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput, type PaymentView } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
 import { authorizationValidity, signPayment, type SignedPayment } from './signing.js';
 import { conflict } from '../../platform/http/errors.js';
 import { PaymentReconciler } from './reconcile.js';
+import { WalletTransfer, type TransferInput } from './transfer.js';
 import { KeySealer } from '../../platform/sealing.js';
 import { AwsKmsWalletProvider } from './kms-provider.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
@@ -32,6 +33,8 @@ declare module '../../context.js' {
      * the payment row it records before signing, so the caller can later tell whether anything was signed.
      */
     walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string): Promise<PayAndCallResult>;
+    /** Sends `amount` of the chain's asset from a wallet to `to` (other modules: an agent's withdrawal). */
+    walletTransfer(walletId: string, credentialId: string, input: TransferInput): Promise<PaymentView>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
     walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
@@ -62,6 +65,8 @@ export const createWalletsModule =
     const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
     ctx.services.wallets = service;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId);
+    const transfer = new WalletTransfer(ctx, provider, reconciler);
+    ctx.services.walletTransfer = async (walletId, credentialId, input) => transfer.run(await service.payingWallet(walletId), credentialId, input);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
