@@ -466,13 +466,14 @@ describe('a tool round', () => {
     ]);
   });
 
-  it('offers no tools in the last round, so a model that keeps asking gets at most four rounds', async () => {
+  it('lets no tool be called in the last round (tools still described, tool_choice none), so a model that keeps asking gets at most four rounds', async () => {
     const asking = (n: number) =>
       json({ id: `c${n}`, object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'pay_and_call', arguments: '{"url":"https://weather.example"}' } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
     answers.push(asking(1), asking(2), asking(3), asking(4), json({ id: 'c5', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Enough.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
     const { tool, inputs } = payTool();
     const outcome = await converse({ provider: providers.openai(), transcript: asks, tools: [tool], sampling, gate: openGate().gate });
-    expect(received.map((r) => Boolean(r.body.tools))).toEqual([true, true, true, true, false]);
+    expect(received.map((r) => Boolean(r.body.tools))).toEqual([true, true, true, true, true]);
+    expect(received.map((r) => r.body.tool_choice ?? null)).toEqual([null, null, null, null, 'none']);
     expect(inputs).toHaveLength(4);
     expect(outcome!.text).toBe('Enough.');
     expect(outcome!.entries).toHaveLength(4 * 2 + 1);

@@ -96,7 +96,8 @@ interface Round {
 interface Wire {
   url(provider: ProviderCall): string;
   headers(provider: ProviderCall): Record<string, string>;
-  body(provider: ProviderCall, transcript: Entry[], tools: Tool[], sampling: Sampling, stream: boolean): Record<string, unknown>;
+  /** `lastRound`: the tools stay described (a transcript with tool calls needs them) but may not be called. */
+  body(provider: ProviderCall, transcript: Entry[], tools: Tool[], sampling: Sampling, stream: boolean, lastRound: boolean): Record<string, unknown>;
   collect(events: AsyncIterable<ServerSentEvent>, onDelta: (text: string) => void): Promise<unknown>;
   parse(raw: any): Round; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
@@ -109,7 +110,7 @@ const temperatureOf = (sampling: Sampling) => (sampling.temperature === undefine
 const openAiWire: Wire = {
   url: (provider) => `${provider.baseUrl}/chat/completions`,
   headers: (provider) => ({ authorization: `Bearer ${provider.apiKey}`, ...(provider.name === 'openrouter' ? { 'x-title': 'Tollgate agent' } : {}) }),
-  body: (provider, transcript, tools, sampling, stream) => ({
+  body: (provider, transcript, tools, sampling, stream, lastRound) => ({
     model: provider.model,
     messages: transcript.map((entry) => {
       if (entry.role === 'tool') return { role: 'tool', tool_call_id: entry.toolCallId, content: entry.content };
@@ -121,7 +122,7 @@ const openAiWire: Wire = {
     }),
     max_tokens: sampling.maxOutputTokens,
     ...temperatureOf(sampling),
-    ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
+    ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })), ...(lastRound ? { tool_choice: 'none' } : {}) } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   }),
   async collect(events, onDelta) {
@@ -175,7 +176,7 @@ const openAiWire: Wire = {
 const anthropicWire: Wire = {
   url: (provider) => `${provider.baseUrl}/messages`,
   headers: (provider) => ({ 'x-api-key': provider.apiKey, 'anthropic-version': '2023-06-01' }),
-  body(provider, transcript, tools, sampling, stream) {
+  body(provider, transcript, tools, sampling, stream, lastRound) {
     const system = transcript.flatMap((entry) => (entry.role === 'system' ? [entry.content] : [])).join('\n\n');
     const messages: Array<{ role: 'user' | 'assistant'; content: unknown }> = [];
     // Tool results answer the assistant message before them, all in one user message.
@@ -199,7 +200,7 @@ const anthropicWire: Wire = {
       ...temperatureOf(sampling),
       ...(system ? { system } : {}),
       messages,
-      ...(tools.length ? { tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) } : {}),
+      ...(tools.length ? { tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })), ...(lastRound ? { tool_choice: { type: 'none' } } : {}) } : {}),
       ...(stream ? { stream: true } : {}),
     };
   },
@@ -269,14 +270,14 @@ export async function converse(options: {
   const entries: Entry[] = [];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   for (let round = 0; ; round += 1) {
-    const offered = round < MAX_TOOL_ROUNDS ? tools : [];
-    const body = wire.body(provider, [...transcript, ...entries], offered, sampling, Boolean(onDelta));
+    const lastRound = round >= MAX_TOOL_ROUNDS;
+    const body = wire.body(provider, [...transcript, ...entries], tools, sampling, Boolean(onDelta), lastRound);
     const answer = await gate(estimateTokens(body, sampling.maxOutputTokens), () => call(wire, provider, body, onDelta, signal));
     if (!answer) return null;
     usage.inputTokens += answer.usage.inputTokens;
     usage.outputTokens += answer.usage.outputTokens;
-    // Calls to tools it was not offered (the last round) cannot be run: the text is the answer.
-    if (answer.calls.length === 0 || offered.length === 0) {
+    // Calls in the last round (where none may be made) are not run: the text is the answer.
+    if (answer.calls.length === 0 || lastRound) {
       entries.push({ role: 'assistant', content: answer.text });
       return { text: answer.text, raw: answer.raw, entries, usage };
     }
