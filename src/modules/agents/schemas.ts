@@ -155,5 +155,8 @@ export const usageSchema = z.object({
 
 export const withdrawBody = z.strictObject({
   to: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be an EVM address (0x and 40 hex digits)'),
-  amount: atomic.refine((value) => BigInt(value) > 0n, 'must be more than 0').describe("atomic units of the chain's asset (USDG: 6 decimals)"),
+  amount: z
+    .string()
+    .regex(/^(?=\d{1,30}$)0*[1-9]\d*$/, 'must be a whole number of atomic units above 0, as a string')
+    .describe("atomic units of the chain's asset (USDG: 6 decimals)"),
 });
