@@ -8,6 +8,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
+import { AgentSecrets } from '../../src/modules/agents/agent-secrets.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { startProviderStandIn } from './provider-stand-in.js';
@@ -43,7 +44,7 @@ async function deployedAgent(name: string) {
 
 beforeAll(async () => {
   app = await buildTestApp({ roles: ['api'], clock, env: standIn.env });
-  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 3000, note: 'test' });
+  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 4000, note: 'test' });
   token = await app.identityToken('owner');
 });
 afterAll(async () => {
@@ -89,6 +90,42 @@ describe('agent configuration and sessions', () => {
     const usage = (await call('GET', `/agents/${id}/usage`)).body.data;
     expect(usage).toEqual({ tokens: { today: 39, total: 39, day: clock.now().toISOString().slice(0, 10) }, payments: { count: 0, spent: '0', held: '0' } });
   });
+});
+
+describe('the supervisor', () => {
+  it('deploys again a runtime that crashed, hangs, or refuses the token the service holds; chat answers after each', async () => {
+    const id = await deployedAgent('supervised');
+    await chat(id, 'before');
+    const pidOf = async () => Number((await app.ctx.database.query<{ machine_ref: string }>(sql`select machine_ref from agent_instances where agent_id = ${id}`))[0]!.machine_ref);
+
+    // Crashed: its new token is stored with its new address (before the fix, every chat after this was 503).
+    process.kill(await pidOf(), 'SIGKILL');
+    await loop('agents.runtimes');
+    expect((await chat(id, 'after a crash')).status).toBe(200);
+
+    // Holding another token than the service's (a 401 to the probe).
+    const secrets = new AgentSecrets(app.ctx.config);
+    const [{ instance_id }] = await app.ctx.database.query<{ instance_id: string }>(sql`select id as instance_id from agent_instances where agent_id = ${id}`);
+    await app.ctx.database.query(sql`update agent_instances set sealed_token = ${secrets.seal(instance_id!, 'not-its-token')} where agent_id = ${id}`);
+    expect((await chat(id, 'refused')).status).toBe(503);
+    const refusedPid = await pidOf();
+    await loop('agents.runtimes');
+    expect(await pidOf()).not.toBe(refusedPid);
+    expect((await chat(id, 'after a 401')).status).toBe(200);
+
+    // Hung: it accepts connections but never answers the probe.
+    const hungPid = await pidOf();
+    process.kill(hungPid, 'SIGSTOP');
+    await loop('agents.runtimes');
+    expect(await pidOf()).not.toBe(hungPid);
+    expect((await chat(id, 'after a hang')).status).toBe(200);
+    expect((await call('GET', `/agents/${id}/chat/history`)).body.data.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual([
+      'before',
+      'after a crash',
+      'after a 401',
+      'after a hang',
+    ]);
+  }, 60_000);
 });
 
 describe('agent lifecycle', () => {
