@@ -33,7 +33,7 @@ ALTER TABLE "agent_instances" ADD COLUMN "remove_at" timestamp with time zone;--
 ALTER TABLE "agent_instances" ADD COLUMN "halted_at" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "agents" ADD COLUMN "models" jsonb;--> statement-breakpoint
 ALTER TABLE "agents" ADD COLUMN "bot_settings" jsonb;--> statement-breakpoint
-CREATE INDEX "agent_payment_holds_open_idx" ON "agent_payment_holds" USING btree ("updated_at") WHERE "agent_payment_holds"."status" = 'held';--> statement-breakpoint
+CREATE INDEX "agent_payment_holds_open_idx" ON "agent_payment_holds" USING btree ("id") WHERE "agent_payment_holds"."status" = 'held';--> statement-breakpoint
 CREATE INDEX "agent_payment_holds_agent_idx" ON "agent_payment_holds" USING btree ("agent_id","status");--> statement-breakpoint
 CREATE INDEX "agent_instances_halt_idx" ON "agent_instances" USING btree ("stopped_at") WHERE "agent_instances"."stopped_at" is not null and "agent_instances"."halted_at" is null;--> statement-breakpoint
 CREATE INDEX "agent_instances_removal_idx" ON "agent_instances" USING btree ("remove_at") WHERE "agent_instances"."removed_at" is null;--> statement-breakpoint

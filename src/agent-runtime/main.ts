@@ -123,7 +123,7 @@ const server = http.createServer(async (request, response) => {
   if (!authorized(request)) return send(response, 401, { error: 'unauthorized' });
   try {
     // The supervisor's probe: this runtime answers with the token the service holds, as the instance it expects.
-    if (request.method === 'GET' && url.pathname === '/probe') return send(response, 200, { ok: true, instanceId, volumeId: config.id });
+    if (request.method === 'GET' && url.pathname === '/probe') return send(response, 200, { ok: true, instanceId, volumeId: config.id, dailyTokens: budget.status().dailyTokens });
     if (request.method === 'POST' && url.pathname === '/chat') {
       const body = (await readJson(request)) as ChatRequest;
       if ((request.headers.accept ?? '').includes('text/event-stream')) return await streamTurn(body, response);

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { converse, DEFAULT_MODELS, estimateTokens, ProviderError, type Entry, type Gate, type ProviderCall, type Tool } from './models.js';
+import { converse, estimateTokens, ProviderError, type Entry, type Gate, type ProviderCall, type Tool } from './models.js';
 import { serverSentEvents } from './sse.js';
 
 interface Received {
@@ -46,7 +46,7 @@ beforeEach(() => {
 const providers = {
   openai: () => ({ name: 'openai', apiKey: 'sk-openai-test', baseUrl: `${base}/openai/v1`, model: 'gpt-4o-mini-2024-07-18' }) satisfies ProviderCall,
   anthropic: () => ({ name: 'anthropic', apiKey: 'sk-ant-test', baseUrl: `${base}/anthropic/v1`, model: 'claude-3-5-haiku-20241022' }) satisfies ProviderCall,
-  openrouter: () => ({ name: 'openrouter', apiKey: 'sk-or-test', baseUrl: `${base}/openrouter/api/v1`, model: DEFAULT_MODELS.openrouter }) satisfies ProviderCall,
+  openrouter: () => ({ name: 'openrouter', apiKey: 'sk-or-test', baseUrl: `${base}/openrouter/api/v1`, model: 'openai/gpt-4o-mini' }) satisfies ProviderCall,
 };
 
 const json =

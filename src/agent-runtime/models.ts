@@ -62,8 +62,6 @@ export interface TurnOutcome {
   usage: Usage;
 }
 
-/** Default model per provider (documented in docs/agents.md). */
-export const DEFAULT_MODELS = { openai: 'gpt-4o-mini', anthropic: 'claude-3-5-haiku-latest', openrouter: 'openai/gpt-4o-mini' } as const;
 const MAX_TOOL_ROUNDS = 4;
 const TIMEOUT_MS = 60_000;
 

@@ -5,6 +5,9 @@ import type { Tool } from './models.js';
  * holds no wallet credential: it asks the service (with its own token), which pays within the budget the
  * user set and answers what happened.
  */
+/** The most of an upstream's body the model is shown. */
+const MAX_BODY_CHARS = 16 * 1024;
+
 export function payAndCallTool(serviceUrl: string, agentId: string, token: string): Tool {
   return {
     name: 'pay_and_call',
@@ -30,9 +33,11 @@ export function payAndCallTool(serviceUrl: string, agentId: string, token: strin
       const answer = (await response.json().catch(() => null)) as { data?: any; message?: string } | null; // eslint-disable-line @typescript-eslint/no-explicit-any
       if (!response.ok) return JSON.stringify({ paid: false, refused: answer?.data?.reason ?? `status ${response.status}`, message: answer?.message ?? '' });
       const { upstream, payment } = answer!.data;
+      const text = typeof upstream.body === 'string' ? upstream.body : JSON.stringify(upstream.body);
       return JSON.stringify({
         status: upstream.status,
-        body: upstream.body,
+        // A large body is cut: the result goes into every later turn of the session (and its token budget).
+        body: text.length <= MAX_BODY_CHARS ? upstream.body : `${text.slice(0, MAX_BODY_CHARS)}… (cut: ${text.length} characters in all)`,
         payment: payment && { status: payment.status, amount: payment.amount, transaction: payment.transaction },
       });
     },

@@ -125,7 +125,7 @@ describe('agent runtimes (local provider)', () => {
     }
   });
 
-  it('gives up after 5 failed deployments, keeping the last error, and refunds the purchase once', async () => {
+  it('gives up after 5 failed deployments, saying so without the internal error, and refunds the purchase once', async () => {
     // A volumes dir under a regular file: every deployment fails for real (ENOTDIR).
     const blocked = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-blocked-'));
     fs.writeFileSync(path.join(blocked, 'file'), '');
@@ -139,7 +139,8 @@ describe('agent runtimes (local provider)', () => {
         await run(failing, 'agents.deploy');
         const agent = await list();
         expect(agent.attempts).toBe(attempt);
-        expect(agent.lastError).toMatch(/ENOTDIR|not a directory/i);
+        // The cause (ENOTDIR, with a path of this machine) is in the log; the user reads that it failed.
+        expect(agent.lastError).toBe(`the runtime did not start (attempt ${attempt} of 5)`);
         expect(agent.status).toBe(attempt < 5 ? 'pending' : 'failed');
         // Not tried again before its next attempt is due.
         await run(failing, 'agents.deploy');

@@ -116,6 +116,8 @@ describe('the supervisor', () => {
     // Hung: it accepts connections but never answers the probe.
     const hungPid = await pidOf();
     process.kill(hungPid, 'SIGSTOP');
+    await loop('agents.runtimes'); // a first silent probe may be a slow runtime: it is given one more sweep
+    expect(await pidOf()).toBe(hungPid);
     await loop('agents.runtimes');
     expect(await pidOf()).not.toBe(hungPid);
     expect((await chat(id, 'after a hang')).status).toBe(200);

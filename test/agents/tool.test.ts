@@ -173,10 +173,16 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     const tooMuch = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: String(balance) });
     expect(tooMuch.body.data.transfer).toMatchObject({ status: 'failed', transaction: null });
     expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 250n);
-    for (const body of [{ to, amount: '0' }, { to: 'not-an-address', amount: '1' }, { to, amount: '-1' }, { to: wallet, amount: '1' }, { to, amount: '1', extra: true }]) {
+    const badChecksum = '0x000000000000000000000000000000000000BeeF';
+    const zero = `0x${'0'.repeat(40)}`;
+    for (const body of [{ to, amount: '0' }, { to: 'not-an-address', amount: '1' }, { to, amount: '-1' }, { to: wallet, amount: '1' }, { to, amount: '1', extra: true }, { to: badChecksum, amount: '1' }, { to: zero, amount: '1' }]) {
       expect((await call('POST', `/agents/${agentId}/wallet/withdraw`, body)).status, JSON.stringify(body)).toBe(400);
     }
     expect((await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '1' }, await app.identityToken('thief'))).status).toBe(404);
+
+    // Deleting the agent would strand what its wallet holds: refused until it is withdrawn.
+    expect((await call('DELETE', `/agents/${agentId}`)).body.data).toMatchObject({ reason: 'agent_wallet_not_empty' });
+    expect((await call('GET', '/agents')).body.data.map((a: { id: string }) => a.id)).toContain(agentId);
   });
 
   it("takes the tool's payments only from the agent's current runtime", async () => {

@@ -25,17 +25,23 @@ export class ChatStore {
   }
 
   /**
-   * Appends a turn's entries after the session's last, whole: the session's lock serializes concurrent
-   * turns' appends (each turn's entries stay together, in the order the turns finish).
+   * A turn, in one transaction: its entries after the session's last, whole (the session's lock serializes
+   * concurrent turns' appends, so each turn's entries stay together, in the order the turns finish), and its
+   * tokens on the agent's UTC day.
    */
-  async append(agentId: string, session: string, entries: TranscriptEntry[], now: Date): Promise<void> {
-    if (entries.length === 0) return;
+  async recordTurn(agentId: string, session: string, entries: TranscriptEntry[], tokens: number, now: Date): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`tollgate:agent-chat:${agentId}:${session}`}, 0))`);
       await tx.execute(sql`
         insert into agent_chat_entries (agent_id, session, seq, entry, created_at)
         select ${agentId}, ${session}, coalesce((select max(seq) from agent_chat_entries where agent_id = ${agentId} and session = ${session}), 0) + e.ord, e.entry, ${now}
         from jsonb_array_elements(${JSON.stringify(entries)}::jsonb) with ordinality as e(entry, ord)`);
+      if (tokens > 0) {
+        await tx
+          .insert(agentTokenUsage)
+          .values({ agentId, day: now.toISOString().slice(0, 10), tokens })
+          .onConflictDoUpdate({ target: [agentTokenUsage.agentId, agentTokenUsage.day], set: { tokens: sql`${agentTokenUsage.tokens} + excluded.tokens` } });
+      }
     });
   }
 
@@ -61,15 +67,6 @@ export class ChatStore {
       .where(and(eq(agentChatEntries.agentId, agentId), session === undefined ? undefined : eq(agentChatEntries.session, session)))
       .returning({ seq: agentChatEntries.seq });
     return deleted.length > 0;
-  }
-
-  /** Adds a turn's tokens to the agent's UTC day. */
-  async addTokens(agentId: string, day: string, tokens: number): Promise<void> {
-    if (tokens <= 0) return;
-    await this.db
-      .insert(agentTokenUsage)
-      .values({ agentId, day, tokens })
-      .onConflictDoUpdate({ target: [agentTokenUsage.agentId, agentTokenUsage.day], set: { tokens: sql`${agentTokenUsage.tokens} + excluded.tokens` } });
   }
 
   /** Tokens used on `day` and in all. */

@@ -1,4 +1,6 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { errorBody } from '../../platform/http/render.js';
 import { ApiError } from '../../platform/http/errors.js';
@@ -10,13 +12,31 @@ import { DEFAULT_MODELS, DEFAULT_MAX_OUTPUT_TOKENS, type ChatBody, type ChatHist
 import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
 import { trimToContext } from './transcript.js';
 
-/** What the runtime answers for a turn (src/agent-runtime/models.ts `TurnOutcome`). */
-interface TurnOutcome {
-  text: string;
-  raw: unknown;
-  entries: TranscriptEntry[];
-  usage: { inputTokens: number; outputTokens: number };
-}
+/**
+ * What the runtime answers for a turn (src/agent-runtime/models.ts `TurnOutcome`), checked before it is stored:
+ * a turn adds only assistant entries and tool results, of bounded number and size.
+ */
+const MAX_ENTRY_CHARS = 256 * 1024;
+const tokens = z.number().int().min(0).max(1e9);
+const turnOutcome = z.object({
+  text: z.string().max(MAX_ENTRY_CHARS),
+  raw: z.unknown(),
+  entries: z
+    .array(
+      z.union([
+        z.strictObject({
+          role: z.literal('assistant'),
+          content: z.string().max(MAX_ENTRY_CHARS),
+          toolCalls: z.array(z.strictObject({ id: z.string().max(200), name: z.string().max(100), input: z.record(z.string(), z.unknown()) })).max(16).optional(),
+        }),
+        z.strictObject({ role: z.literal('tool'), toolCallId: z.string().max(200), name: z.string().max(100), content: z.string().max(MAX_ENTRY_CHARS) }),
+      ]),
+    )
+    .min(1)
+    .max(100),
+  usage: z.object({ inputTokens: tokens, outputTokens: tokens }),
+});
+type TurnOutcome = z.infer<typeof turnOutcome>;
 
 interface PreparedTurn {
   agent: AgentRow;
@@ -45,8 +65,7 @@ export class AgentChat {
 
   async chat(agent: AgentRow, body: ChatBody): Promise<ChatResult> {
     const turn = await this.#prepare(agent, body);
-    const outcome = await this.runtime.json<TurnOutcome>(turn.instance, turn.request, this.ctx.clock.now());
-    return this.#record(turn, body.session, outcome);
+    return this.#record(turn, body.session, await this.runtime.json<unknown>(turn.instance, turn.request, this.ctx.clock.now()));
   }
 
   /**
@@ -64,7 +83,8 @@ export class AgentChat {
     }
     reply.hijack();
     const out = reply.raw;
-    out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-request-id': String(reply.request.id) });
+    // The headers the hooks set so far (the request id, CORS) go too: a hijacked reply skips Fastify's sending.
+    out.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
     const write = (event: string, data: unknown) => {
       if (!out.destroyed) out.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
@@ -74,7 +94,7 @@ export class AgentChat {
       for await (const event of serverSentEvents(response.body!)) {
         if (event.name === 'delta') write('delta', JSON.parse(event.data));
         else if (event.name === 'done') {
-          write('done', await this.#record(turn, body.session, JSON.parse(event.data) as TurnOutcome));
+          write('done', await this.#record(turn, body.session, JSON.parse(event.data)));
           finished = true;
         } else if (event.name === 'error') {
           const { status, ...answer } = JSON.parse(event.data) as { status: number } & Record<string, unknown>;
@@ -113,13 +133,16 @@ export class AgentChat {
     return { agent, instance, added, request: { method: 'POST', path: '/chat', body: { transcript, provider, sampling } } };
   }
 
-  async #record(turn: PreparedTurn, session: string, outcome: TurnOutcome): Promise<ChatResult> {
-    const now = this.ctx.clock.now();
-    await Promise.all([
-      this.chats.append(turn.agent.id, session, [...turn.added, ...outcome.entries], now),
-      this.chats.addTokens(turn.agent.id, now.toISOString().slice(0, 10), outcome.usage.inputTokens + outcome.usage.outputTokens),
-    ]);
-    return { message: { role: 'assistant', content: outcome.text }, raw: outcome.raw, text: outcome.text };
+  async #record(turn: PreparedTurn, session: string, answer: unknown): Promise<ChatResult> {
+    const parsed = turnOutcome.safeParse(answer);
+    if (!parsed.success) {
+      this.ctx.log.error({ agentId: turn.agent.id, issues: parsed.error.issues.slice(0, 5) }, 'agent runtime answered a turn that is not one');
+      throw agentsErrors.runtimeUnavailable();
+    }
+    const outcome: TurnOutcome = parsed.data;
+    const { inputTokens, outputTokens } = outcome.usage;
+    await this.chats.recordTurn(turn.agent.id, session, [...turn.added, ...(outcome.entries as TranscriptEntry[])], inputTokens + outputTokens, this.ctx.clock.now());
+    return { message: { role: 'assistant', content: outcome.text }, raw: outcome.raw ?? null, text: outcome.text };
   }
 }
 

@@ -12,7 +12,6 @@ export const DEPLOY_ATTEMPTS = 5;
 export const DEPLOY_RETRY_MS = 30_000;
 
 export const refOf = (instance: InstanceRow): InstanceRef => ({ agentId: instance.agentId, appName: instance.appName, volumeRef: instance.volumeRef, machineRef: instance.machineRef });
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * The worker's side of agents: deploys pending agents through the runtime provider (bought ones, started
@@ -80,8 +79,10 @@ export class AgentDeployer {
       const giveUp = agent.attempts >= DEPLOY_ATTEMPTS;
       this.ctx.log.warn({ err: error, agentId: agent.id, attempt: agent.attempts, giveUp }, 'agent deployment failed');
       // The last failure of a purchase and its refund commit together: a failed agent is always a refunded one.
+      // Users see that it failed, not the provider's words (those are in the log).
+      const reason = `the runtime did not start (attempt ${agent.attempts} of ${DEPLOY_ATTEMPTS})`;
       await this.ctx.db.transaction(async (tx) => {
-        const moved = await this.store.recordFailure(tx, agent.id, message(error), giveUp ? (existing ? 'stopped' : 'failed') : null, this.ctx.clock.now());
+        const moved = await this.store.recordFailure(tx, agent.id, reason, giveUp ? (existing ? 'stopped' : 'failed') : null, this.ctx.clock.now());
         if (moved && giveUp && !existing) await this.ctx.services.credits.refundAgentPurchase(tx, agent.id);
       });
     }

@@ -18,6 +18,7 @@ export const agentsErrors = {
       'retry-after': String(Math.max(1, Math.ceil((new Date(budget.resetsAt).getTime() - now.getTime()) / 1000))),
     }),
   withdrawToSelf: () => fail(400, 'invalid_request', "Withdraw to another address than the agent's own wallet"),
+  walletNotEmpty: () => fail(409, 'agent_wallet_not_empty', "The agent's wallet holds USDG or a payment in flight: withdraw it first (POST /agents/{agentId}/wallet/withdraw)"),
   noWallet: () => fail(409, 'agent_has_no_wallet', 'Only runtime_b agents pay, from the wallet their deployment gives them'),
   paymentBudgetExhausted: (remaining: bigint) =>
     fail(402, 'payment_budget_exhausted', "The agent's payment budget does not cover this call", { remaining: remaining.toString() }),

@@ -19,12 +19,13 @@ export class AgentLifecycle {
     private readonly chats: ChatStore,
     private readonly supervisor: AgentSupervisor,
     private readonly config: (agent: AgentRow) => Promise<ConfigView>,
+    private readonly holdsMoney: (agent: AgentRow) => Promise<boolean>,
   ) {}
 
   /** running → stopped: no charge back (the month was bought); start again while it lasts. */
   async stop(agent: AgentRow) {
     if (!(await this.store.markStopped(agent.id, this.ctx.clock.now()))) throw agentsErrors.cannot('stop', agent.status, 'only a running agent can be stopped');
-    await this.#haltHere(agent.id);
+    this.#haltHere(agent.id);
     return this.#view(agent.id);
   }
 
@@ -49,10 +50,14 @@ export class AgentLifecycle {
     return { ...(await this.#view(agent.id)), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: renewed.balanceAfter } };
   }
 
-  /** Gone from lists at once; its runtime halted and its volume removed with its histories (no refund). */
+  /**
+   * Gone from lists at once; its runtime halted and its volume removed with its histories (no refund). Not
+   * while a runtime_b wallet holds USDG or a payment in flight: withdraw first (a deleted agent has no routes).
+   */
   async delete(agent: AgentRow): Promise<void> {
+    if (await this.holdsMoney(agent)) throw agentsErrors.walletNotEmpty();
     if (!(await this.store.markDeleted(agent.id, this.ctx.clock.now()))) throw agentsErrors.notFound();
-    await this.#haltHere(agent.id);
+    this.#haltHere(agent.id);
   }
 
   /** The agent, its configuration and every session's transcript, while its data is kept. */
@@ -70,10 +75,13 @@ export class AgentLifecycle {
     };
   }
 
-  async #haltHere(agentId: string): Promise<void> {
+  /** Halts the runtime now when this node can (a provider's stop may take a while: the answer does not wait). */
+  #haltHere(agentId: string): void {
     if (!this.ctx.roles.includes('worker')) return;
-    const instance = await this.store.instanceOf(agentId);
-    if (instance?.stoppedAt && !instance.haltedAt) await this.supervisor.halt(instance);
+    void (async () => {
+      const instance = await this.store.instanceOf(agentId);
+      if (instance?.stoppedAt && !instance.haltedAt) await this.supervisor.halt(instance);
+    })().catch((error: unknown) => this.ctx.log.warn({ err: error, agentId }, 'agent runtime halt failed; the supervisor will'));
   }
 
   async #view(agentId: string) {

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { erc20Abi, type Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import { ApiError, unauthorized } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -16,8 +17,11 @@ export interface ToolPayment {
   maxAmount?: string;
 }
 
-/** A hold whose payment row is still missing this long after it opened was never signed (pay-and-call records before it signs). */
-const UNSIGNED_AFTER_MS = 5 * 60_000;
+/**
+ * A hold whose payment row is still missing this long after it opened was never signed: pay-and-call records
+ * the payment before its signature leaves the process, and its upstream call and signing end long before.
+ */
+const UNSIGNED_AFTER_MS = 30 * 60_000;
 
 type Outcome = { status: 'pending' | 'settled' | 'failed' | 'unknown'; amount: string } | null;
 
@@ -97,14 +101,24 @@ export class AgentPayments {
    * Closes the holds whose payment became final, and those never signed; true when it filled its batch. A
    * hold of a call still in flight is safe to look at: each move happens once, whoever makes it first.
    */
-  async sweepHolds(limit = 100): Promise<boolean> {
+  async sweepHolds(): Promise<void> {
     const now = this.ctx.clock.now();
-    const holds = await this.store.openHolds(limit);
-    for (const hold of holds) {
-      const payment = await this.#outcome(hold.walletId, hold.id);
-      if (payment || unsignedForGood(hold, now)) await this.#follow(hold.id, payment);
+    for (let after: string | null = null, page: HoldRow[]; (page = await this.store.openHolds(after, 100)).length > 0; after = page.at(-1)!.id) {
+      for (const hold of page) {
+        const payment = await this.#outcome(hold.walletId, hold.id);
+        if (payment || unsignedForGood(hold, now)) await this.#follow(hold.id, payment);
+      }
     }
-    return holds.length === limit;
+  }
+
+  /** Whether the agent's wallet still has anything in it or in flight (a deletion would strand it). */
+  async holdsMoney(agent: AgentRow): Promise<boolean> {
+    if (!agent.walletId) return false;
+    const [wallet, totals] = await Promise.all([this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId), this.store.paymentTotals(agent.id)]);
+    if (totals.held !== '0') return true;
+    if (!wallet.address) return false;
+    const balance = await this.ctx.chain.publicClient.readContract({ address: this.ctx.chain.asset.address as Address, abi: erc20Abi, functionName: 'balanceOf', args: [wallet.address as Address] });
+    return balance > 0n;
   }
 }
 

@@ -66,8 +66,8 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const supervisor = new AgentSupervisor(ctx, store, provider, runtime, deployer);
   const operations = new AgentOperations(ctx, store, chats, secrets, runtime);
   const chat = new AgentChat(ctx, store, chats, secrets, runtime);
-  const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config);
   const payments = new AgentPayments(ctx, store, secrets);
+  const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config, (agent) => payments.holdsMoney(agent));
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   // Every agent route's first step: the caller's own agent (params validated as a uuid by its schema).
   const agentOf = (request: FastifyRequest) => operations.owned(userOf(request), (request.params as { agentId: string }).agentId);
@@ -104,7 +104,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
         );
         app.delete(
           '/agents/:agentId',
-          { onRequest: signedIn, schema: { tags, summary: 'Delete the agent: its runtime, volume and histories are removed; no refund (extension)', security, params, response: { 200: envelopeSchema(z.object({ deleted: z.literal(true) })), ...errors(400, 401, 404) } } },
+          { onRequest: signedIn, schema: { tags, summary: 'Delete the agent: its runtime, volume and histories are removed; no refund; 409 while its wallet holds USDG (extension)', security, params, response: { 200: envelopeSchema(z.object({ deleted: z.literal(true) })), ...errors(400, 401, 404, 409) } } },
           async (request) => {
             await lifecycle.delete(await agentOf(request));
             return envelope({ deleted: true as const });

@@ -36,21 +36,25 @@ export class RuntimeClient {
 
   /** The runtime's answer as it came; a runtime that cannot be reached is 503 runtime_unavailable. */
   async send(instance: InstanceRow, request: RuntimeRequest): Promise<Response> {
-    const token = this.secrets.open(instance.id, instance.sealedToken);
     try {
-      return await fetch(`${instance.url}${request.path}`, {
-        method: request.method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(request.accept ? { accept: request.accept } : {}),
-        },
-        body: request.body === undefined ? undefined : JSON.stringify(request.body),
-        signal: AbortSignal.timeout(request.timeoutMs ?? TURN_WAIT_MS),
-      });
+      return await this.fetch(instance, request);
     } catch {
       throw agentsErrors.runtimeUnavailable();
     }
+  }
+
+  /** The request as fetch sends it: a failure is fetch's own (the supervisor tells a timeout from a refusal). */
+  fetch(instance: InstanceRow, request: RuntimeRequest): Promise<Response> {
+    return fetch(`${instance.url}${request.path}`, {
+      method: request.method,
+      headers: {
+        authorization: `Bearer ${this.secrets.open(instance.id, instance.sealedToken)}`,
+        ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(request.accept ? { accept: request.accept } : {}),
+      },
+      body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      signal: AbortSignal.timeout(request.timeoutMs ?? TURN_WAIT_MS),
+    });
   }
 
   /** A JSON answer, its failures mapped: 429 the token budget, 502 the model provider, anything else 503. */

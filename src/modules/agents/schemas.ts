@@ -1,3 +1,4 @@
+import { isAddress } from 'viem';
 import { z } from 'zod';
 import { AGENT_STATUSES, AGENT_TYPES, MODEL_PROVIDERS } from './tables.js';
 
@@ -154,7 +155,11 @@ export const usageSchema = z.object({
 });
 
 export const withdrawBody = z.strictObject({
-  to: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be an EVM address (0x and 40 hex digits)'),
+  // A mixed-case address must carry its EIP-55 checksum (a typo is caught, not paid); the zero address burns.
+  to: z
+    .string()
+    .refine((value) => isAddress(value, { strict: true }), 'must be an EVM address (0x and 40 hex digits; mixed case must match its EIP-55 checksum)')
+    .refine((value) => !/^0x0{40}$/.test(value), 'must not be the zero address'),
   amount: z
     .string()
     .regex(/^(?=\d{1,30}$)0*[1-9]\d*$/, 'must be a whole number of atomic units above 0, as a string')

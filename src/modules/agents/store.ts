@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
+import { ChatStore } from './chat-store.js';
 import { agentInstances, agentPaymentHolds, agentProviderKeys, agents, type AgentStatus, type BotSettings, type ModelProvider } from './tables.js';
 
 export type AgentRow = typeof agents.$inferSelect;
@@ -7,8 +8,6 @@ export type InstanceRow = typeof agentInstances.$inferSelect;
 export type ProviderKeyRow = typeof agentProviderKeys.$inferSelect;
 export type HoldRow = typeof agentPaymentHolds.$inferSelect;
 
-/** How long a stopped instance's volume (and the agent's data) is kept after its paid month ends. */
-export const REMOVE_AFTER_MS = 7 * 24 * 3600_000;
 export const RUNTIME_LIFETIME_MS = 30 * 24 * 3600_000;
 
 /** Every statement on the agents tables; each move of an agent names the status it expects. */
@@ -102,6 +101,8 @@ export class AgentsStore {
       .set({ lastError: error.slice(0, 1000), ...(then ? { status: then, nextAttemptAt: null } : {}), updatedAt: now })
       .where(and(eq(agents.id, agentId), eq(agents.status, 'pending')))
       .returning({ id: agents.id });
+    // Back to stopped: whatever its last try started is halted again by the supervisor.
+    if (moved.length === 1 && then === 'stopped') await executor.update(agentInstances).set({ haltedAt: null, updatedAt: now }).where(eq(agentInstances.agentId, agentId));
     return moved.length === 1;
   }
 
@@ -120,11 +121,14 @@ export class AgentsStore {
    * Moves an agent out of `from` into `to` and stops its instance (stoppedAt now, its volume kept until
    * `removeAt`), in one transaction; `when` adds a condition on the instance (e.g. its month is over).
    */
-  async #stopInstance(agentId: string, from: AgentStatus[], to: AgentStatus, removeAt: SQL, now: Date, when?: SQL): Promise<boolean> {
+  async #stopInstance(agentId: string, from: AgentStatus[], to: AgentStatus, removeAt: SQL, now: Date, when?: SQL, lastError?: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
+      // The instance first, as a renewal takes it (its expiry) before the agent: one lock order, and the
+      // condition below reads the instance as the renewal left it.
+      await tx.select({ id: agentInstances.id }).from(agentInstances).where(eq(agentInstances.agentId, agentId)).for('update');
       const moved = await tx
         .update(agents)
-        .set({ status: to, updatedAt: now })
+        .set({ status: to, updatedAt: now, ...(lastError === undefined ? {} : { lastError, nextAttemptAt: null }) })
         .where(and(eq(agents.id, agentId), inArray(agents.status, from), when ? sql`exists (select 1 from agent_instances i where i.agent_id = ${agentId} and ${when})` : undefined))
         .returning({ id: agents.id });
       if (moved.length === 0) return false;
@@ -174,7 +178,15 @@ export class AgentsStore {
         removeAt: sql`case when ${agentInstances.stoppedAt} is null then null else greatest(${agentInstances.expiresAt}, ${now}) + interval '37 days' end`,
         updatedAt: now,
       })
-      .where(and(eq(agentInstances.agentId, agentId), isNull(agentInstances.removedAt), sql`exists (select 1 from agents where id = ${agentId} and status in ('running', 'stopped', 'expired', 'pending'))`))
+      .where(
+        and(
+          eq(agentInstances.agentId, agentId),
+          // Not one whose volume is due for removal (the supervisor may be removing it right now).
+          isNull(agentInstances.removedAt),
+          sql`(${agentInstances.removeAt} is null or ${agentInstances.removeAt} > ${now})`,
+          sql`exists (select 1 from agents where id = ${agentId} and status in ('running', 'stopped', 'expired', 'pending'))`,
+        ),
+      )
       .returning({ expiresAt: agentInstances.expiresAt });
     if (!instance) return null;
     await executor
@@ -184,14 +196,9 @@ export class AgentsStore {
     return instance.expiresAt;
   }
 
-  /** pending or running → volume_lost: its volume is gone, and it is not started on an empty one. */
-  async markVolumeLost(agentId: string, error: string, now: Date): Promise<boolean> {
-    const moved = await this.db
-      .update(agents)
-      .set({ status: 'volume_lost', lastError: error.slice(0, 1000), nextAttemptAt: null, updatedAt: now })
-      .where(and(eq(agents.id, agentId), inArray(agents.status, ['pending', 'running'])))
-      .returning({ id: agents.id });
-    return moved.length === 1;
+  /** pending or running → volume_lost: its volume is gone, so it is not started on an empty one; its instance stops. */
+  markVolumeLost(agentId: string, error: string, now: Date): Promise<boolean> {
+    return this.#stopInstance(agentId, ['pending', 'running'], 'volume_lost', sql`${agentInstances.expiresAt} + interval '7 days'`, now, undefined, error);
   }
 
   /** Stopped instances whose runtime may still run (the supervisor halts them). */
@@ -228,12 +235,12 @@ export class AgentsStore {
         .set({ removedAt: now, updatedAt: now })
         .where(and(eq(agentInstances.id, instance.id), isNull(agentInstances.removedAt), lte(agentInstances.removeAt, now)))
         .returning({ id: agentInstances.id });
-      if (moved.length === 1) await tx.execute(sql`delete from agent_chat_entries where agent_id = ${instance.agentId}`);
+      if (moved.length === 1) await new ChatStore(tx).deleteSessions(instance.agentId);
     });
   }
 
   async setConfig(agentId: string, config: { models?: AgentRow['models']; botSettings?: BotSettings | null }, now: Date): Promise<AgentRow | null> {
-    const [row] = await this.db.update(agents).set({ ...config, updatedAt: now }).where(eq(agents.id, agentId)).returning();
+    const [row] = await this.db.update(agents).set({ ...config, updatedAt: now }).where(and(eq(agents.id, agentId), ne(agents.status, 'deleted'))).returning();
     return row ?? null;
   }
 
@@ -302,13 +309,13 @@ export class AgentsStore {
     });
   }
 
-  /** Holds still open, the longest untouched first (the hold sweep's work). */
-  openHolds(limit: number): Promise<HoldRow[]> {
+  /** A page of the holds still open, by id after `afterId` (the hold sweep pages through all). */
+  openHolds(afterId: string | null, limit: number): Promise<HoldRow[]> {
     return this.db
       .select()
       .from(agentPaymentHolds)
-      .where(eq(agentPaymentHolds.status, 'held'))
-      .orderBy(asc(agentPaymentHolds.updatedAt))
+      .where(and(eq(agentPaymentHolds.status, 'held'), afterId ? gt(agentPaymentHolds.id, afterId) : undefined))
+      .orderBy(asc(agentPaymentHolds.id))
       .limit(limit);
   }
 

@@ -8,15 +8,24 @@ import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
 /** Running agents per page of the sweep, and how many of a page are probed at once. */
 const PAGE = 100;
 const PROBES_AT_ONCE = 8;
+/** Sweeps in a row a runtime may leave the probe unanswered (slow, not gone) before it is replaced. */
+const SILENT_SWEEPS = 2;
+
+type Probe = { kind: 'ok'; dailyTokens: number | null } | { kind: 'refused' } | { kind: 'silent' };
 
 /**
  * Keeps every running agent's runtime answering, and stopped ones stopped. Each sweep pages through all
  * running agents: a month that is over stops the runtime (expired); otherwise the runtime is probed with the
- * token the service holds, and one that refuses it (401: it holds another), does not answer, hangs or is
- * another instance is deployed again on its volume, its new token stored with its address. Then stopped
- * instances are halted and volumes due are removed (with the agent's histories).
+ * token the service holds, and one that refuses it (401: it holds another), cannot be reached or is another
+ * instance is deployed again on its volume, its new token stored with its address; one that hangs (no answer
+ * in time) is given a second sweep first, since replacing it cuts its turns in flight. A runtime that answers
+ * with another daily token budget than the agent's (a hosted machine restarted with its first settings) is
+ * told the agent's. Then stopped instances are halted and volumes due are removed (with the agent's histories).
  */
 export class AgentSupervisor {
+  /** Sweeps in a row each instance left the probe unanswered (this node's; the loop runs on one node). */
+  readonly #silent = new Map<string, number>();
+
   constructor(
     private readonly ctx: AppContext,
     private readonly store: AgentsStore,
@@ -57,12 +66,25 @@ export class AgentSupervisor {
         if (await this.store.markExpired(agent.id, this.ctx.clock.now())) await this.halt((await this.store.instanceOf(agent.id))!);
         return;
       }
-      if (await this.#answers(instance)) return;
-      this.ctx.log.warn({ agentId: agent.id, instanceId: instance.id }, 'agent runtime not answering its probe: deploying it again on its volume');
+      const probe = await this.#probe(instance);
+      if (probe.kind === 'ok') {
+        this.#silent.delete(instance.id);
+        if (probe.dailyTokens !== null && probe.dailyTokens !== agent.dailyTokenBudget) await this.runtime.json(instance, { method: 'PUT', path: '/budget', body: { dailyTokens: agent.dailyTokenBudget } }, this.ctx.clock.now());
+        return;
+      }
+      if (probe.kind === 'silent') {
+        const misses = (this.#silent.get(instance.id) ?? 0) + 1;
+        this.#silent.set(instance.id, misses);
+        if (misses < SILENT_SWEEPS) return;
+      }
+      this.#silent.delete(instance.id);
+      this.ctx.log.warn({ agentId: agent.id, instanceId: instance.id, probe: probe.kind }, 'agent runtime failed its probe: deploying it again on its volume');
       try {
         const started = await this.provider.deploy(this.deployer.specOf(agent, instance.id, instance.appName, instance.volumeRef));
-        // Stopped or deleted meanwhile: what was started goes.
-        if (!(await this.store.restarted(agent.id, this.deployer.reachedAt(instance.id, started), this.ctx.clock.now()))) await this.provider.stop(refOf(instance));
+        // Stopped or deleted meanwhile: what was just started goes (by its own handles).
+        if (!(await this.store.restarted(agent.id, this.deployer.reachedAt(instance.id, started), this.ctx.clock.now()))) {
+          await this.provider.stop({ ...refOf(instance), volumeRef: started.volumeRef, machineRef: started.machineRef });
+        }
       } catch (error) {
         if (!(error instanceof VolumeLostError)) throw error;
         this.ctx.log.error({ agentId: agent.id, err: error }, 'agent volume lost');
@@ -72,14 +94,15 @@ export class AgentSupervisor {
   }
 
   /** The authenticated probe: this instance's runtime, holding the token the service holds, answering in time. */
-  async #answers(instance: InstanceRow): Promise<boolean> {
+  async #probe(instance: InstanceRow): Promise<Probe> {
+    let response: Response;
     try {
-      const response = await this.runtime.send(instance, { method: 'GET', path: '/probe', timeoutMs: PROBE_TIMEOUT_MS });
-      const answer = (await response.json().catch(() => null)) as { instanceId?: string } | null;
-      return response.status === 200 && answer?.instanceId === instance.id;
-    } catch {
-      return false;
+      response = await this.runtime.fetch(instance, { method: 'GET', path: '/probe', timeoutMs: PROBE_TIMEOUT_MS });
+    } catch (error) {
+      return (error as Error).name === 'TimeoutError' ? { kind: 'silent' } : { kind: 'refused' };
     }
+    const answer = (await response.json().catch(() => null)) as { instanceId?: string; dailyTokens?: number } | null;
+    return response.status === 200 && answer?.instanceId === instance.id ? { kind: 'ok', dailyTokens: answer.dailyTokens ?? null } : { kind: 'refused' };
   }
 
   async #guard(agentId: string, what: string, fn: () => Promise<void>): Promise<void> {

@@ -152,8 +152,7 @@ export const agentTokenUsage = pgTable(
   (t) => [primaryKey({ columns: [t.agentId, t.day] })],
 );
 
-export const HOLD_STATUSES = ['held', 'spent', 'released'] as const;
-export type HoldStatus = (typeof HOLD_STATUSES)[number];
+export type HoldStatus = 'held' | 'spent' | 'released';
 
 /**
  * runtime_b's budget holds: one per tool payment, its id the wallet payment's id (given before signing). A
@@ -174,7 +173,7 @@ export const agentPaymentHolds = pgTable(
   },
   (t) => [
     check('agent_payment_holds_status_check', sql`${t.status} in ('held', 'spent', 'released')`),
-    index('agent_payment_holds_open_idx').on(t.updatedAt).where(sql`${t.status} = 'held'`),
+    index('agent_payment_holds_open_idx').on(t.id).where(sql`${t.status} = 'held'`),
     index('agent_payment_holds_agent_idx').on(t.agentId, t.status),
   ],
 );
