@@ -6298,6 +6298,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/credits/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in user's credit movements, newest first, each with the balance after it
+         * @description amountUsdCents is signed (+ into your account, − out of it); cause is { kind: purchase | renewal | top_up | grant | refund, id } with the agent, the top-up or the refunded entry's id (null for a grant). Paging: limit (1–100, default 50) and before (the previous page's last entry id); a before that is not one of your entries is 400.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description entries per page (1–100, default 50) */
+                    limit?: number;
+                    /** @description the id of the previous page's last entry: entries strictly older than it */
+                    before?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @description signed: positive into your account, negative out of it */
+                                amountUsdCents: number;
+                                /** @description your balance right after this entry */
+                                balanceAfterUsdCents: number;
+                                cause: {
+                                    /** @enum {string} */
+                                    kind: "purchase" | "renewal" | "top_up" | "grant" | "refund";
+                                    /** @description the agent (purchase, renewal), the top-up (top_up), the refunded entry (refund); null for a grant */
+                                    id: string | null;
+                                };
+                                createdAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/credits/top-up": {
         parameters: {
             query?: never;
@@ -6480,10 +6567,10 @@ export interface paths {
                                 /** @enum {string} */
                                 spec: "monthly";
                                 /**
-                                 * @description pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)
+                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
                                  * @enum {string}
                                  */
-                                status: "pending" | "running" | "expired" | "failed";
+                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
                                 attempts: number;
                                 lastError: string | null;
                                 createdAt: string;
@@ -6491,7 +6578,8 @@ export interface paths {
                                 runtimeInstance: {
                                     id: string;
                                     appName: string;
-                                    url: string;
+                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                    url: string | null;
                                     cpus: number;
                                     memoryMb: number;
                                     volumeSizeGb: number;
@@ -6499,6 +6587,8 @@ export interface paths {
                                     expiresAt: string | null;
                                     stoppedAt: string | null;
                                     removedAt: string | null;
+                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                    removeAt: string | null;
                                 } | null;
                             }[];
                         };
@@ -6560,10 +6650,10 @@ export interface paths {
                                     /** @enum {string} */
                                     spec: "monthly";
                                     /**
-                                     * @description pending (deployment queued or retrying), running, expired (its month ended), failed (deployment gave up; refunded)
+                                     * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
                                      * @enum {string}
                                      */
-                                    status: "pending" | "running" | "expired" | "failed";
+                                    status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
                                     attempts: number;
                                     lastError: string | null;
                                     createdAt: string;
@@ -6624,15 +6714,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/{agentId}/config": {
+    "/agents/{agentId}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The agent runtime's configuration */
-        get: {
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete the agent: its runtime, volume and histories are removed; no refund; 409 while its wallet holds USDG (extension) */
+        delete: {
             parameters: {
                 query?: never;
                 header?: never;
@@ -6653,13 +6746,132 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
-                                createdAt: string;
+                                /** @enum {boolean} */
+                                deleted: true;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop the running agent (no charge back; start it again inside its paid month) (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
                                 id: string;
-                                instanceId: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "runtime_a" | "runtime_b";
+                                /** @enum {string} */
+                                spec: "monthly";
+                                /**
+                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                attempts: number;
+                                lastError: string | null;
+                                createdAt: string;
                                 updatedAt: string;
-                                models: string[] | null;
-                                botSettings: {
-                                    [key: string]: unknown;
+                                runtimeInstance: {
+                                    id: string;
+                                    appName: string;
+                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                    url: string | null;
+                                    cpus: number;
+                                    memoryMb: number;
+                                    volumeSizeGb: number;
+                                    startedAt: string | null;
+                                    expiresAt: string | null;
+                                    stoppedAt: string | null;
+                                    removedAt: string | null;
+                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                    removeAt: string | null;
                                 } | null;
                             };
                         };
@@ -6717,8 +6929,417 @@ export interface paths {
                         };
                     };
                 };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a stopped agent inside its paid month: deployed again on its volume (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
                 /** @description Default Response */
-                503: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "runtime_a" | "runtime_b";
+                                /** @enum {string} */
+                                spec: "monthly";
+                                /**
+                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                attempts: number;
+                                lastError: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                runtimeInstance: {
+                                    id: string;
+                                    appName: string;
+                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                    url: string | null;
+                                    cpus: number;
+                                    memoryMb: number;
+                                    volumeSizeGb: number;
+                                    startedAt: string | null;
+                                    expiresAt: string | null;
+                                    stoppedAt: string | null;
+                                    removedAt: string | null;
+                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                    removeAt: string | null;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/renew": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Renew the agent for one more month: 1000 credit cents, expiresAt one month later (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "runtime_a" | "runtime_b";
+                                /** @enum {string} */
+                                spec: "monthly";
+                                /**
+                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                attempts: number;
+                                lastError: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                runtimeInstance: {
+                                    id: string;
+                                    appName: string;
+                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                    url: string | null;
+                                    cpus: number;
+                                    memoryMb: number;
+                                    volumeSizeGb: number;
+                                    startedAt: string | null;
+                                    expiresAt: string | null;
+                                    stoppedAt: string | null;
+                                    removedAt: string | null;
+                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                    removeAt: string | null;
+                                } | null;
+                                charge: {
+                                    amountUsdCents: number;
+                                    balanceAfterUsdCents: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent, its configuration and every session's transcript, until its volume is removed (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                agent: {
+                                    id: string;
+                                    userId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "runtime_a" | "runtime_b";
+                                    /** @enum {string} */
+                                    spec: "monthly";
+                                    /**
+                                     * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                     * @enum {string}
+                                     */
+                                    status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                    attempts: number;
+                                    lastError: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                    runtimeInstance: {
+                                        id: string;
+                                        appName: string;
+                                        /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                        url: string | null;
+                                        cpus: number;
+                                        memoryMb: number;
+                                        volumeSizeGb: number;
+                                        startedAt: string | null;
+                                        expiresAt: string | null;
+                                        stoppedAt: string | null;
+                                        removedAt: string | null;
+                                        /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                        removeAt: string | null;
+                                    } | null;
+                                };
+                                config: {
+                                    createdAt: string;
+                                    id: string;
+                                    instanceId: string | null;
+                                    updatedAt: string;
+                                    /** @description the model each provider uses; null: the defaults */
+                                    models: {
+                                        openai?: string;
+                                        anthropic?: string;
+                                        openrouter?: string;
+                                    } | null;
+                                    botSettings: {
+                                        /** @description put before every session (not stored in its history) */
+                                        systemPrompt?: string;
+                                        temperature?: number;
+                                        /** @description the most a reply may be; default 1024 */
+                                        maxOutputTokens?: number;
+                                    } | null;
+                                };
+                                sessions: {
+                                    session: string;
+                                    updatedAt: string;
+                                    entries: {
+                                        [key: string]: unknown;
+                                    }[];
+                                }[];
+                                exportedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                410: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6733,6 +7354,205 @@ export interface paths {
             };
         };
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's configuration: the model each provider uses and the bot's settings */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                createdAt: string;
+                                id: string;
+                                instanceId: string | null;
+                                updatedAt: string;
+                                /** @description the model each provider uses; null: the defaults */
+                                models: {
+                                    openai?: string;
+                                    anthropic?: string;
+                                    openrouter?: string;
+                                } | null;
+                                botSettings: {
+                                    /** @description put before every session (not stored in its history) */
+                                    systemPrompt?: string;
+                                    temperature?: number;
+                                    /** @description the most a reply may be; default 1024 */
+                                    maxOutputTokens?: number;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /** Set the models and bot settings (null restores the defaults); the next turn uses them (extension) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        models?: {
+                            openai?: string;
+                            anthropic?: string;
+                            openrouter?: string;
+                        } | null;
+                        botSettings?: {
+                            /** @description put before every session (not stored in its history) */
+                            systemPrompt?: string;
+                            temperature?: number;
+                            /** @description the most a reply may be; default 1024 */
+                            maxOutputTokens?: number;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                createdAt: string;
+                                id: string;
+                                instanceId: string | null;
+                                updatedAt: string;
+                                /** @description the model each provider uses; null: the defaults */
+                                models: {
+                                    openai?: string;
+                                    anthropic?: string;
+                                    openrouter?: string;
+                                } | null;
+                                botSettings: {
+                                    /** @description put before every session (not stored in its history) */
+                                    systemPrompt?: string;
+                                    temperature?: number;
+                                    /** @description the most a reply may be; default 1024 */
+                                    maxOutputTokens?: number;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         post?: never;
         delete?: never;
         options?: never;
@@ -6913,7 +7733,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Chat with the agent: the new messages of a session; the runtime keeps the history and calls the model provider */
+        /**
+         * Chat with the agent: the new messages of a session; with Accept: text/event-stream the reply streams as Server-Sent Events
+         * @description SSE: `event: delta` with `{text}` per chunk, then `event: done` with the JSON answer (`{message, raw, text}`), or `event: error` with the error envelope.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -7070,6 +7893,270 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agentId}/chat/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A session's messages, and in raw its whole transcript with tool calls and results */
+        get: {
+            parameters: {
+                query?: {
+                    session?: string;
+                };
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                messages: {
+                                    /** @enum {string} */
+                                    role: "system" | "user" | "assistant";
+                                    content: string;
+                                }[];
+                                /** @description the whole transcript: messages, the tool calls a runtime_b agent made and their results */
+                                raw: {
+                                    [key: string]: unknown;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/chat/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's sessions, the most recently used first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                session: string;
+                                messages: number;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/chat/sessions/{session}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a session and its whole transcript */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                    session: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                session: string;
+                                /** @enum {boolean} */
+                                deleted: true;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/{agentId}/budget": {
         parameters: {
             query?: never;
@@ -7077,7 +8164,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The agent's daily model-token budget and today's use (extension) */
+        /** The agent's daily model-token budget and today's use, and runtime_b's payment budget (extension) */
         get: {
             parameters: {
                 query?: never;
@@ -7154,19 +8241,6 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: number;
-                            message: string;
-                            data: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -7181,7 +8255,7 @@ export interface paths {
                 };
             };
         };
-        /** Set the agent's daily model-token budget (extension) */
+        /** Set the agent's daily model-token budget and/or runtime_b's payment budget (extension) */
         put: {
             parameters: {
                 query?: never;
@@ -7301,19 +8375,17 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/{agentId}/chat/history": {
+    "/agents/{agentId}/usage": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A session's chat history */
+        /** Tokens used today and in all, and the tool payments made (extension) */
         get: {
             parameters: {
-                query?: {
-                    session?: string;
-                };
+                query?: never;
                 header?: never;
                 path: {
                     agentId: string;
@@ -7332,12 +8404,135 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
-                                messages: {
+                                tokens: {
+                                    today: number;
+                                    total: number;
+                                    /** @description the UTC day of `today` */
+                                    day: string;
+                                };
+                                payments: {
+                                    /** @description tool payments that settled */
+                                    count: number;
+                                    /** @description atomic units they paid */
+                                    spent: string;
+                                    /** @description held for payments whose outcome is not final */
+                                    held: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * runtime_b: send USDG from the agent's own wallet to an address you name (extension)
+         * @description The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        to: string;
+                        /** @description atomic units of the chain's asset (USDG: 6 decimals) */
+                        amount: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                transfer: {
+                                    id: string;
                                     /** @enum {string} */
-                                    role: "system" | "user" | "assistant";
-                                    content: string;
-                                }[];
-                                raw: unknown | null;
+                                    status: "pending" | "settled" | "failed" | "unknown";
+                                    x402Version: number;
+                                    scheme: string;
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    transaction: string | null;
+                                    settlement: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    error: string | null;
+                                    method: string;
+                                    resource: string;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
                             };
                         };
                     };
@@ -7394,23 +8589,8 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: number;
-                            message: string;
-                            data: unknown;
-                        };
-                    };
-                };
             };
         };
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
