@@ -160,6 +160,22 @@ describe('agent lifecycle', () => {
     expect((await call('POST', `/agents/${id}/start`)).body.data.reason).toBe('agent_state_conflict');
   });
 
+  it('never starts an agent on an empty volume when its own is gone: volume_lost, its histories still exportable', async () => {
+    await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 1000, note: 'a lost one' });
+    const lost = await deployedAgent('lost');
+    await chat(lost, 'keep this');
+    await call('POST', `/agents/${lost}/stop`);
+    await loop('agents.runtimes');
+    const { volume_ref } = await instanceRow(lost);
+    fs.rmSync(volume_ref, { recursive: true, force: true });
+    await call('POST', `/agents/${lost}/start`);
+    await loop('agents.deploy');
+    expect(await agentOf(lost)).toMatchObject({ status: 'volume_lost', lastError: expect.stringContaining('gone') });
+    expect(fs.existsSync(volume_ref)).toBe(false);
+    expect((await call('GET', `/agents/${lost}/export`)).body.data.sessions[0].entries.map((e: { content: string }) => e.content)).toEqual(['keep this', 'openai says: keep this']);
+    expect((await call('POST', `/agents/${lost}/start`)).body.data.reason).toBe('agent_state_conflict');
+  });
+
   it('renews for 1000 credit cents atomically, and refuses with 402 when short, changing nothing', async () => {
     const before = await agentOf(id);
     await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 1500, note: 'renewal' });

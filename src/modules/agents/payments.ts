@@ -98,7 +98,7 @@ export class AgentPayments {
   }
 
   /**
-   * Closes the holds whose payment became final, and those never signed; true when it filled its batch. A
+   * Closes the holds whose payment became final, and those never signed, paging through every open hold. A
    * hold of a call still in flight is safe to look at: each move happens once, whoever makes it first.
    */
   async sweepHolds(): Promise<void> {
