@@ -26,6 +26,16 @@ CREATE TABLE "agent_token_usage" (
 	CONSTRAINT "agent_token_usage_agent_id_day_pk" PRIMARY KEY("agent_id","day")
 );
 --> statement-breakpoint
+CREATE TABLE "agent_withdrawals" (
+	"agent_id" uuid NOT NULL,
+	"idempotency_key" text NOT NULL,
+	"payment_id" uuid NOT NULL,
+	"to" text NOT NULL,
+	"amount" numeric(78, 0) NOT NULL,
+	"created_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "agent_withdrawals_agent_id_idempotency_key_pk" PRIMARY KEY("agent_id","idempotency_key")
+);
+--> statement-breakpoint
 ALTER TABLE "agents" DROP CONSTRAINT "agents_status_check";--> statement-breakpoint
 ALTER TABLE "credit_transfers" DROP CONSTRAINT "credit_transfers_cause_check";--> statement-breakpoint
 ALTER TABLE "credit_transfers" DROP CONSTRAINT "credit_transfers_traceable";--> statement-breakpoint

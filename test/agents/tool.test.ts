@@ -180,6 +180,24 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     }
     expect((await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '1' }, await app.identityToken('thief'))).status).toBe(404);
 
+    // With an Idempotency-Key, a retry (or a copy at the same moment) answers the same transfer: sent once.
+    const keyed = (amount: string, key = 'withdraw-0001') =>
+      fetch(`${app.urls.api}/agents/${agentId}/wallet/withdraw`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ to, amount }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    const before = await app.ctx.chain.devchain!.balanceOf(wallet);
+    const [first, copy] = await Promise.all([keyed('7'), keyed('7')]);
+    const retry = await keyed('7');
+    const answered = [first, copy].filter((r) => r.status === 200);
+    expect(answered.length).toBeGreaterThanOrEqual(1);
+    for (const other of [first, copy].filter((r) => r.status !== 200)) expect(other.body.data).toMatchObject({ reason: 'transfer_in_progress' });
+    expect(retry.body.data.transfer).toMatchObject({ id: answered[0]!.body.data.transfer.id, status: 'settled', amount: '7' });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(before - 7n);
+    expect((await keyed('8')).body.data).toMatchObject({ reason: 'idempotency_key_reused' });
+    expect((await keyed('7', 'short')).status).toBe(400);
+
     // Deleting the agent would strand what its wallet holds: refused until it is withdrawn.
     expect((await call('DELETE', `/agents/${agentId}`)).body.data).toMatchObject({ reason: 'agent_wallet_not_empty' });
     expect((await call('GET', '/agents')).body.data.map((a: { id: string }) => a.id)).toContain(agentId);

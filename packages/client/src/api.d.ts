@@ -8482,7 +8482,7 @@ export interface paths {
         put?: never;
         /**
          * runtime_b: send USDG from the agent's own wallet to an address you name (extension)
-         * @description The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says.
+         * @description The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says. Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one.
          */
         post: {
             parameters: {

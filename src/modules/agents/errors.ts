@@ -17,6 +17,8 @@ export const agentsErrors = {
     fail(429, 'token_budget_exhausted', "The agent's daily token budget is spent; it resets at the start of the next UTC day", budget, {
       'retry-after': String(Math.max(1, Math.ceil((new Date(budget.resetsAt).getTime() - now.getTime()) / 1000))),
     }),
+  idempotencyKeyReused: () => fail(409, 'idempotency_key_reused', 'This Idempotency-Key already sent another withdrawal (another address or amount)'),
+  invalidIdempotencyKey: () => fail(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 200 printable ASCII characters'),
   withdrawToSelf: () => fail(400, 'invalid_request', "Withdraw to another address than the agent's own wallet"),
   walletNotEmpty: () => fail(409, 'agent_wallet_not_empty', "The agent's wallet holds USDG or a payment in flight: withdraw it first (POST /agents/{agentId}/wallet/withdraw)"),
   noWallet: () => fail(409, 'agent_has_no_wallet', 'Only runtime_b agents pay, from the wallet their deployment gives them'),

@@ -76,11 +76,20 @@ export class AgentPayments {
    * wallet needs no gas). Not a tool payment, so the payment budget is not touched; the chain refuses more
    * than the wallet holds.
    */
-  async withdraw(agent: AgentRow, input: { to: string; amount: string }) {
+  async withdraw(agent: AgentRow, input: { to: string; amount: string }, idempotencyKey: string | null) {
     if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.noWallet();
     const wallet = await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId);
     if (wallet.address && wallet.address.toLowerCase() === input.to.toLowerCase()) throw agentsErrors.withdrawToSelf();
-    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input) };
+    let paymentId: string | undefined;
+    if (idempotencyKey !== null) {
+      // The key names the payment first: a retry after a lost answer gets that transfer, never a second one.
+      const named = await this.store.withdrawalFor({ agentId: agent.id, idempotencyKey, paymentId: newId(), to: input.to.toLowerCase(), amount: input.amount, createdAt: this.ctx.clock.now() });
+      if (named.to !== input.to.toLowerCase() || named.amount !== input.amount) throw agentsErrors.idempotencyKeyReused();
+      const earlier = await this.ctx.services.wallets.payment(agent.walletId, named.paymentId);
+      if (earlier) return { transfer: earlier };
+      paymentId = named.paymentId;
+    }
+    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input, paymentId) };
   }
 
   /** The payment signed under a hold, as the wallet recorded it; null: nothing was signed. */

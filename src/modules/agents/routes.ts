@@ -238,14 +238,20 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
             schema: {
               tags,
               summary: "runtime_b: send USDG from the agent's own wallet to an address you name (extension)",
-              description: 'The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says.',
+              description:
+                'The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says. ' +
+                'Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one.',
               security,
               params,
               body: withdrawBody,
               response: { 200: envelopeSchema(z.object({ transfer: paymentSchema })), ...errors(400, 401, 404, 409) },
             },
           },
-          async (request) => envelope(await payments.withdraw(await agentOf(request), request.body)),
+          async (request) => {
+            const key = request.headers['idempotency-key'];
+            if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{8,200}$/.test(key))) throw agentsErrors.invalidIdempotencyKey();
+            return envelope(await payments.withdraw(await agentOf(request), request.body, key ?? null));
+          },
         );
         // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
         // public API description (docs/agents.md documents it).

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { ChatStore } from './chat-store.js';
-import { agentInstances, agentPaymentHolds, agentProviderKeys, agents, type AgentStatus, type BotSettings, type ModelProvider } from './tables.js';
+import { agentInstances, agentPaymentHolds, agentProviderKeys, agents, agentWithdrawals, type AgentStatus, type BotSettings, type ModelProvider } from './tables.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type InstanceRow = typeof agentInstances.$inferSelect;
@@ -330,6 +330,13 @@ export class AgentsStore {
       .from(agentPaymentHolds)
       .where(eq(agentPaymentHolds.agentId, agentId));
     return row ?? { count: 0, spent: '0', held: '0' };
+  }
+
+  /** The withdrawal a key names: the one just claimed, or the one it named first. */
+  async withdrawalFor(row: typeof agentWithdrawals.$inferInsert): Promise<typeof agentWithdrawals.$inferSelect> {
+    await this.db.insert(agentWithdrawals).values(row).onConflictDoNothing();
+    const [named] = await this.db.select().from(agentWithdrawals).where(and(eq(agentWithdrawals.agentId, row.agentId), eq(agentWithdrawals.idempotencyKey, row.idempotencyKey)));
+    return named!;
   }
 
   // Model-provider keys (sealed by the service before they get here).

@@ -177,3 +177,20 @@ export const agentPaymentHolds = pgTable(
     index('agent_payment_holds_agent_idx').on(t.agentId, t.status),
   ],
 );
+
+/**
+ * Withdrawals sent with an Idempotency-Key: the key names the wallet payment before anything is signed, so the
+ * same key again answers that transfer and never makes a second one (the payment's id is unique).
+ */
+export const agentWithdrawals = pgTable(
+  'agent_withdrawals',
+  {
+    agentId: uuid('agent_id').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    paymentId: uuid('payment_id').notNull(),
+    to: text('to').notNull(),
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.idempotencyKey] })],
+);

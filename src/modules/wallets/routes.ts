@@ -34,7 +34,7 @@ declare module '../../context.js' {
      */
     walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string): Promise<PayAndCallResult>;
     /** Sends `amount` of the chain's asset from a wallet to `to` (other modules: an agent's withdrawal). */
-    walletTransfer(walletId: string, credentialId: string, input: TransferInput): Promise<PaymentView>;
+    walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string): Promise<PaymentView>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
     walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
@@ -66,7 +66,7 @@ export const createWalletsModule =
     ctx.services.wallets = service;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId);
     const transfer = new WalletTransfer(ctx, provider, reconciler);
-    ctx.services.walletTransfer = async (walletId, credentialId, input) => transfer.run(await service.payingWallet(walletId), credentialId, input);
+    ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });

@@ -2,6 +2,7 @@ import { getAddress } from 'viem';
 import type { AppContext } from '../../context.js';
 import { conflict } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { WalletProvider } from './provider.js';
 import type { PaymentReconciler } from './reconcile.js';
 import type { PaymentView } from './pay-schemas.js';
@@ -32,7 +33,11 @@ export class WalletTransfer {
     this.store = new WalletsStore(ctx.db);
   }
 
-  async run(wallet: WalletRow, credentialId: string, input: TransferInput): Promise<PaymentView> {
+  /**
+   * `paymentId` names the payment before it is signed (a caller's idempotency): a second run under the same id
+   * signs nothing that can be sent (its row is refused) and answers 409 transfer_in_progress.
+   */
+  async run(wallet: WalletRow, credentialId: string, input: TransferInput, paymentId: string = newId()): Promise<PaymentView> {
     if (wallet.status !== 'active' || !wallet.keyRef || !wallet.address) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -41,7 +46,7 @@ export class WalletTransfer {
     const requirement = challenge.accepts[0]!;
     const signed = await signPayment(await this.provider.signer(wallet.id, wallet.keyRef), challenge, requirement, input.amount, authorizationValidity(this.ctx));
     const now = this.ctx.clock.now();
-    const id = newId();
+    const id = paymentId;
     await this.store.insertPayment({
       id,
       walletId: wallet.id,
@@ -63,6 +68,9 @@ export class WalletTransfer {
       error: null,
       createdAt: now,
       updatedAt: now,
+    }).catch((error: unknown) => {
+      if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress');
+      throw error;
     });
     const outcome = await this.ctx.x402.settle(signed.payload, requirement, `wallet-transfer:${id}:${signed.nonce}`);
     const at = this.ctx.clock.now();
