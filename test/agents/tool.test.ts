@@ -192,7 +192,7 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     const retry = await keyed('7');
     const answered = [first, copy].filter((r) => r.status === 200);
     expect(answered.length).toBeGreaterThanOrEqual(1);
-    for (const other of [first, copy].filter((r) => r.status !== 200)) expect(other.body.data).toMatchObject({ reason: 'transfer_in_progress' });
+    for (const other of [first, copy].filter((r) => r.status !== 200)) expect(other.body.data, JSON.stringify(other)).toMatchObject({ reason: "transfer_in_progress" });
     expect(retry.body.data.transfer).toMatchObject({ id: answered[0]!.body.data.transfer.id, status: 'settled', amount: '7' });
     expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(before - 7n);
     expect((await keyed('8')).body.data).toMatchObject({ reason: 'idempotency_key_reused' });

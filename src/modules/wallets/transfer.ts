@@ -69,7 +69,7 @@ export class WalletTransfer {
       createdAt: now,
       updatedAt: now,
     }).catch((error: unknown) => {
-      if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress');
+      if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress', { reason: 'transfer_in_progress' });
       throw error;
     });
     const outcome = await this.ctx.x402.settle(signed.payload, requirement, `wallet-transfer:${id}:${signed.nonce}`);
