@@ -10,8 +10,8 @@ import type { PayAndCallInput, PaymentView, UpstreamView } from './pay-schemas.j
 import type { WalletProvider } from './provider.js';
 import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
 import type { PaymentReconciler } from './reconcile.js';
-import { authorizationValidity, signPayment } from './signing.js';
-import { WalletsStore, type PaymentRow, type WalletRow } from './store.js';
+import { authorizationValidity, pendingPaymentRow, signPayment } from './signing.js';
+import { WalletsStore, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
 import { paymentView } from './views.js';
 
@@ -64,28 +64,7 @@ export class PayAndCall {
 
     // Stored before it leaves the process, so every signature that reaches an upstream has a row.
     const now = this.ctx.clock.now();
-    const row: PaymentRow = {
-      id: paymentId,
-      walletId: wallet.id,
-      credentialId,
-      status: 'pending',
-      x402Version: signed.payload.x402Version,
-      scheme: requirement.scheme,
-      network: requirement.network,
-      asset: requirement.asset,
-      amount: requirement.amount,
-      payTo: requirement.payTo,
-      nonce: signed.nonce,
-      validBefore: signed.validBefore,
-      method: input.method,
-      resource: resourceOf(first.url),
-      upstreamStatus: null,
-      transaction: null,
-      settlement: null,
-      error: null,
-      createdAt: now,
-      updatedAt: now,
-    };
+    const row = pendingPaymentRow({ id: paymentId, walletId: wallet.id, credentialId, method: input.method, resource: resourceOf(first.url), now }, signed, requirement);
     await this.store.insertPayment(row);
     crashPoint('pay-and-call.after-sign');
 

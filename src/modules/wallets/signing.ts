@@ -3,6 +3,7 @@ import type { LocalAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { signPayment as signWithX402Client } from '../../x402/client.js';
+import type { PaymentRow } from './store.js';
 import type { ShortLivedValidity } from '../../x402/short-lived-scheme.js';
 
 export interface SignedPayment {
@@ -12,6 +13,36 @@ export interface SignedPayment {
   nonce: string;
   /** The authorization's validBefore, unix seconds. */
   validBefore: string;
+}
+
+/** The `pending` payment row of a signed authorization, recorded before the signature leaves the process. */
+export function pendingPaymentRow(
+  at: { id: string; walletId: string; credentialId: string; method: string; resource: string; now: Date },
+  signed: SignedPayment,
+  requirement: PaymentRequirements,
+): PaymentRow {
+  return {
+    id: at.id,
+    walletId: at.walletId,
+    credentialId: at.credentialId,
+    status: 'pending',
+    x402Version: signed.payload.x402Version,
+    scheme: requirement.scheme,
+    network: requirement.network,
+    asset: requirement.asset,
+    amount: requirement.amount,
+    payTo: requirement.payTo,
+    nonce: signed.nonce,
+    validBefore: signed.validBefore,
+    method: at.method,
+    resource: at.resource,
+    upstreamStatus: null,
+    transaction: null,
+    settlement: null,
+    error: null,
+    createdAt: at.now,
+    updatedAt: at.now,
+  };
 }
 
 /**

@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { WalletProvider } from './provider.js';
 import type { PaymentReconciler } from './reconcile.js';
 import type { PaymentView } from './pay-schemas.js';
-import { authorizationValidity, signPayment } from './signing.js';
+import { authorizationValidity, pendingPaymentRow, signPayment } from './signing.js';
 import { WalletsStore, type WalletRow } from './store.js';
 import { paymentView } from './views.js';
 
@@ -45,30 +45,9 @@ export class WalletTransfer {
     const challenge = this.ctx.x402.paymentRequired({ url: `${this.ctx.urls.api}/v1/wallets/${wallet.id}`, description: `Transfer to ${to}`, mimeType: 'application/json', amount: input.amount, payTo: to });
     const requirement = challenge.accepts[0]!;
     const signed = await signPayment(await this.provider.signer(wallet.id, wallet.keyRef), challenge, requirement, input.amount, authorizationValidity(this.ctx));
-    const now = this.ctx.clock.now();
     const id = paymentId;
-    await this.store.insertPayment({
-      id,
-      walletId: wallet.id,
-      credentialId,
-      status: 'pending',
-      x402Version: signed.payload.x402Version,
-      scheme: requirement.scheme,
-      network: requirement.network,
-      asset: requirement.asset,
-      amount: requirement.amount,
-      payTo: requirement.payTo,
-      nonce: signed.nonce,
-      validBefore: signed.validBefore,
-      method: 'TRANSFER',
-      resource: `transfer:${to}`,
-      upstreamStatus: null,
-      transaction: null,
-      settlement: null,
-      error: null,
-      createdAt: now,
-      updatedAt: now,
-    }).catch((error: unknown) => {
+    const pending = pendingPaymentRow({ id, walletId: wallet.id, credentialId, method: 'TRANSFER', resource: `transfer:${to}`, now: this.ctx.clock.now() }, signed, requirement);
+    await this.store.insertPayment(pending).catch((error: unknown) => {
       if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress', { reason: 'transfer_in_progress' });
       throw error;
     });
