@@ -20,7 +20,9 @@ export const CRASH_POINTS = [
   // relay broadcast: the idempotency record made, nothing sent; settled, the record not completed
   'relay.after-record',
   'relay.after-settle',
-  // wallet pay-and-call: signed and recorded, not yet sent; the upstream answered, the row not final
+  // wallet pay-and-call: reserved (recorded) under the spend policy, not yet signed; signed, not yet sent;
+  // the upstream answered, the row not final
+  'pay-and-call.after-reserve',
   'pay-and-call.after-sign',
   'pay-and-call.after-upstream',
   // credit top-up: the authorization claimed, not yet settled; settled, not yet credited

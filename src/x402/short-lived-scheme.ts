@@ -17,6 +17,21 @@ export interface ShortLivedValidity {
   /** The chain's time (seconds). */
   chainTime: BlockClock;
   maxSeconds: number;
+  /** Sign exactly this window and nonce (chosen, and recorded, before signing: planAuthorization). */
+  planned?: PlannedAuthorization;
+}
+
+export interface PlannedAuthorization {
+  nonce: Hex;
+  validAfter: bigint;
+  validBefore: bigint;
+}
+
+/** The nonce and validity window an authorization for `requirements` will be signed with. */
+export async function planAuthorization(validity: ShortLivedValidity, requirements: Pick<PaymentRequirements, 'maxTimeoutSeconds'>): Promise<PlannedAuthorization> {
+  const now = await validity.chainTime();
+  const seconds = BigInt(Math.min(requirements.maxTimeoutSeconds, validity.maxSeconds));
+  return { nonce: toHex(randomBytes(32)) as Hex, validAfter: now > VALID_AFTER_SLACK_SECONDS ? now - VALID_AFTER_SLACK_SECONDS : 0n, validBefore: now + seconds };
 }
 
 export function shortLivedExactScheme(account: LocalAccount, validity: ShortLivedValidity): SchemeNetworkClient {
@@ -25,15 +40,14 @@ export function shortLivedExactScheme(account: LocalAccount, validity: ShortLive
     async createPaymentPayload(x402Version: number, requirements: PaymentRequirements) {
       const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
       if (typeof extra?.name !== 'string' || typeof extra.version !== 'string') throw new Error('the requirement names no EIP-712 domain (extra.name, extra.version)');
-      const now = await validity.chainTime();
-      const seconds = BigInt(Math.min(requirements.maxTimeoutSeconds, validity.maxSeconds));
+      const window = validity.planned ?? (await planAuthorization(validity, requirements));
       const authorization = {
         from: account.address,
         to: getAddress(requirements.payTo),
         value: BigInt(requirements.amount),
-        validAfter: now > VALID_AFTER_SLACK_SECONDS ? now - VALID_AFTER_SLACK_SECONDS : 0n,
-        validBefore: now + seconds,
-        nonce: toHex(randomBytes(32)) as Hex,
+        validAfter: window.validAfter,
+        validBefore: window.validBefore,
+        nonce: window.nonce,
       };
       const signature = await account.signTypedData({
         domain: { name: extra.name, version: extra.version, chainId: Number(requirements.network.split(':')[1]), verifyingContract: getAddress(requirements.asset) },

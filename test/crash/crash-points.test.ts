@@ -440,9 +440,9 @@ describe('crash points of wallet pay-and-call', () => {
     try {
       const payments = async () => ((await (await fetch(`${second.api}/v1/wallets/me/payments`, { headers: walletAuth })).json()) as { data: { status: string; transaction: string | null; error: string | null }[] }).data;
       const moved = await transfersOf(second.rpc, payer, payTo);
-      // Killed before the signature left: nothing moved. Killed after the upstream (our ping) answered: it settled.
-      expect(moved.transfers).toBe(point === 'pay-and-call.after-sign' ? 0 : 1);
-      // Every signature that left the process has its row: one row, signed before the crash.
+      // Killed before the signature left (reserved, or signed): nothing moved. After the upstream (our ping) answered: it settled.
+      expect(moved.transfers).toBe(point === 'pay-and-call.after-upstream' ? 1 : 0);
+      // Every signature that left the process has its row: one row, recorded before the crash.
       expect(await payments()).toHaveLength(1);
       if (moved.transfers === 1) {
         // Money moved and the row was not final: the worker finds the transfer on chain.

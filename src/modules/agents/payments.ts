@@ -67,7 +67,8 @@ export class AgentPayments {
       if (error instanceof ApiError && error.status === 400) throw agentsErrors.paymentRefused(error.message, error.details);
       throw error;
     }
-    await this.#follow(hold.id, result.payment);
+    // A payment waiting on a human approval (the wallet's spend policy) signed nothing: the hold closes.
+    await this.#follow(hold.id, 'approval' in result ? null : result.payment);
     return result;
   }
 

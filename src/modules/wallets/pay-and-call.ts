@@ -10,22 +10,25 @@ import type { PayAndCallInput, PaymentView, UpstreamView } from './pay-schemas.j
 import type { WalletProvider } from './provider.js';
 import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
 import type { PaymentReconciler } from './reconcile.js';
-import { authorizationValidity, pendingPaymentRow, signPayment } from './signing.js';
+import { authorizationValidity, pendingPaymentRow, signPayment, type SignedPayment } from './signing.js';
+import type { ApprovalView } from './policy-schemas.js';
+import type { SpendGuard } from './spend-guard.js';
+import { planAuthorization } from '../../x402/short-lived-scheme.js';
 import { WalletsStore, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
 import { paymentView } from './views.js';
 
 export type SafeFetch = (url: string, options?: SafeFetchOptions) => Promise<SafeResponse>;
 
-export interface PayAndCallResult {
-  upstream: UpstreamView;
-  payment: PaymentView | null;
-}
+export type PayAndCallResult =
+  | { upstream: UpstreamView; payment: PaymentView | null }
+  /** The wallet's policy wants a human to approve this payment first: nothing was signed (answered 202). */
+  | { approval: ApprovalView };
 
 /**
  * POST /v1/wallets/me/pay-and-call: call the upstream once; on an x402 v2 challenge whose every
- * requirement matches maxPayment, sign with the wallet's key, record the payment, retry with
- * PAYMENT-SIGNATURE. The upstream's receipt is recorded as what it said; the payment is `settled`
+ * requirement matches maxPayment, reserve the payment under the wallet's spend policy (recorded before it
+ * is signed), sign with the wallet's key, retry with PAYMENT-SIGNATURE. The upstream's receipt is recorded as what it said; the payment is `settled`
  * only when the chain shows the transfer (reconcile.ts, here at once and then by the worker).
  */
 export class PayAndCall {
@@ -36,6 +39,7 @@ export class PayAndCall {
     private readonly provider: WalletProvider,
     private readonly fetch: SafeFetch,
     private readonly reconciler: PaymentReconciler,
+    private readonly guard: SpendGuard,
   ) {
     this.store = new WalletsStore(ctx.db);
   }
@@ -49,6 +53,8 @@ export class PayAndCall {
     const send = (url: string, headers: Record<string, string>, options: SafeFetchOptions = {}) =>
       this.fetch(url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
 
+    // A host the policy denies is refused before any request reaches it.
+    await this.guard.refuseHost(wallet.id, input.url);
     const first = await send(input.url, request.headers).catch((error: unknown) => {
       throw upstreamError(error);
     });
@@ -56,16 +62,32 @@ export class PayAndCall {
 
     const challenge = withUpstream(() => parseChallenge(first), first);
     const requirement = chooseRequirement(challenge, input.maxPayment);
-    const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
-      this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
-      throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
-    });
-    const signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount, authorizationValidity(this.ctx));
 
-    // Stored before it leaves the process, so every signature that reaches an upstream has a row.
-    const now = this.ctx.clock.now();
-    const row = pendingPaymentRow({ id: paymentId, walletId: wallet.id, credentialId, method: input.method, resource: resourceOf(first.url), now }, signed, requirement);
-    await this.store.insertPayment(row);
+    // Reserved before it is signed: the policy's check and the payment's row are one transaction, and the
+    // row names the exact nonce and validity the signature will carry (spend-guard.ts).
+    const validity = authorizationValidity(this.ctx);
+    const planned = await planAuthorization(validity, requirement);
+    const row = pendingPaymentRow(
+      { id: paymentId, walletId: wallet.id, credentialId, method: input.method, resource: resourceOf(first.url), now: this.ctx.clock.now() },
+      { x402Version: challenge.x402Version, nonce: planned.nonce, validBefore: planned.validBefore.toString() },
+      requirement,
+    );
+    const reservation = await this.guard.reserve({ row, url: input.url, paidUrl: first.url, approvalId: input.approvalId });
+    if (reservation.kind === 'approval') return { approval: reservation.approval };
+    crashPoint('pay-and-call.after-reserve');
+
+    let signed: SignedPayment;
+    try {
+      const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
+        this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
+        throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
+      });
+      signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount, { ...validity, planned });
+    } catch (error) {
+      // Nothing left the process: release the reservation at once.
+      await this.store.failPayment(row.id, `signing_failed: ${error instanceof Error ? error.message : String(error)}`, this.ctx.clock.now());
+      throw error;
+    }
     crashPoint('pay-and-call.after-sign');
 
     let paid: SafeResponse;

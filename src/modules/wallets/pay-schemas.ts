@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { approvalIdSchema, approvalSchema } from './policy-schemas.js';
 
 export const MAX_FORWARDED_HEADERS = 50;
 export const PAY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -21,6 +22,7 @@ export const payAndCallBody = z
       asset: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'asset must be an ERC-20 contract address'),
       amount: z.string().regex(/^\d{1,78}$/, 'amount must be an integer string of atomic units'),
     }),
+    approvalId: approvalIdSchema.optional().describe("an approved approval of the wallet's policy (extension): consumed once, for this url and at most its amount"),
   })
   .superRefine((value, ctx) => {
     if (value.method === 'GET' && value.body !== undefined && value.body !== null) {
@@ -58,6 +60,8 @@ export const upstreamSchema = z.object({
 export type UpstreamView = z.infer<typeof upstreamSchema>;
 
 export const payAndCallResult = z.object({ upstream: upstreamSchema, payment: paymentSchema.nullable() });
+/** 202: the policy asks a human first (extension); nothing was signed. */
+export const payAndCallApproval = z.object({ approval: approvalSchema });
 
 export const paymentsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),

@@ -11,7 +11,7 @@ import { payAndCallFetch } from './fetcher.js';
 import { LocalKeystoreProvider } from './keystore.js';
 import { loadMasterKey } from '../../platform/master-key.js';
 import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-call.js';
-import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput, type PaymentView } from './pay-schemas.js';
+import { payAndCallApproval, payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput, type PaymentView } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
 import { authorizationValidity, signPayment, type SignedPayment } from './signing.js';
@@ -22,12 +22,17 @@ import { KeySealer } from '../../platform/sealing.js';
 import { AwsKmsWalletProvider } from './kms-provider.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
 import { WalletsService } from './service.js';
+import { policyRoutes } from './policy-routes.js';
+import { WalletPolicies } from './policy-service.js';
+import { SpendGuard } from './spend-guard.js';
 import { WalletsStore } from './store.js';
 import { paymentsReconcileLoop } from './worker.js';
 
 declare module '../../context.js' {
   interface Services {
     wallets: WalletsService;
+    /** Spend policies, budgets and approvals of a wallet by id (other modules: the MCP server, the dashboard). */
+    walletPolicies: WalletPolicies;
     /**
      * Pay-and-call from a wallet as its credential would (other modules: an agent's tool). `paymentId` names
      * the payment row it records before signing, so the caller can later tell whether anything was signed.
@@ -62,8 +67,11 @@ export const createWalletsModule =
     const store = new WalletsStore(ctx.db);
     const reconciler = new PaymentReconciler(store, { network: ctx.chain.network, client: ctx.chain.publicClient }, ctx.clock, ctx.log);
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
-    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler);
+    const guard = new SpendGuard(ctx.db, ctx.clock);
+    const policies = new WalletPolicies(ctx, guard);
+    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler, guard);
     ctx.services.wallets = service;
+    ctx.services.walletPolicies = policies;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId);
     const transfer = new WalletTransfer(ctx, provider, reconciler);
     ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId);
@@ -87,6 +95,7 @@ export const createWalletsModule =
       adminCommands: walletAdminCommands(service, paymentsLoop),
       routes: {
         api: (app) => {
+          policyRoutes(app, { mgmt, walletCredential, wallets: service, policies });
           app.get(
             '/v1/wallets',
             { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
@@ -124,16 +133,17 @@ export const createWalletsModule =
                 tags,
                 summary: 'Call an x402 resource and pay it from the wallet, within maxPayment',
                 description:
-                  'Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain\'s); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
+                  'Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain\'s); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
                 security,
                 body: payAndCallBody,
-                response: { 200: envelopeSchema(payAndCallResult), ...errors(400, 401, 409, 413, 502, 504) },
+                response: { 200: envelopeSchema(payAndCallResult), 202: envelopeSchema(payAndCallApproval), ...errors(400, 401, 409, 413, 502, 504) },
               },
             },
-            async (request) => {
+            async (request, reply) => {
               const principal = principalOf(request, 'wallet');
               const wallet = await service.payingWallet(principal.walletId);
-              return envelope(await payAndCall.run(wallet, principal.credentialId, request.body));
+              const result = await payAndCall.run(wallet, principal.credentialId, request.body);
+              return 'approval' in result ? reply.code(202).send(envelope(result)) : reply.code(200).send(envelope(result));
             },
           );
           app.get(

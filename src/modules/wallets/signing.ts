@@ -15,10 +15,10 @@ export interface SignedPayment {
   validBefore: string;
 }
 
-/** The `pending` payment row of a signed authorization, recorded before the signature leaves the process. */
+/** The `pending` payment row of an authorization, recorded before its signature can leave the process. */
 export function pendingPaymentRow(
   at: { id: string; walletId: string; credentialId: string; method: string; resource: string; now: Date },
-  signed: SignedPayment,
+  signed: { x402Version: number; nonce: string; validBefore: string },
   requirement: PaymentRequirements,
 ): PaymentRow {
   return {
@@ -26,7 +26,7 @@ export function pendingPaymentRow(
     walletId: at.walletId,
     credentialId: at.credentialId,
     status: 'pending',
-    x402Version: signed.payload.x402Version,
+    x402Version: signed.x402Version,
     scheme: requirement.scheme,
     network: requirement.network,
     asset: requirement.asset,

@@ -97,7 +97,56 @@ export const walletPayments = pgTable(
   (t) => [
     unique('wallet_payments_wallet_nonce_unique').on(t.walletId, t.nonce),
     index('wallet_payments_wallet_idx').on(t.walletId, t.id),
+    // A spend policy's rolling windows: a wallet's payments by time.
+    index('wallet_payments_window_idx').on(t.walletId, t.createdAt),
     // The reconciler's work list: open payments only, oldest first.
     index('wallet_payments_open_idx').on(t.network, t.createdAt, t.id).where(sql`${t.status} in ('pending', 'unknown')`),
   ],
+);
+
+/**
+ * A wallet's spend policy (policy.ts), one row per wallet; no row = no rules. The row is also the lock that
+ * orders a wallet's reservations: spend-guard.ts takes it FOR UPDATE before counting the window and
+ * recording the payment, so concurrent calls on any node see each other's reservations.
+ */
+export const walletPolicies = pgTable('wallet_policies', {
+  walletId: uuid('wallet_id')
+    .primaryKey()
+    .references(() => wallets.id),
+  policy: guardedJsonb('policy').$type<Record<string, unknown>>().notNull(),
+  /** The management credential that last set it. */
+  updatedBy: uuid('updated_by').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+});
+
+/**
+ * Human approvals of payments above a policy's `approvalAbove`. `status` is the decision (`pending`,
+ * `approved`, `denied`, `consumed`); past `expires_at` (the database's clock) a pending or approved one
+ * counts as expired. An approved one is consumed once, by the payment named in `payment_id`.
+ */
+export const walletApprovals = pgTable(
+  'wallet_approvals',
+  {
+    id: uuid('id').primaryKey(),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    status: text('status').notNull(),
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    payTo: text('pay_to').notNull(),
+    method: text('method').notNull(),
+    url: text('url').notNull(),
+    /** The wallet credential whose call asked for it. */
+    requestedBy: uuid('requested_by').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    /** The management credential that approved or denied it, and when. */
+    decidedBy: uuid('decided_by'),
+    decidedAt: timestamp('decided_at', { withTimezone: true }),
+    paymentId: uuid('payment_id'),
+    consumedAt: timestamp('consumed_at', { withTimezone: true }),
+  },
+  (t) => [index('wallet_approvals_wallet_idx').on(t.walletId, t.id)],
 );

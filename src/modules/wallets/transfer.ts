@@ -46,7 +46,7 @@ export class WalletTransfer {
     const requirement = challenge.accepts[0]!;
     const signed = await signPayment(await this.provider.signer(wallet.id, wallet.keyRef), challenge, requirement, input.amount, authorizationValidity(this.ctx));
     const id = paymentId;
-    const pending = pendingPaymentRow({ id, walletId: wallet.id, credentialId, method: 'TRANSFER', resource: `transfer:${to}`, now: this.ctx.clock.now() }, signed, requirement);
+    const pending = pendingPaymentRow({ id, walletId: wallet.id, credentialId, method: 'TRANSFER', resource: `transfer:${to}`, now: this.ctx.clock.now() }, { ...signed, x402Version: signed.payload.x402Version }, requirement);
     await this.store.insertPayment(pending).catch((error: unknown) => {
       if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress', { reason: 'transfer_in_progress' });
       throw error;

@@ -1,6 +1,9 @@
 import { isoDate } from '../../platform/http/schemas.js';
 import type { PaymentView } from './pay-schemas.js';
 import type { CredentialView, WalletView } from './schemas.js';
+import { approvalTimeoutSeconds } from './policy.js';
+import type { ApprovalView, Policy, PolicyView } from './policy-schemas.js';
+import type { ApprovalRead, PolicyRow } from './policy-store.js';
 import type { CredentialRow, PaymentRow, WalletRow } from './store.js';
 
 // Row → API shapes. `keyRef`, the owner and the provisioning bookkeeping never leave the service.
@@ -46,3 +49,27 @@ export const paymentView = (row: PaymentRow): PaymentView => ({
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 });
+
+export const approvalView = (row: ApprovalRead): ApprovalView => ({
+  id: row.id,
+  walletId: row.walletId,
+  status: row.effectiveStatus,
+  network: row.network,
+  asset: row.asset,
+  amount: row.amount,
+  payTo: row.payTo,
+  method: row.method,
+  url: row.url,
+  createdAt: new Date(row.createdAt).toISOString(),
+  expiresAt: new Date(row.expiresAt).toISOString(),
+  decidedBy: row.decidedBy,
+  decidedAt: row.decidedAt ? new Date(row.decidedAt).toISOString() : null,
+  paymentId: row.paymentId,
+  consumedAt: row.consumedAt ? new Date(row.consumedAt).toISOString() : null,
+});
+
+/** The policy as set (absent rules absent), or no rules at all when none was ever set. */
+export const policyView = (walletId: string, row: PolicyRow | undefined): PolicyView => {
+  const policy = (row?.policy ?? {}) as Policy;
+  return { ...policy, walletId, approvalTimeoutSeconds: approvalTimeoutSeconds(policy), updatedAt: row ? row.updatedAt.toISOString() : null };
+};

@@ -1,0 +1,181 @@
+import { and, desc, eq, gt, gte, ne, sql } from 'drizzle-orm';
+import type { Executor } from '../../platform/db.js';
+import type { ApprovalStatus, Policy } from './policy-schemas.js';
+import { walletApprovals, walletPayments, walletPolicies } from './tables.js';
+
+export type PolicyRow = typeof walletPolicies.$inferSelect;
+export type ApprovalRow = typeof walletApprovals.$inferSelect;
+/** An approval with the status the database's clock gives it (a pending or approved one past expires_at is `expired`). */
+export type ApprovalRead = ApprovalRow & { effectiveStatus: ApprovalStatus };
+
+export interface WindowUsage {
+  /** Settled payments of the window, atomic units. */
+  spent: bigint;
+  /** Open payments of the window (pending, unknown). */
+  reserved: bigint;
+  /** The oldest payment the window counts. */
+  oldest: Date | null;
+}
+
+const effectiveStatus = sql<ApprovalStatus>`case when ${walletApprovals.status} in ('pending', 'approved') and ${walletApprovals.expiresAt} <= now() then 'expired' else ${walletApprovals.status} end`;
+const live = gt(walletApprovals.expiresAt, sql`now()`);
+
+/**
+ * SQL of spend policies and approvals (wallet_policies, wallet_approvals) and the window sums over
+ * wallet_payments. Approval state changes are conditional UPDATEs on the expected status and on the
+ * database's clock (`expires_at > now()`), so a decision and an expiry, or two decisions, cannot both win.
+ */
+export class PolicyStore {
+  constructor(private readonly db: Executor) {}
+
+  async policy(walletId: string): Promise<PolicyRow | undefined> {
+    const [row] = await this.db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
+    return row;
+  }
+
+  /** The policy row, locked until the transaction ends: reservations of one wallet happen one at a time. */
+  async lockPolicy(walletId: string): Promise<PolicyRow | undefined> {
+    const [row] = await this.db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for('update');
+    return row;
+  }
+
+  async putPolicy(walletId: string, policy: Policy, updatedBy: string, now: Date): Promise<PolicyRow> {
+    const [row] = await this.db
+      .insert(walletPolicies)
+      .values({ walletId, policy, updatedBy, updatedAt: now })
+      .onConflictDoUpdate({ target: walletPolicies.walletId, set: { policy, updatedBy, updatedAt: now } })
+      .returning();
+    return row;
+  }
+
+  /**
+   * Payments of the wallet in (network, asset) created after `since` that still count: settled ones are
+   * spent, open ones reserved; failed ones released. Transfers (method TRANSFER: the owner moving funds) are
+   * not the credential holder's spending and are not counted.
+   */
+  async usage(walletId: string, network: string, asset: string, since: Date): Promise<WindowUsage> {
+    const [row] = await this.db
+      .select({
+        spent: sql<string>`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} = 'settled'), 0)::text`,
+        reserved: sql<string>`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} <> 'settled'), 0)::text`,
+        oldest: sql<Date | string | null>`min(${walletPayments.createdAt})`,
+      })
+      .from(walletPayments)
+      .where(
+        and(
+          eq(walletPayments.walletId, walletId),
+          gt(walletPayments.createdAt, since),
+          eq(walletPayments.network, network),
+          sql`lower(${walletPayments.asset}) = ${asset.toLowerCase()}`,
+          ne(walletPayments.status, 'failed'),
+          ne(walletPayments.method, 'TRANSFER'),
+        ),
+      );
+    return { spent: BigInt(row?.spent ?? '0'), reserved: BigInt(row?.reserved ?? '0'), oldest: row?.oldest ? new Date(row.oldest) : null };
+  }
+
+  /** A new pending approval expiring `timeoutSeconds` after the database's now. */
+  async insertApproval(row: Omit<ApprovalRow, 'createdAt' | 'expiresAt' | 'status' | 'decidedBy' | 'decidedAt' | 'paymentId' | 'consumedAt'>, timeoutSeconds: number): Promise<ApprovalRead> {
+    const [inserted] = await this.db
+      .insert(walletApprovals)
+      .values({ ...row, status: 'pending', expiresAt: sql`now() + make_interval(secs => ${timeoutSeconds})` })
+      .returning({ ...approvalColumns, effectiveStatus });
+    return inserted;
+  }
+
+  /** A live pending approval for exactly this payment (a repeated call waits on the same one). */
+  async pendingFor(walletId: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>): Promise<ApprovalRead | undefined> {
+    const [row] = await this.db
+      .select({ ...approvalColumns, effectiveStatus })
+      .from(walletApprovals)
+      .where(
+        and(
+          eq(walletApprovals.walletId, walletId),
+          eq(walletApprovals.status, 'pending'),
+          live,
+          eq(walletApprovals.network, ask.network),
+          eq(walletApprovals.asset, ask.asset),
+          eq(walletApprovals.amount, ask.amount),
+          eq(walletApprovals.payTo, ask.payTo),
+          eq(walletApprovals.method, ask.method),
+          eq(walletApprovals.url, ask.url),
+        ),
+      )
+      .orderBy(desc(walletApprovals.id))
+      .limit(1);
+    return row;
+  }
+
+  async approval(walletId: string, id: string): Promise<ApprovalRead | undefined> {
+    const [row] = await this.db
+      .select({ ...approvalColumns, effectiveStatus })
+      .from(walletApprovals)
+      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId)));
+    return row;
+  }
+
+  /** Newest first, optionally by effective status; at most `limit`. */
+  async approvalsOf(walletId: string, status: ApprovalStatus | undefined, limit: number): Promise<ApprovalRead[]> {
+    return this.db
+      .select({ ...approvalColumns, effectiveStatus })
+      .from(walletApprovals)
+      .where(and(eq(walletApprovals.walletId, walletId), status ? sql`${effectiveStatus} = ${status}` : undefined))
+      .orderBy(desc(walletApprovals.id))
+      .limit(limit);
+  }
+
+  /** pending → approved | denied while it is live; undefined when it was not pending (or expired). */
+  async decide(walletId: string, id: string, decision: 'approved' | 'denied', decidedBy: string): Promise<ApprovalRead | undefined> {
+    const [row] = await this.db
+      .update(walletApprovals)
+      .set({ status: decision, decidedBy, decidedAt: sql`now()` })
+      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId), eq(walletApprovals.status, 'pending'), live))
+      .returning({ ...approvalColumns, effectiveStatus });
+    return row;
+  }
+
+  /**
+   * approved → consumed by `paymentId`, once: only while live, for the same method, url, recipient and asset,
+   * and for at most the approved amount.
+   */
+  async consume(walletId: string, id: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>, paymentId: string): Promise<boolean> {
+    const rows = await this.db
+      .update(walletApprovals)
+      .set({ status: 'consumed', paymentId, consumedAt: sql`now()` })
+      .where(
+        and(
+          eq(walletApprovals.id, id),
+          eq(walletApprovals.walletId, walletId),
+          eq(walletApprovals.status, 'approved'),
+          live,
+          eq(walletApprovals.network, ask.network),
+          eq(walletApprovals.asset, ask.asset),
+          eq(walletApprovals.payTo, ask.payTo),
+          eq(walletApprovals.method, ask.method),
+          eq(walletApprovals.url, ask.url),
+          gte(walletApprovals.amount, ask.amount),
+        ),
+      )
+      .returning({ id: walletApprovals.id });
+    return rows.length > 0;
+  }
+}
+
+const approvalColumns = {
+  id: walletApprovals.id,
+  walletId: walletApprovals.walletId,
+  status: walletApprovals.status,
+  network: walletApprovals.network,
+  asset: walletApprovals.asset,
+  amount: walletApprovals.amount,
+  payTo: walletApprovals.payTo,
+  method: walletApprovals.method,
+  url: walletApprovals.url,
+  requestedBy: walletApprovals.requestedBy,
+  createdAt: walletApprovals.createdAt,
+  expiresAt: walletApprovals.expiresAt,
+  decidedBy: walletApprovals.decidedBy,
+  decidedAt: walletApprovals.decidedAt,
+  paymentId: walletApprovals.paymentId,
+  consumedAt: walletApprovals.consumedAt,
+} satisfies Record<keyof ApprovalRow, unknown>;

@@ -1,0 +1,128 @@
+import type { Clock } from '../../platform/clock.js';
+import type { Db } from '../../platform/db.js';
+import { ApiError, conflict } from '../../platform/http/errors.js';
+import { newId } from '../../platform/ids.js';
+import { hostOf, hostRefusal, needsApproval, paymentRefusal, approvalTimeoutSeconds, policyRefused, sameAsset, type AskedPayment } from './policy.js';
+import { POLICY_WINDOWS, type ApprovalView, type BudgetLimitView, type Policy, type PolicyLimit } from './policy-schemas.js';
+import { PolicyStore, type ApprovalRead, type WindowUsage } from './policy-store.js';
+import { WalletsStore, type PaymentRow } from './store.js';
+import { approvalView } from './views.js';
+
+// Caps that cannot be overrun. A payment's row is the reservation: it is written, in one transaction with the
+// policy check, before anything is signed, and counts against every window it falls in while it is open or
+// settled; failing (refused, never sent, expired unused by the chain's time) releases it. The transaction
+// first locks the wallet's policy row, so two reservations of one wallet never interleave, whichever nodes
+// they run on: the second counts the first. A process that dies after reserving leaves an open row the
+// payments reconciler fails once the authorization's validBefore passes on chain (or settles, if it was sent).
+
+export type Reservation = { kind: 'reserved' } | { kind: 'approval'; approval: ApprovalView };
+
+export interface ReserveInput {
+  /** The pending payment row, complete (its nonce and validBefore are what will be signed). */
+  row: PaymentRow;
+  /** The URL the caller asked for: what an approval names. */
+  url: string;
+  /** The URL that will receive the signature (after redirects): whose host the rules check. */
+  paidUrl: string;
+  approvalId?: string;
+}
+
+export class SpendGuard {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Before any request is made: a URL whose host the policy denies is refused outright. */
+  async refuseHost(walletId: string, url: string): Promise<void> {
+    const row = await new PolicyStore(this.db).policy(walletId);
+    const refusal = row && hostRefusal(row.policy as Policy, hostOf(url));
+    if (refusal) throw policyRefused(refusal);
+  }
+
+  /**
+   * Checks the policy and records the payment in one transaction (see above). Refusals throw 409 with
+   * nothing recorded; a payment that needs a human answers the approval instead (nothing recorded either).
+   * Rules are checked cheapest first, then the windows, then the approval: a call no approval could let
+   * through is refused rather than sent to a human.
+   */
+  async reserve(input: ReserveInput): Promise<Reservation> {
+    const { row } = input;
+    return this.db.transaction(async (tx) => {
+      const policies = new PolicyStore(tx);
+      const locked = await policies.lockPolicy(row.walletId);
+      if (locked) {
+        const policy = locked.policy as Policy;
+        const asked: AskedPayment = { host: hostOf(input.paidUrl), payTo: row.payTo, network: row.network, asset: row.asset, amount: BigInt(row.amount) };
+        const refusal = paymentRefusal(policy, asked);
+        if (refusal) throw policyRefused(refusal);
+        await this.refuseOverLimit(policies, row.walletId, policy, asked);
+        if (needsApproval(policy, asked)) {
+          const ask = { network: row.network, asset: row.asset, amount: row.amount, payTo: row.payTo, method: row.method, url: input.url };
+          if (!input.approvalId) {
+            const approval = (await policies.pendingFor(row.walletId, ask)) ?? (await policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy)));
+            return { kind: 'approval', approval: approvalView(approval) };
+          }
+          if (!(await policies.consume(row.walletId, input.approvalId, ask, row.id))) {
+            const approval = await policies.approval(row.walletId, input.approvalId);
+            if (approval?.effectiveStatus === 'pending') return { kind: 'approval', approval: approvalView(approval) };
+            throw approvalUnusable(approval);
+          }
+        }
+      }
+      await new WalletsStore(tx).insertPayment(row);
+      return { kind: 'reserved' };
+    });
+  }
+
+  /** Per limit of the policy: what its window holds now. */
+  async budget(walletId: string): Promise<BudgetLimitView[]> {
+    const policies = new PolicyStore(this.db);
+    const row = await policies.policy(walletId);
+    const limits = ((row?.policy ?? {}) as Policy).limits ?? [];
+    return Promise.all(limits.map(async (limit) => budgetView(limit, await policies.usage(walletId, limit.network, limit.asset, this.windowStart(limit)))));
+  }
+
+  private async refuseOverLimit(policies: PolicyStore, walletId: string, policy: Policy, asked: AskedPayment): Promise<void> {
+    for (const [i, limit] of (policy.limits ?? []).entries()) {
+      if (!sameAsset(limit, asked)) continue;
+      const usage = await policies.usage(walletId, limit.network, limit.asset, this.windowStart(limit));
+      if (usage.spent + usage.reserved + asked.amount <= BigInt(limit.amount)) continue;
+      const budget = budgetView(limit, usage);
+      throw policyRefused(
+        { reason: 'policy_limit_exceeded', rule: `limits[${i}]`, message: `The payment of ${asked.amount} would pass the policy's ${limit.window} limit of ${limit.amount} (${budget.remaining} remaining)` },
+        { budget },
+      );
+    }
+  }
+
+  private windowStart(limit: PolicyLimit): Date {
+    return new Date(this.clock.now().getTime() - POLICY_WINDOWS[limit.window] * 1000);
+  }
+}
+
+function budgetView(limit: PolicyLimit, usage: WindowUsage): BudgetLimitView {
+  const left = BigInt(limit.amount) - usage.spent - usage.reserved;
+  return {
+    window: limit.window,
+    network: limit.network,
+    asset: limit.asset,
+    amount: limit.amount,
+    spent: usage.spent.toString(),
+    reserved: usage.reserved.toString(),
+    remaining: (left > 0n ? left : 0n).toString(),
+    nextReleaseAt: usage.oldest ? new Date(usage.oldest.getTime() + POLICY_WINDOWS[limit.window] * 1000).toISOString() : null,
+  };
+}
+
+/** Why an approvalId cannot pay this call; nothing was signed. */
+function approvalUnusable(approval: ApprovalRead | undefined): ApiError {
+  if (!approval) return conflict('No approval of this wallet has that approvalId; nothing was signed', 'approval_not_found', { reason: 'approval_not_found' });
+  const reason = {
+    denied: ['approval_denied', 'The approval was denied'],
+    expired: ['approval_expired', 'The approval expired before it was used (an expired approval counts as denied)'],
+    consumed: ['approval_used', 'The approval was already used by another payment'],
+    approved: ['approval_mismatch', 'The approval was given for another call: same method and url, same recipient and asset, and at most its amount'],
+  }[approval.effectiveStatus as 'denied' | 'expired' | 'consumed' | 'approved'];
+  return conflict(`${reason[1]}; nothing was signed`, reason[0], { reason: reason[0], approval: approvalView(approval) });
+}
