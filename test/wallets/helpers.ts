@@ -20,7 +20,7 @@ export interface Call {
 }
 
 /** An API call through inject, with a bearer credential. */
-export async function call(app: TestApp, method: 'GET' | 'POST' | 'DELETE', url: string, secret?: string, payload?: unknown): Promise<Call> {
+export async function call(app: TestApp, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, secret?: string, payload?: unknown): Promise<Call> {
   const response = await app.origins.api!.inject({
     method,
     url,

@@ -20,7 +20,7 @@ export class WalletPolicies {
     private readonly ctx: AppContext,
     private readonly guard: SpendGuard,
   ) {
-    this.store = new PolicyStore(ctx.db);
+    this.store = new PolicyStore(ctx.db, ctx.clock);
   }
 
   async policy(walletId: string): Promise<PolicyView> {

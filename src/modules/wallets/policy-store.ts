@@ -1,4 +1,5 @@
-import { and, desc, eq, gt, gte, ne, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, ne, sql, type SQL } from 'drizzle-orm';
+import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db.js';
 import type { ApprovalStatus, Policy } from './policy-schemas.js';
 import { walletApprovals, walletPayments, walletPolicies } from './tables.js';
@@ -17,16 +18,28 @@ export interface WindowUsage {
   oldest: Date | null;
 }
 
-const effectiveStatus = sql<ApprovalStatus>`case when ${walletApprovals.status} in ('pending', 'approved') and ${walletApprovals.expiresAt} <= now() then 'expired' else ${walletApprovals.status} end`;
-const live = gt(walletApprovals.expiresAt, sql`now()`);
+/** The status the database's clock gives an approval: a pending or approved one past expires_at is expired. */
+const effective = (now: SQL) => sql<ApprovalStatus>`case when ${walletApprovals.status} in ('pending', 'approved') and ${walletApprovals.expiresAt} <= ${now} then 'expired' else ${walletApprovals.status} end`;
 
 /**
  * SQL of spend policies and approvals (wallet_policies, wallet_approvals) and the window sums over
  * wallet_payments. Approval state changes are conditional UPDATEs on the expected status and on the
- * database's clock (`expires_at > now()`), so a decision and an expiry, or two decisions, cannot both win.
+ * database's clock (`expires_at > now()`, shifted by a test clock), so a decision and an expiry, or two decisions, cannot both win.
  */
 export class PolicyStore {
-  constructor(private readonly db: Executor) {}
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The database's now (shifted by a test clock): approvals expire by it, whatever a node's clock says. */
+  private get now(): SQL {
+    return databaseNow(this.clock);
+  }
+
+  private get live(): SQL {
+    return gt(walletApprovals.expiresAt, this.now);
+  }
 
   async policy(walletId: string): Promise<PolicyRow | undefined> {
     const [row] = await this.db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId));
@@ -78,21 +91,21 @@ export class PolicyStore {
   async insertApproval(row: Omit<ApprovalRow, 'createdAt' | 'expiresAt' | 'status' | 'decidedBy' | 'decidedAt' | 'paymentId' | 'consumedAt'>, timeoutSeconds: number): Promise<ApprovalRead> {
     const [inserted] = await this.db
       .insert(walletApprovals)
-      .values({ ...row, status: 'pending', expiresAt: sql`now() + make_interval(secs => ${timeoutSeconds})` })
-      .returning({ ...approvalColumns, effectiveStatus });
+      .values({ ...row, status: 'pending', createdAt: this.now, expiresAt: sql`${this.now} + make_interval(secs => ${timeoutSeconds})` })
+      .returning({ ...approvalColumns, effectiveStatus: effective(this.now) });
     return inserted;
   }
 
   /** A live pending approval for exactly this payment (a repeated call waits on the same one). */
   async pendingFor(walletId: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>): Promise<ApprovalRead | undefined> {
     const [row] = await this.db
-      .select({ ...approvalColumns, effectiveStatus })
+      .select({ ...approvalColumns, effectiveStatus: effective(this.now) })
       .from(walletApprovals)
       .where(
         and(
           eq(walletApprovals.walletId, walletId),
           eq(walletApprovals.status, 'pending'),
-          live,
+          this.live,
           eq(walletApprovals.network, ask.network),
           eq(walletApprovals.asset, ask.asset),
           eq(walletApprovals.amount, ask.amount),
@@ -108,7 +121,7 @@ export class PolicyStore {
 
   async approval(walletId: string, id: string): Promise<ApprovalRead | undefined> {
     const [row] = await this.db
-      .select({ ...approvalColumns, effectiveStatus })
+      .select({ ...approvalColumns, effectiveStatus: effective(this.now) })
       .from(walletApprovals)
       .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId)));
     return row;
@@ -117,9 +130,9 @@ export class PolicyStore {
   /** Newest first, optionally by effective status; at most `limit`. */
   async approvalsOf(walletId: string, status: ApprovalStatus | undefined, limit: number): Promise<ApprovalRead[]> {
     return this.db
-      .select({ ...approvalColumns, effectiveStatus })
+      .select({ ...approvalColumns, effectiveStatus: effective(this.now) })
       .from(walletApprovals)
-      .where(and(eq(walletApprovals.walletId, walletId), status ? sql`${effectiveStatus} = ${status}` : undefined))
+      .where(and(eq(walletApprovals.walletId, walletId), status ? sql`${effective(this.now)} = ${status}` : undefined))
       .orderBy(desc(walletApprovals.id))
       .limit(limit);
   }
@@ -128,9 +141,9 @@ export class PolicyStore {
   async decide(walletId: string, id: string, decision: 'approved' | 'denied', decidedBy: string): Promise<ApprovalRead | undefined> {
     const [row] = await this.db
       .update(walletApprovals)
-      .set({ status: decision, decidedBy, decidedAt: sql`now()` })
-      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId), eq(walletApprovals.status, 'pending'), live))
-      .returning({ ...approvalColumns, effectiveStatus });
+      .set({ status: decision, decidedBy, decidedAt: this.now })
+      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId), eq(walletApprovals.status, 'pending'), this.live))
+      .returning({ ...approvalColumns, effectiveStatus: effective(this.now) });
     return row;
   }
 
@@ -141,13 +154,13 @@ export class PolicyStore {
   async consume(walletId: string, id: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>, paymentId: string): Promise<boolean> {
     const rows = await this.db
       .update(walletApprovals)
-      .set({ status: 'consumed', paymentId, consumedAt: sql`now()` })
+      .set({ status: 'consumed', paymentId, consumedAt: this.now })
       .where(
         and(
           eq(walletApprovals.id, id),
           eq(walletApprovals.walletId, walletId),
           eq(walletApprovals.status, 'approved'),
-          live,
+          this.live,
           eq(walletApprovals.network, ask.network),
           eq(walletApprovals.asset, ask.asset),
           eq(walletApprovals.payTo, ask.payTo),

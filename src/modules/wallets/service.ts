@@ -1,3 +1,4 @@
+import { erc20Abi, type Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
@@ -15,6 +16,15 @@ export interface CreateWalletResult {
   created: boolean;
   wallet: WalletView;
   credential: CreatedCredentialView | null;
+}
+
+/** A balance of one asset, in atomic units (`decimals` places). */
+export interface WalletBalance {
+  network: string;
+  asset: string;
+  symbol: string;
+  decimals: number;
+  amount: string;
 }
 
 const FIRST_CREDENTIAL_NAME = 'default';
@@ -117,6 +127,18 @@ export class WalletsService {
 
   async me(walletId: string): Promise<WalletView> {
     return walletView(await this.walletOf(walletId));
+  }
+
+  /**
+   * The wallet's balance of the chain's asset (USDG) as the chain reads it now, in atomic units; null while the
+   * wallet has no address yet (provisioning or failed).
+   */
+  async balance(walletId: string): Promise<WalletBalance | null> {
+    const wallet = await this.payingWallet(walletId);
+    if (!wallet.address) return null;
+    const { asset, publicClient } = this.ctx.chain;
+    const amount = await publicClient.readContract({ address: asset.address, abi: erc20Abi, functionName: 'balanceOf', args: [wallet.address as Address] });
+    return { network: asset.network, asset: asset.address, symbol: asset.symbol, decimals: asset.decimals, amount: amount.toString() };
   }
 
   /** Payments of the wallet, newest first, older than the `before` payment id when given. */

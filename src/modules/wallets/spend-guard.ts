@@ -35,7 +35,7 @@ export class SpendGuard {
 
   /** Before any request is made: a URL whose host the policy denies is refused outright. */
   async refuseHost(walletId: string, url: string): Promise<void> {
-    const row = await new PolicyStore(this.db).policy(walletId);
+    const row = await new PolicyStore(this.db, this.clock).policy(walletId);
     const refusal = row && hostRefusal(row.policy as Policy, hostOf(url));
     if (refusal) throw policyRefused(refusal);
   }
@@ -49,7 +49,7 @@ export class SpendGuard {
   async reserve(input: ReserveInput): Promise<Reservation> {
     const { row } = input;
     return this.db.transaction(async (tx) => {
-      const policies = new PolicyStore(tx);
+      const policies = new PolicyStore(tx, this.clock);
       const locked = await policies.lockPolicy(row.walletId);
       if (locked) {
         const policy = locked.policy as Policy;
@@ -77,7 +77,7 @@ export class SpendGuard {
 
   /** Per limit of the policy: what its window holds now. */
   async budget(walletId: string): Promise<BudgetLimitView[]> {
-    const policies = new PolicyStore(this.db);
+    const policies = new PolicyStore(this.db, this.clock);
     const row = await policies.policy(walletId);
     const limits = ((row?.policy ?? {}) as Policy).limits ?? [];
     return Promise.all(limits.map(async (limit) => budgetView(limit, await policies.usage(walletId, limit.network, limit.asset, this.windowStart(limit)))));
