@@ -1357,6 +1357,772 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/me/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The wallet's spend policy, read-only (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description rolling windows over open and settled payments, atomic units */
+                                limits?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    /** @enum {string} */
+                                    window: "1h" | "24h" | "7d" | "30d";
+                                }[];
+                                maxPerCall?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                /** @description when present, only these hosts may be paid */
+                                allowHosts?: string[];
+                                denyHosts?: string[];
+                                /** @description when present, only these recipients may be paid */
+                                allowPayTo?: string[];
+                                denyPayTo?: string[];
+                                /** @description a payment above this amount waits for a human approval */
+                                approvalAbove?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                approvalTimeoutSeconds: number;
+                                walletId: string;
+                                /** @description null: no policy was ever set (no rules) */
+                                updatedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/me/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Per limit of the wallet's policy: spent, reserved and remaining in its window (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                window: string;
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                /** @description settled payments of the window */
+                                spent: string;
+                                /** @description open payments of the window (signed or about to be, not yet settled) */
+                                reserved: string;
+                                remaining: string;
+                                /** @description when the oldest counted payment leaves the window */
+                                nextReleaseAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A wallet's spend policy (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description rolling windows over open and settled payments, atomic units */
+                                limits?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    /** @enum {string} */
+                                    window: "1h" | "24h" | "7d" | "30d";
+                                }[];
+                                maxPerCall?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                /** @description when present, only these hosts may be paid */
+                                allowHosts?: string[];
+                                denyHosts?: string[];
+                                /** @description when present, only these recipients may be paid */
+                                allowPayTo?: string[];
+                                denyPayTo?: string[];
+                                /** @description a payment above this amount waits for a human approval */
+                                approvalAbove?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                approvalTimeoutSeconds: number;
+                                walletId: string;
+                                /** @description null: no policy was ever set (no rules) */
+                                updatedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Set a wallet's spend policy, replacing the previous one (extension)
+         * @description Every field optional; an absent field is no rule, `{}` removes every rule. Applies to the next pay-and-call at once, on every node. Limits are rolling windows over the open and settled pay-and-call payments of their network and asset. A refusal of pay-and-call is 409 with `data.reason` (`policy_limit_exceeded`, `policy_per_call_exceeded`, `policy_host_denied`, `policy_payto_denied`) and `data.rule`; above `approvalAbove` it answers 202 with `data.approval`.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description rolling windows over open and settled payments, atomic units */
+                        limits?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                            /** @enum {string} */
+                            window: "1h" | "24h" | "7d" | "30d";
+                        }[];
+                        maxPerCall?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                        /** @description when present, only these hosts may be paid */
+                        allowHosts?: string[];
+                        denyHosts?: string[];
+                        /** @description when present, only these recipients may be paid */
+                        allowPayTo?: string[];
+                        denyPayTo?: string[];
+                        /** @description a payment above this amount waits for a human approval */
+                        approvalAbove?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                        /** @description default 3600 */
+                        approvalTimeoutSeconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description rolling windows over open and settled payments, atomic units */
+                                limits?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    /** @enum {string} */
+                                    window: "1h" | "24h" | "7d" | "30d";
+                                }[];
+                                maxPerCall?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                /** @description when present, only these hosts may be paid */
+                                allowHosts?: string[];
+                                denyHosts?: string[];
+                                /** @description when present, only these recipients may be paid */
+                                allowPayTo?: string[];
+                                denyPayTo?: string[];
+                                /** @description a payment above this amount waits for a human approval */
+                                approvalAbove?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                approvalTimeoutSeconds: number;
+                                walletId: string;
+                                /** @description null: no policy was ever set (no rules) */
+                                updatedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Per limit of a wallet's policy: spent, reserved and remaining in its window (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                window: string;
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                /** @description settled payments of the window */
+                                spent: string;
+                                /** @description open payments of the window (signed or about to be, not yet settled) */
+                                reserved: string;
+                                remaining: string;
+                                /** @description when the oldest counted payment leaves the window */
+                                nextReleaseAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A wallet's approvals, newest first, with every decision (who, when) (extension) */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "pending" | "approved" | "denied" | "consumed" | "expired";
+                };
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/approvals/{approvalId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending payment: the agent repeats its call with approvalId, once (extension)
+         * @description Only a pending approval that has not expired (database time) can be decided; the same decision again answers it unchanged; otherwise 409 `approval_not_pending`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/approvals/{approvalId}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deny a pending payment (extension)
+         * @description Only a pending approval that has not expired (database time) can be decided; the same decision again answers it unchanged; otherwise 409 `approval_not_pending`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/wallets": {
         parameters: {
             query?: never;
@@ -1656,7 +2422,7 @@ export interface paths {
         put?: never;
         /**
          * Call an x402 resource and pay it from the wallet, within maxPayment
-         * @description Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain's); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.
+         * @description Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain's); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.
          */
         post: {
             parameters: {
@@ -1685,6 +2451,8 @@ export interface paths {
                             asset: string;
                             amount: string;
                         };
+                        /** @description an approved approval of the wallet's policy (extension): consumed once, for this url and at most its amount */
+                        approvalId?: string;
                     };
                 };
             };
@@ -1729,6 +2497,40 @@ export interface paths {
                                     createdAt: string;
                                     updatedAt: string;
                                 } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                approval: {
+                                    id: string;
+                                    walletId: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    method: string;
+                                    url: string;
+                                    createdAt: string;
+                                    expiresAt: string;
+                                    /** @description the management credential that approved or denied it */
+                                    decidedBy: string | null;
+                                    decidedAt: string | null;
+                                    /** @description the payment that consumed it */
+                                    paymentId: string | null;
+                                    consumedAt: string | null;
+                                };
                             };
                         };
                     };

@@ -33,8 +33,12 @@ export class SpendGuard {
     private readonly clock: Clock,
   ) {}
 
-  /** Before any request is made: a URL whose host the policy denies is refused outright. */
+  /**
+   * Before any request is made: a URL whose host the policy denies is refused outright. A URL that does not
+   * parse is left to the upstream fetch, which refuses it (400) as it refuses any URL it may not call.
+   */
   async refuseHost(walletId: string, url: string): Promise<void> {
+    if (!URL.canParse(url)) return;
     const row = await new PolicyStore(this.db, this.clock).policy(walletId);
     const refusal = row && hostRefusal(row.policy as Policy, hostOf(url));
     if (refusal) throw policyRefused(refusal);
