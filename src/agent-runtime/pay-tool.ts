@@ -32,6 +32,8 @@ export function payAndCallTool(serviceUrl: string, agentId: string, token: strin
       });
       const answer = (await response.json().catch(() => null)) as { data?: any; message?: string } | null; // eslint-disable-line @typescript-eslint/no-explicit-any
       if (!response.ok) return JSON.stringify({ paid: false, refused: answer?.data?.reason ?? `status ${response.status}`, message: answer?.message ?? '' });
+      // The wallet's spend policy wants a human to approve this payment first: nothing was paid.
+      if (answer!.data.approval) return JSON.stringify({ paid: false, refused: 'approval_pending', approval: answer!.data.approval });
       const { upstream, payment } = answer!.data;
       const text = typeof upstream.body === 'string' ? upstream.body : JSON.stringify(upstream.body);
       return JSON.stringify({
