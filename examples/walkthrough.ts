@@ -14,9 +14,16 @@ function fail(message: string): never {
 }
 
 /** The answer's data, or the error envelope on stderr and exit 1. */
-function ok<T>(step: string, result: { data?: { data: T }; error?: unknown; response: Response }): T {
+function ok<R extends { data: unknown }>(step: string, result: { data?: R; error?: unknown; response: Response }): R['data'] {
   if (!result.data) fail(`${step}: ${result.response.status} ${JSON.stringify(result.error)}`);
   return result.data.data;
+}
+
+/** A pay-and-call's answer; 202 means the wallet's spend policy waits for a human approval (docs/wallets.md). */
+function paidCall<R extends { data: object }>(step: string, result: { data?: R; error?: unknown; response: Response }) {
+  const answer = ok(step, result);
+  if ('approval' in answer) fail(`${step}: waiting for a human approval of the payment (approval ${JSON.stringify(answer.approval)})`);
+  return answer as Exclude<R['data'], { approval: unknown }>;
 }
 
 /** The devchain's network and token, for pay-and-call's `maxPayment`. */
@@ -37,7 +44,7 @@ async function ping() {
   const wallet = createTollgateClient({ baseUrl, token: need('WALLET_SECRET') });
   // Pay at most 100 atomic units (0.0001 USDG), the endpoint's price.
   const maxPayment = { ...(await chainAsset()), amount: '100' };
-  const paid = ok('pay-and-call', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: `${baseUrl}/x402-test/ping`, maxPayment } }));
+  const paid = paidCall('pay-and-call', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: `${baseUrl}/x402-test/ping`, maxPayment } }));
   console.log(`upstream ${paid.upstream.status} ${JSON.stringify(paid.upstream.body)}`);
   console.log(`payment ${paid.payment?.status} ${paid.payment?.amount} units, transaction ${paid.payment?.transaction}`);
 }
@@ -63,7 +70,7 @@ async function intent() {
   // The wallet pays the intent's x402 pay URL: $1.23 is 1,230,000 units of the 6-decimal token.
   const wallet = createTollgateClient({ baseUrl, token: need('WALLET_SECRET') });
   const maxPayment = { ...(await chainAsset()), amount: String(created.amountUsdCents * 10_000) };
-  const paid = ok('pay intent', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: created.paymentUrl, method: 'POST', maxPayment } }));
+  const paid = paidCall('pay intent', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: created.paymentUrl, method: 'POST', maxPayment } }));
   console.log(`payment ${paid.payment?.status}, transaction ${paid.payment?.transaction}`);
   const { data: after } = await shop.GET('/v1/payment-intents/{intentId}', { params: { path: { intentId: created.id } } });
   console.log(`intent ${after?.id} ${after?.status}`);

@@ -5,6 +5,7 @@ import { devModule } from './dev/routes.js';
 import { eventsModule } from './events/module.js';
 import { facilitatorModule } from './facilitator/routes.js';
 import { intentsModule } from './intents/routes.js';
+import { mcpModule } from './mcp/module.js';
 import { projectsModule } from './projects/routes.js';
 import { relayModule } from './relay/module.js';
 import { storageModule } from './storage/module.js';
@@ -16,4 +17,4 @@ import { walletsModule } from './wallets/routes.js';
 import { x402TestModule } from './x402-test/routes.js';
 
 /** Every module of the service, in registration order. */
-export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule, webModule];
+export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, mcpModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule, webModule];

@@ -2,6 +2,7 @@ import { and, desc, eq, gt, gte, ne, sql, type SQL } from 'drizzle-orm';
 import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db.js';
 import type { ApprovalStatus, Policy } from './policy-schemas.js';
+import type { PaymentRow } from './store.js';
 import { walletApprovals, walletPayments, walletPolicies } from './tables.js';
 
 export type PolicyRow = typeof walletPolicies.$inferSelect;
@@ -18,6 +19,13 @@ export interface WindowUsage {
   oldest: Date | null;
 }
 
+/** The payment an approval is asked for (or used by). */
+export type ApprovalAsk = Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>;
+
+/** Approvals of the same call: method and url as asked, to the same recipient in the same asset. */
+const sameCall = (ask: ApprovalAsk) =>
+  and(eq(walletApprovals.network, ask.network), eq(walletApprovals.asset, ask.asset), eq(walletApprovals.payTo, ask.payTo), eq(walletApprovals.method, ask.method), eq(walletApprovals.url, ask.url));
+
 /** The status the database's clock gives an approval: a pending or approved one past expires_at is expired. */
 const effective = (now: SQL) => sql<ApprovalStatus>`case when ${walletApprovals.status} in ('pending', 'approved') and ${walletApprovals.expiresAt} <= ${now} then 'expired' else ${walletApprovals.status} end`;
 
@@ -32,7 +40,7 @@ export class PolicyStore {
     private readonly clock: Clock,
   ) {}
 
-  /** The database's now (shifted by a test clock): approvals expire by it, whatever a node's clock says. */
+  /** The database's now (shifted by a test clock): windows and approvals go by it, whatever a node's clock says. */
   private get now(): SQL {
     return databaseNow(this.clock);
   }
@@ -62,11 +70,12 @@ export class PolicyStore {
   }
 
   /**
-   * Payments of the wallet in (network, asset) created after `since` that still count: settled ones are
-   * spent, open ones reserved; failed ones released. Transfers (method TRANSFER: the owner moving funds) are
-   * not the credential holder's spending and are not counted.
+   * Payments of the wallet in (network, asset) created in the last `windowSeconds` by the database's clock
+   * (pay-and-call rows are stamped by it: spend-guard.ts) that still count: settled ones are spent, open ones
+   * reserved; failed ones released. Transfers (method TRANSFER: the owner moving funds) are not the credential
+   * holder's spending and are not counted.
    */
-  async usage(walletId: string, network: string, asset: string, since: Date): Promise<WindowUsage> {
+  async usage(walletId: string, network: string, asset: string, windowSeconds: number): Promise<WindowUsage> {
     const [row] = await this.db
       .select({
         spent: sql<string>`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} = 'settled'), 0)::text`,
@@ -77,7 +86,7 @@ export class PolicyStore {
       .where(
         and(
           eq(walletPayments.walletId, walletId),
-          gt(walletPayments.createdAt, since),
+          gt(walletPayments.createdAt, sql`${this.now} - make_interval(secs => ${windowSeconds})`),
           eq(walletPayments.network, network),
           sql`lower(${walletPayments.asset}) = ${asset.toLowerCase()}`,
           ne(walletPayments.status, 'failed'),
@@ -85,6 +94,11 @@ export class PolicyStore {
         ),
       );
     return { spent: BigInt(row?.spent ?? '0'), reserved: BigInt(row?.reserved ?? '0'), oldest: row?.oldest ? new Date(row.oldest) : null };
+  }
+
+  /** Records a reserved payment, stamped with the database's now: the windows count by that clock on every node. */
+  async insertReserved(row: PaymentRow): Promise<void> {
+    await this.db.insert(walletPayments).values({ ...row, createdAt: this.now });
   }
 
   /** A new pending approval expiring `timeoutSeconds` after the database's now. */
@@ -97,7 +111,7 @@ export class PolicyStore {
   }
 
   /** A live pending approval for exactly this payment (a repeated call waits on the same one). */
-  async pendingFor(walletId: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>): Promise<ApprovalRead | undefined> {
+  async pendingFor(walletId: string, ask: ApprovalAsk): Promise<ApprovalRead | undefined> {
     const [row] = await this.db
       .select({ ...approvalColumns, effectiveStatus: effective(this.now) })
       .from(walletApprovals)
@@ -106,12 +120,8 @@ export class PolicyStore {
           eq(walletApprovals.walletId, walletId),
           eq(walletApprovals.status, 'pending'),
           this.live,
-          eq(walletApprovals.network, ask.network),
-          eq(walletApprovals.asset, ask.asset),
+          sameCall(ask),
           eq(walletApprovals.amount, ask.amount),
-          eq(walletApprovals.payTo, ask.payTo),
-          eq(walletApprovals.method, ask.method),
-          eq(walletApprovals.url, ask.url),
         ),
       )
       .orderBy(desc(walletApprovals.id))
@@ -151,7 +161,7 @@ export class PolicyStore {
    * approved → consumed by `paymentId`, once: only while live, for the same method, url, recipient and asset,
    * and for at most the approved amount.
    */
-  async consume(walletId: string, id: string, ask: Pick<ApprovalRow, 'network' | 'asset' | 'amount' | 'payTo' | 'method' | 'url'>, paymentId: string): Promise<boolean> {
+  async consume(walletId: string, id: string, ask: ApprovalAsk, paymentId: string): Promise<boolean> {
     const rows = await this.db
       .update(walletApprovals)
       .set({ status: 'consumed', paymentId, consumedAt: this.now })
@@ -161,11 +171,7 @@ export class PolicyStore {
           eq(walletApprovals.walletId, walletId),
           eq(walletApprovals.status, 'approved'),
           this.live,
-          eq(walletApprovals.network, ask.network),
-          eq(walletApprovals.asset, ask.asset),
-          eq(walletApprovals.payTo, ask.payTo),
-          eq(walletApprovals.method, ask.method),
-          eq(walletApprovals.url, ask.url),
+          sameCall(ask),
           gte(walletApprovals.amount, ask.amount),
         ),
       )

@@ -5,7 +5,7 @@ import { newId } from '../../platform/ids.js';
 import { hostOf, hostRefusal, needsApproval, paymentRefusal, approvalTimeoutSeconds, policyRefused, sameAsset, type AskedPayment } from './policy.js';
 import { POLICY_WINDOWS, type ApprovalView, type BudgetLimitView, type Policy, type PolicyLimit } from './policy-schemas.js';
 import { PolicyStore, type ApprovalRead, type WindowUsage } from './policy-store.js';
-import { WalletsStore, type PaymentRow } from './store.js';
+import type { PaymentRow } from './store.js';
 import { approvalView } from './views.js';
 
 // Caps that cannot be overrun. A payment's row is the reservation: it is written, in one transaction with the
@@ -74,7 +74,7 @@ export class SpendGuard {
           }
         }
       }
-      await new WalletsStore(tx).insertPayment(row);
+      await policies.insertReserved(row);
       return { kind: 'reserved' };
     });
   }
@@ -84,13 +84,13 @@ export class SpendGuard {
     const policies = new PolicyStore(this.db, this.clock);
     const row = await policies.policy(walletId);
     const limits = ((row?.policy ?? {}) as Policy).limits ?? [];
-    return Promise.all(limits.map(async (limit) => budgetView(limit, await policies.usage(walletId, limit.network, limit.asset, this.windowStart(limit)))));
+    return Promise.all(limits.map(async (limit) => budgetView(limit, await policies.usage(walletId, limit.network, limit.asset, POLICY_WINDOWS[limit.window]))));
   }
 
   private async refuseOverLimit(policies: PolicyStore, walletId: string, policy: Policy, asked: AskedPayment): Promise<void> {
     for (const [i, limit] of (policy.limits ?? []).entries()) {
       if (!sameAsset(limit, asked)) continue;
-      const usage = await policies.usage(walletId, limit.network, limit.asset, this.windowStart(limit));
+      const usage = await policies.usage(walletId, limit.network, limit.asset, POLICY_WINDOWS[limit.window]);
       if (usage.spent + usage.reserved + asked.amount <= BigInt(limit.amount)) continue;
       const budget = budgetView(limit, usage);
       throw policyRefused(
@@ -98,10 +98,6 @@ export class SpendGuard {
         { budget },
       );
     }
-  }
-
-  private windowStart(limit: PolicyLimit): Date {
-    return new Date(this.clock.now().getTime() - POLICY_WINDOWS[limit.window] * 1000);
   }
 }
 

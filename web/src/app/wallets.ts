@@ -1,12 +1,16 @@
 // Wallets of the Wallet API. They belong to a management credential (svc_api_…), which the operator
 // issues; the user enters it here to list its wallets. It stays in this tab's memory only.
-import { field, h, mount, notice } from '../shared/dom.js';
+import { dataTable, field, h, mount, notice } from '../shared/dom.js';
 import { when } from '../shared/format.js';
 import { json } from '../shared/http.js';
+import { walletPolicyPanel } from './wallet-policy.js';
 
 interface Wallet { id: string; externalId: string; name: string; address: string | null; status: string; provider: string; createdAt: string }
 
 let credential: string | null = null;
+
+/** Up to this many wallets, every panel opens (and loads) at once; past it each loads when opened. */
+const OPEN_PANELS = 10;
 
 /** Signing out (or a 401) forgets the credential too: the next user of this tab must not see its wallets. */
 export function forgetCredential(): void {
@@ -22,13 +26,24 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
       list,
       wallets.length === 0
         ? h('p', {}, 'This credential has no wallets yet.')
-        : h(
-            'table',
-            {},
-            h('thead', {}, h('tr', {}, ['Name', 'External id', 'Address', 'Status', 'Key provider', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
-            h('tbody', {}, wallets.map((w) => h('tr', {}, h('td', {}, w.name), h('td', {}, w.externalId), h('td', {}, w.address ? h('code', {}, w.address) : '—'), h('td', {}, h('span', { class: `badge ${w.status}` }, w.status)), h('td', {}, w.provider), h('td', {}, when(w.createdAt))))),
-          ),
+        : [
+            dataTable(
+              ['Name', 'External id', 'Address', 'Status', 'Key provider', 'Created'],
+              wallets.map((w) => ({ cells: [w.name, w.externalId, w.address ? h('code', {}, w.address) : '—', h('span', { class: `badge ${w.status}` }, w.status), w.provider, when(w.createdAt)] })),
+              'Wallets of this credential',
+            ),
+            ...wallets.map((w) => walletPolicyPanel(w, () => credential, wallets.length <= OPEN_PANELS)),
+          ],
     );
+  };
+  /** A refused credential (mistyped, or revoked since) is forgotten and said: no reason to end the user's session. */
+  const showOrSay = async () => {
+    try {
+      await show();
+    } catch (error) {
+      credential = null;
+      mount(list, notice('error', (error as Error).message));
+    }
   };
   mount(
     root,
@@ -41,12 +56,7 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
         onsubmit: async (event: Event) => {
           event.preventDefault();
           credential = input.value.trim();
-          try {
-            await show();
-          } catch (error) {
-            credential = null;
-            mount(list, notice('error', (error as Error).message));
-          }
+          await showOrSay();
         },
       },
       field('Management credential', input, 'Wallets belong to a management credential (svc_api_…) that your operator issues. It is kept in this tab only.'),
@@ -54,5 +64,5 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
     ),
     list,
   );
-  if (credential) await show();
+  if (credential) await showOrSay();
 }

@@ -24,7 +24,7 @@ export function mount(parent: Element, ...children: (Child | Child[])[]): void {
 }
 
 /** A labelled input: the label names it for screen readers and clicking it focuses the field. */
-export function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLElement {
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   input.id ||= `f-${Math.random().toString(36).slice(2, 9)}`;
   const hintId = hint ? `${input.id}-hint` : null;
   if (hintId) input.setAttribute('aria-describedby', hintId);
@@ -34,4 +34,18 @@ export function field(label: string, input: HTMLInputElement | HTMLSelectElement
 /** A message region screen readers announce: role=status for news, role=alert for errors. */
 export function notice(kind: 'info' | 'error' | 'success', ...children: (Child | Child[])[]): HTMLElement {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, ...children);
+}
+
+/**
+ * A table that stacks on a phone (styles.css, `table.stack`): each row becomes a block and each cell shows its
+ * column's name (data-label). The explicit roles keep it a table for screen readers once CSS changes its display.
+ */
+export function dataTable(columns: string[], rows: { cells: (Child | Child[])[]; attrs?: Attrs }[], caption?: string): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'stack', role: 'table' },
+    caption ? h('caption', {}, caption) : null,
+    h('thead', { role: 'rowgroup' }, h('tr', { role: 'row' }, columns.map((c) => h('th', { scope: 'col', role: 'columnheader' }, c)))),
+    h('tbody', { role: 'rowgroup' }, rows.map((row) => h('tr', { role: 'row', ...row.attrs }, row.cells.map((cell, i) => h('td', { role: 'cell', 'data-label': columns[i] }, cell))))),
+  );
 }

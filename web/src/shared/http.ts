@@ -37,10 +37,11 @@ export async function json<T>(method: string, path: string, options: Parameters<
 function messageOf(body: unknown, status: number): string {
   const b = body as { message?: unknown; data?: unknown; details?: unknown; error?: { message?: unknown; details?: unknown } } | null;
   const message = typeof b?.message === 'string' ? b.message : typeof b?.error?.message === 'string' ? b.error.message : null;
-  // A validation error names each field's problem in its details: say which, not just "validation failed".
-  const details = [b?.data, b?.details, b?.error?.details].find(Array.isArray) as { message?: unknown }[] | undefined;
-  const reasons = (details ?? []).map((d) => d?.message).filter((m): m is string => typeof m === 'string');
-  return [message ?? `The server answered ${status}`, ...reasons].join(': ');
+  // A validation error names each field's problem in its details: say which field and what, not just "validation failed".
+  const details = [b?.data, b?.details, b?.error?.details].find(Array.isArray) as { message?: unknown; path?: unknown }[] | undefined;
+  const reasons = (details ?? []).filter((d) => typeof d?.message === 'string').map((d) => (typeof d.path === 'string' && d.path !== '/' ? `${d.path}: ${d.message}` : (d.message as string)));
+  const said = message ?? `The server answered ${status}`;
+  return reasons.length ? `${said}: ${reasons.join('; ')}` : said;
 }
 
 function codeOf(body: unknown): string | number | null {

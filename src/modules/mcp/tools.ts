@@ -1,0 +1,109 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import type { PrincipalOf } from '../../platform/auth/principal.js';
+import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery } from '../wallets/pay-schemas.js';
+import { approvalSchema, budgetLimitSchema, policySchema } from '../wallets/policy-schemas.js';
+import { walletSchema } from '../wallets/schemas.js';
+import { answered, refused, toolOutput } from './results.js';
+
+// The wallet's tools: thin adapters over the services the wallet routes call (same rules, same policy, same
+// answers), each registered with its input and output schemas beside its handler. The wallet is always the
+// credential's own: no tool takes a wallet id.
+
+const balanceSchema = z.object({
+  network: z.string(),
+  asset: z.string().describe('ERC-20 contract address'),
+  symbol: z.string(),
+  decimals: z.number().int(),
+  amount: z.string().describe('atomic units, as the chain reads it now'),
+});
+const walletResult = walletSchema.extend({ balance: balanceSchema.nullable().describe('null while the wallet has no address') });
+const budgetResult = z.object({ budget: z.array(budgetLimitSchema).describe('per limit of the policy, in its rolling window'), policy: policySchema });
+const approvalPending = z.object({ status: z.literal('approval_pending'), approval: approvalSchema });
+const paymentsResult = z.object({ payments: z.array(paymentSchema) });
+
+const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+export function registerWalletTools(server: McpServer, ctx: AppContext, principal: PrincipalOf<'wallet'>): void {
+  const { walletId, credentialId } = principal;
+  const { wallets, walletPolicies } = ctx.services;
+  const run = async (work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+    try {
+      return await work();
+    } catch (error) {
+      return refused(error, ctx.log);
+    }
+  };
+
+  server.registerTool(
+    'get_wallet',
+    {
+      title: 'Get wallet',
+      description: "This wallet: its address, status and USDG balance (atomic units; `decimals` places) read from the chain now.",
+      inputSchema: z.object({}),
+      outputSchema: toolOutput(walletResult),
+      annotations: readOnly,
+    },
+    () =>
+      run(async () => {
+        const [wallet, balance] = await Promise.all([wallets.me(walletId), wallets.balance(walletId)]);
+        return answered({ ...wallet, balance });
+      }),
+  );
+
+  server.registerTool(
+    'get_budget',
+    {
+      title: 'Get budget',
+      description: "The wallet's spend policy (read-only) and, per rolling limit, what is spent, reserved and remaining. A payment past a limit is refused.",
+      inputSchema: z.object({}),
+      outputSchema: toolOutput(budgetResult),
+      annotations: readOnly,
+    },
+    () =>
+      run(async () => {
+        const [budget, policy] = await Promise.all([walletPolicies.budget(walletId), walletPolicies.policy(walletId)]);
+        return answered({ budget, policy });
+      }),
+  );
+
+  server.registerTool(
+    'pay_and_call',
+    {
+      title: 'Pay and call',
+      description:
+        "Call an x402 resource and pay it from this wallet, within maxPayment and the wallet's spend policy (POST /v1/wallets/me/pay-and-call). " +
+        'Answers `{ upstream, payment }` (payment null when nothing was asked). When a human must approve the payment first, answers ' +
+        '`{ status: "approval_pending", approval }` with nothing signed: call again with the same arguments and `approvalId` once it is approved. ' +
+        'A refusal is a tool error with `reason` (and `rule` for the policy); nothing was signed.',
+      inputSchema: payAndCallBody,
+      outputSchema: toolOutput(payAndCallResult, approvalPending),
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    },
+    (input) =>
+      run(async () => {
+        const result = await ctx.services.walletPayAndCall(walletId, credentialId, input);
+        if (!('approval' in result)) return answered(result);
+        const { approval } = result;
+        return answered(
+          { status: 'approval_pending', approval },
+          `Nothing was paid: the wallet's policy asks a human to approve ${approval.amount} to ${approval.payTo} (approval ${approval.id}, until ${approval.expiresAt}). ` +
+            `Once it is approved, call pay_and_call again with the same arguments and "approvalId": "${approval.id}".`,
+        );
+      }),
+  );
+
+  server.registerTool(
+    'list_payments',
+    {
+      title: 'List payments',
+      description: "The wallet's pay-and-call payments, newest first; `before` (a payment id) pages to older ones.",
+      inputSchema: paymentsQuery,
+      outputSchema: toolOutput(paymentsResult),
+      annotations: readOnly,
+    },
+    ({ limit, before }) => run(async () => answered({ payments: await wallets.payments(walletId, limit, before) })),
+  );
+}
