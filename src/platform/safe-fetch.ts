@@ -26,6 +26,8 @@ export interface SafeFetchOptions {
   maxResponseBytes?: number;
   maxRedirects?: number;
   signal?: AbortSignal;
+  /** The caller's own rule on every hop (the first URL and each redirect), before it is vetted or sent: a throw stops the call and is rethrown as is. */
+  beforeHop?: (url: URL) => void;
 }
 
 export interface SafeFetchPolicy {
@@ -165,9 +167,16 @@ export function createSafeFetch(policy: SafeFetchPolicy) {
     for (const [k, v] of Object.entries(options.headers ?? {})) headers[k.toLowerCase()] = v;
     delete headers['host']; // always derived from the URL being requested
 
+    let refusedHop: unknown;
     try {
       let url = parseUrl(input);
       for (let redirects = 0; ; redirects++) {
+        try {
+          options.beforeHop?.(url);
+        } catch (error) {
+          refusedHop = error;
+          throw error;
+        }
         const target = await vet(url, controller.signal);
         const res = await send(url, target, method, headers, body, controller.signal, connectTimeoutMs);
         const location = res.headers['location'];
@@ -194,6 +203,7 @@ export function createSafeFetch(policy: SafeFetchPolicy) {
         url = next;
       }
     } catch (err) {
+      if (refusedHop !== undefined && err === refusedHop) throw err;
       if (controller.signal.aborted && controller.signal.reason instanceof SafeFetchError) throw controller.signal.reason;
       if (err instanceof SafeFetchError) throw err;
       throw new SafeFetchError('network_error', (err as Error)?.message ?? String(err), { cause: err });

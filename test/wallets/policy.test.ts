@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
@@ -46,9 +47,21 @@ async function fundedAgent(): Promise<Agent> {
   return { id: wallet.id, address: wallet.address, secret };
 }
 
+// An upstream on 127.0.0.1 that redirects to the ping by another name (localhost): a host rule can tell them apart.
+let redirector: string;
+let redirects = 0;
+let redirectServer: http.Server;
+
 beforeAll(async () => {
   const apiPort = await freePort();
-  app = await buildWalletsApp({ clock, env: { API_PORT: String(apiPort), PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort}` } });
+  const redirectPort = await freePort();
+  redirectServer = http.createServer((_request, response) => {
+    redirects += 1;
+    response.writeHead(307, { location: `http://localhost:${apiPort}/x402-test/ping` }).end();
+  });
+  await new Promise<void>((resolve) => redirectServer.listen(redirectPort, '127.0.0.1', resolve));
+  redirector = `http://127.0.0.1:${redirectPort}`;
+  app = await buildWalletsApp({ clock, env: { API_PORT: String(apiPort), PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort} localhost:${apiPort} 127.0.0.1:${redirectPort}` } });
   ping = `${app.urls.api}/x402-test/ping`;
   max = { network: app.ctx.chain.network, asset: app.ctx.chain.asset.address, amount: '100' };
   mgmt = await app.mgmtSecret('policies');
@@ -57,6 +70,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close();
+  redirectServer?.close();
 });
 
 describe('setting a policy', () => {
@@ -78,11 +92,14 @@ describe('setting a policy', () => {
     expect((await call(app, 'GET', `/v1/wallets/${agent.id}/policy`, mgmt)).body.data.maxPerCall).toEqual(usdg(500));
   });
 
-  it('refuses a field the policy does not have (400), rather than ignoring a rule the owner thinks is set', async () => {
+  it('refuses a field the policy does not have (400), at any level, rather than ignoring a rule the owner thinks is set', async () => {
     const agent = await fundedAgent();
     const refused = await setPolicy(agent, { maxPerDay: usdg(1) });
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.body.data)).toContain('maxPerDay');
+    const nested = await setPolicy(agent, { limits: [{ window: '1h', ...usdg(1), perHost: true }] });
+    expect(nested.status).toBe(400);
+    expect(JSON.stringify(nested.body.data)).toContain('perHost');
   });
 
   it('lets the wallet credential read its policy and budget but never set them; another application sees no wallet', async () => {
@@ -118,6 +135,21 @@ describe('who may be paid', () => {
     expect(await pingRequests()).toBe(before.requests);
     expect(await rows(agent)).toEqual([]);
     expect(await balance(agent)).toBe(before.balance);
+  });
+
+  it('refuses a redirect to a denied host before following it: the denied host gets no request', async () => {
+    const agent = await fundedAgent();
+    await setPolicy(agent, { denyHosts: ['localhost'] });
+    const before = { requests: await pingRequests(), balance: await balance(agent) };
+    const refused = await call(app, 'POST', '/v1/wallets/me/pay-and-call', agent.secret, { url: `${redirector}/to-ping`, maxPayment: max });
+    expect(refused.status).toBe(409);
+    expect(refused.body.data).toEqual({ reason: 'policy_host_denied', rule: 'denyHosts[0]' });
+    expect(redirects).toBeGreaterThan(0);
+    expect(await pingRequests()).toBe(before.requests);
+    expect(await balance(agent)).toBe(before.balance);
+    // Without the rule the same redirect is followed and paid.
+    await setPolicy(agent, {});
+    expect((await call(app, 'POST', '/v1/wallets/me/pay-and-call', agent.secret, { url: `${redirector}/to-ping`, maxPayment: max })).body.data.payment.status).toBe('settled');
   });
 
   it('refuses a host outside allowHosts (*.domain matches subdomains only)', async () => {
@@ -257,7 +289,6 @@ describe('human approvals', () => {
     expect(approved.status).toBe(200);
     expect(approved.body.data).toMatchObject({ status: 'approved', decidedBy: expect.any(String), decidedAt: expect.any(String) });
     expect((await decide(agent, approval.id, 'approve')).status).toBe(200);
-    expect((await decide(agent, approval.id, 'deny')).body.data).toMatchObject({ reason: 'approval_not_pending' });
 
     // Without the approval id the call still waits on a human (a new approval); with it, it pays.
     const paid = await pay(agent, { approvalId: approval.id });
@@ -267,7 +298,8 @@ describe('human approvals', () => {
     const used = (await approvals(agent, 'consumed')).body.data;
     expect(used).toEqual([expect.objectContaining({ id: approval.id, paymentId: paid.body.data.payment.id, consumedAt: expect.any(String) })]);
 
-    // Consumed once: a second call with it is refused, nothing moves.
+    // Consumed once: a second call with it is refused, nothing moves; it can no longer be decided.
+    expect((await decide(agent, approval.id, 'deny')).body.data).toMatchObject({ reason: 'approval_not_pending' });
     const again = await pay(agent, { approvalId: approval.id });
     expect(again.status).toBe(409);
     expect(again.body.data.reason).toBe('approval_used');
@@ -288,6 +320,28 @@ describe('human approvals', () => {
     expect((await pay(stranger, { approvalId: approval.id })).body.data.reason).toBe('approval_not_found');
     // Still usable for its own call.
     expect((await pay(agent, { approvalId: approval.id })).body.data.payment.status).toBe('settled');
+  });
+
+  it('an approved approval can be withdrawn (denied) until it is used; another application cannot decide it', async () => {
+    const agent = await fundedAgent();
+    await setPolicy(agent, { approvalAbove: usdg(50) });
+    const approval = (await pay(agent)).body.data.approval;
+    const other = await app.mgmtSecret('another application');
+    expect((await call(app, 'POST', `/v1/wallets/${agent.id}/approvals/${approval.id}/approve`, other)).status).toBe(404);
+    expect((await call(app, 'POST', `/v1/wallets/${agent.id}/approvals/${approval.id}/deny`, other)).status).toBe(404);
+    expect((await call(app, 'GET', `/v1/wallets/${agent.id}/approvals`, mgmt)).body.data[0].status).toBe('pending');
+    expect((await decide(agent, approval.id, 'approve')).body.data.status).toBe('approved');
+    expect((await decide(agent, approval.id, 'deny')).body.data.status).toBe('denied');
+    expect((await pay(agent, { approvalId: approval.id })).body.data.reason).toBe('approval_denied');
+    expect(await rows(agent)).toEqual([]);
+  });
+
+  it("an approvalId of another call's pending approval is a mismatch, not that call's approval", async () => {
+    const agent = await fundedAgent();
+    await setPolicy(agent, { approvalAbove: usdg(50) });
+    const forOther = (await call(app, 'POST', '/v1/wallets/me/pay-and-call', agent.secret, { url: `${ping}?other=1`, maxPayment: max })).body.data.approval;
+    const refused = await pay(agent, { approvalId: forOther.id });
+    expect([refused.status, refused.body.data.reason]).toEqual([409, 'approval_mismatch']);
   });
 
   it('a denied approval is refused and kept with who denied it', async () => {
@@ -316,6 +370,20 @@ describe('human approvals', () => {
     expect([late.status, late.body.data.reason]).toEqual([409, 'approval_expired']);
     expect((await approvals(agent, 'expired')).body.data.map((a: { id: string }) => a.id).sort()).toEqual([pending.id, approved.id].sort());
     expect(await rows(agent)).toEqual([]);
+  });
+
+  it('refuses a new approval past 100 waiting ones: an agent cannot bury the real requests', async () => {
+    const agent = await fundedAgent();
+    await setPolicy(agent, { approvalAbove: usdg(50) });
+    await app.ctx.database.query(sql`insert into wallet_approvals (id, wallet_id, status, network, asset, amount, pay_to, method, url, requested_by, expires_at)
+      select gen_random_uuid(), ${agent.id}, 'pending', ${max.network}, ${max.asset}, 100, ${payTo}, 'GET', ${ping} || '?n=' || n, gen_random_uuid(), now() + interval '1 hour'
+      from generate_series(1, 100) n`);
+    const refused = await pay(agent);
+    expect([refused.status, refused.body.data.reason]).toEqual([409, 'approvals_pending_full']);
+    // One decided frees a place.
+    const [oldest] = (await approvals(agent, 'pending')).body.data.slice(-1);
+    await decide(agent, oldest.id, 'deny');
+    expect((await pay(agent)).status).toBe(202);
   });
 
   it('checks the limits before asking a human: a call no approval could let through is refused', async () => {

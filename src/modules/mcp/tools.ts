@@ -77,7 +77,7 @@ export function registerWalletTools(server: McpServer, ctx: AppContext, principa
         "Call an x402 resource and pay it from this wallet, within maxPayment and the wallet's spend policy (POST /v1/wallets/me/pay-and-call). " +
         'Answers `{ upstream, payment }` (payment null when nothing was asked). When a human must approve the payment first, answers ' +
         '`{ status: "approval_pending", approval }` with nothing signed: call again with the same arguments and `approvalId` once it is approved. ' +
-        'A refusal is a tool error with `reason` (and `rule` for the policy); nothing was signed.',
+        'A refusal is a tool error with `reason` (and `rule` for the policy): nothing was signed unless the error carries a `payment` (then its status says what the chain decided; do not pay again blindly).',
       inputSchema: payAndCallBody,
       outputSchema: toolOutput(payAndCallResult, approvalPending),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

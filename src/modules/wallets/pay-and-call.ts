@@ -53,9 +53,9 @@ export class PayAndCall {
     const send = (url: string, headers: Record<string, string>, options: SafeFetchOptions = {}) =>
       this.fetch(url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
 
-    // A host the policy denies is refused before any request reaches it.
-    await this.guard.refuseHost(wallet.id, input.url);
-    const first = await send(input.url, request.headers).catch((error: unknown) => {
+    // A host the policy denies is refused before any request reaches it: the URL asked, and each redirect.
+    const hostRule = await this.guard.hostRule(wallet.id);
+    const first = await send(input.url, request.headers, { beforeHop: hostRule }).catch((error: unknown) => {
       throw upstreamError(error);
     });
     if (first.status !== 402) return { upstream: upstreamView(first), payment: null };
@@ -83,6 +83,10 @@ export class PayAndCall {
         throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
       });
       signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount, { ...validity, planned });
+      // The row tracks the planned authorization: a signature of any other would go unreconciled.
+      if (signed.nonce !== planned.nonce || signed.validBefore !== planned.validBefore.toString()) {
+        throw new ApiError(502, 'signing_failed', 'x402 signing failed: the signature does not carry the planned nonce and validity');
+      }
     } catch (error) {
       // Nothing left the process: release the reservation at once.
       await this.store.failPayment(row.id, `signing_failed: ${error instanceof Error ? error.message : String(error)}`, this.ctx.clock.now());

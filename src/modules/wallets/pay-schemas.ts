@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvalIdSchema, approvalSchema } from './policy-schemas.js';
+import { approvalIdSchema, approvalSchema, assetAmount } from './policy-schemas.js';
 
 export const MAX_FORWARDED_HEADERS = 50;
 export const PAY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -17,11 +17,7 @@ export const payAndCallBody = z
       .refine((h) => Object.keys(h).length <= MAX_FORWARDED_HEADERS, `at most ${MAX_FORWARDED_HEADERS} headers`)
       .optional(),
     body: z.unknown().optional().describe('a string is sent as is; any other JSON value is sent as JSON'),
-    maxPayment: z.object({
-      network: z.string().regex(/^eip155:[1-9]\d{0,18}$/, 'network must be an EVM CAIP-2 id (eip155:<chainId>)'),
-      asset: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'asset must be an ERC-20 contract address'),
-      amount: z.string().regex(/^\d{1,78}$/, 'amount must be an integer string of atomic units'),
-    }),
+    maxPayment: assetAmount,
     approvalId: approvalIdSchema.optional().describe("an approved approval of the wallet's policy (extension): consumed once, for this url and at most its amount"),
   })
   .superRefine((value, ctx) => {

@@ -8,6 +8,8 @@ export type PolicyWindow = keyof typeof POLICY_WINDOWS;
 export const MAX_POLICY_LIMITS = 10;
 export const MAX_POLICY_LIST = 100;
 export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 3_600;
+/** Live pending approvals a wallet may have at once (an agent asking for ever new ones is refused past it). */
+export const MAX_PENDING_APPROVALS = 100;
 
 const network = z.string().regex(/^eip155:[1-9]\d{0,18}$/, 'network must be an EVM CAIP-2 id (eip155:<chainId>)');
 const asset = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'asset must be an ERC-20 contract address');
@@ -19,7 +21,9 @@ const hostPattern = z
   .max(253)
   .regex(/^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a lowercase host name or *.domain');
 
-export const policyAmount = z.object({ network, asset, amount });
+/** An amount of one asset on one network, atomic units (pay-and-call's maxPayment has this shape too). */
+export const assetAmount = z.object({ network, asset, amount });
+export const policyAmount = assetAmount.strict();
 export type PolicyAmount = z.infer<typeof policyAmount>;
 
 export const policyLimit = policyAmount.extend({ window: z.enum(Object.keys(POLICY_WINDOWS) as [PolicyWindow, ...PolicyWindow[]]) });

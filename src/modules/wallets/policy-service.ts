@@ -39,7 +39,10 @@ export class WalletPolicies {
     return (await this.store.approvalsOf(walletId, status, APPROVALS_PAGE)).map(approvalView);
   }
 
-  /** A pending approval decided once; the same decision again answers it as it is, any other 409. */
+  /**
+   * A pending approval decided once; an approved one can still be denied until it is used. The same decision
+   * again answers it as it is; anything else 409.
+   */
   async decide(walletId: string, approvalId: string, decision: 'approved' | 'denied', managementCredentialId: string): Promise<ApprovalView> {
     if (!UUID_PATTERN.test(approvalId)) throw notFound('Approval not found', 'approval_not_found');
     const decided = await this.store.decide(walletId, approvalId, decision, managementCredentialId);
@@ -47,6 +50,6 @@ export class WalletPolicies {
     const current = await this.store.approval(walletId, approvalId);
     if (!current) throw notFound('Approval not found', 'approval_not_found');
     if (current.effectiveStatus === decision) return approvalView(current);
-    throw conflict(`The approval is ${current.effectiveStatus}; only a pending one can be ${decision}`, 'approval_not_pending', { reason: 'approval_not_pending', approval: approvalView(current) });
+    throw conflict(`The approval is ${current.effectiveStatus}; ${decision === 'denied' ? 'only a pending or approved one can be denied' : 'only a pending one can be approved'}`, 'approval_not_pending', { reason: 'approval_not_pending', approval: approvalView(current) });
   }
 }

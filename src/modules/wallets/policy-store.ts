@@ -1,9 +1,9 @@
-import { and, desc, eq, gt, gte, ne, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, inArray, ne, sql, type SQL } from 'drizzle-orm';
 import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db.js';
 import type { ApprovalStatus, Policy } from './policy-schemas.js';
 import type { PaymentRow } from './store.js';
-import { walletApprovals, walletPayments, walletPolicies } from './tables.js';
+import { walletApprovals, walletPayments, walletPolicies, wallets } from './tables.js';
 
 export type PolicyRow = typeof walletPolicies.$inferSelect;
 export type ApprovalRow = typeof walletApprovals.$inferSelect;
@@ -54,10 +54,12 @@ export class PolicyStore {
     return row;
   }
 
-  /** The policy row, locked until the transaction ends: reservations of one wallet happen one at a time. */
-  async lockPolicy(walletId: string): Promise<PolicyRow | undefined> {
-    const [row] = await this.db.select().from(walletPolicies).where(eq(walletPolicies.walletId, walletId)).for('update');
-    return row;
+  /**
+   * Locks the wallet's row until the transaction ends: a wallet's reservations happen one at a time, on any node.
+   * NO KEY UPDATE: inserts of rows that reference the wallet (their foreign key check) do not wait on it.
+   */
+  async lockWallet(walletId: string): Promise<void> {
+    await this.db.select({ id: wallets.id }).from(wallets).where(eq(wallets.id, walletId)).for('no key update');
   }
 
   async putPolicy(walletId: string, policy: Policy, updatedBy: string, now: Date): Promise<PolicyRow> {
@@ -129,6 +131,14 @@ export class PolicyStore {
     return row;
   }
 
+  async livePendingCount(walletId: string): Promise<number> {
+    const [row] = await this.db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(walletApprovals)
+      .where(and(eq(walletApprovals.walletId, walletId), eq(walletApprovals.status, 'pending'), this.live));
+    return Number(row?.n ?? 0);
+  }
+
   async approval(walletId: string, id: string): Promise<ApprovalRead | undefined> {
     const [row] = await this.db
       .select({ ...approvalColumns, effectiveStatus: effective(this.now) })
@@ -147,12 +157,16 @@ export class PolicyStore {
       .limit(limit);
   }
 
-  /** pending → approved | denied while it is live; undefined when it was not pending (or expired). */
+  /**
+   * pending → approved | denied, and approved → denied (an approval withdrawn before it is used), while it is
+   * live; undefined when it was in no state to take the decision.
+   */
   async decide(walletId: string, id: string, decision: 'approved' | 'denied', decidedBy: string): Promise<ApprovalRead | undefined> {
+    const from = decision === 'denied' ? ['pending', 'approved'] : ['pending'];
     const [row] = await this.db
       .update(walletApprovals)
       .set({ status: decision, decidedBy, decidedAt: this.now })
-      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId), eq(walletApprovals.status, 'pending'), this.live))
+      .where(and(eq(walletApprovals.id, id), eq(walletApprovals.walletId, walletId), inArray(walletApprovals.status, from), this.live))
       .returning({ ...approvalColumns, effectiveStatus: effective(this.now) });
     return row;
   }

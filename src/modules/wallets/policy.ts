@@ -28,8 +28,8 @@ export const sameAsset = (a: Pick<PolicyAmount, 'network' | 'asset'>, b: Pick<Po
 /** `*.domain` matches every subdomain of domain (not domain itself); anything else matches exactly. */
 export const hostMatches = (pattern: string, host: string) => (pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern);
 
-/** The host a URL pays, as the rules compare it: lowercase, no port, no trailing dot. */
-export const hostOf = (url: string) => new URL(url).hostname.toLowerCase().replace(/\.$/, '');
+/** The host a URL pays, as the rules compare it: lowercase, no port, no trailing dots. */
+export const hostOf = (url: string) => new URL(url).hostname.toLowerCase().replace(/\.+$/, '');
 
 export function hostRefusal(policy: Policy, host: string): Refusal | null {
   const denied = policy.denyHosts?.findIndex((p) => hostMatches(p, host)) ?? -1;

@@ -19,9 +19,9 @@ import type { OpenPayment, PaymentRow, WalletsStore } from './store.js';
 // the worker can both run this at any time; the first writer wins, the other matches no row.
 
 /**
- * Rows signed before validBefore was recorded: it is at most the signing time plus
- * MAX_AUTHORIZATION_SECONDS, and the row is written after signing, so createdAt + this bound is past
- * it. The minute covers rounding.
+ * Rows signed before validBefore was recorded (old rows, written right after signing): it is at most the
+ * signing time plus MAX_AUTHORIZATION_SECONDS, so createdAt + this bound is past it. The minute covers
+ * rounding. Rows written since record the planned validBefore before signing.
  */
 const EXPIRY_BOUND_SECONDS = MAX_AUTHORIZATION_SECONDS + 60;
 /** Blocks per eth_getLogs call while looking back for the AuthorizationUsed log. */

@@ -22,6 +22,7 @@ import { KeySealer } from '../../platform/sealing.js';
 import { AwsKmsWalletProvider } from './kms-provider.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
 import { WalletsService } from './service.js';
+import { balanceRoutes } from './balance-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { WalletPolicies } from './policy-service.js';
 import { SpendGuard } from './spend-guard.js';
@@ -96,6 +97,7 @@ export const createWalletsModule =
       routes: {
         api: (app) => {
           policyRoutes(app, { mgmt, walletCredential, wallets: service, policies });
+          balanceRoutes(app, { mgmt, wallets: service });
           app.get(
             '/v1/wallets',
             { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },

@@ -2,9 +2,9 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import { ApiError, conflict } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
-import { hostOf, hostRefusal, needsApproval, paymentRefusal, approvalTimeoutSeconds, policyRefused, sameAsset, type AskedPayment } from './policy.js';
-import { POLICY_WINDOWS, type ApprovalView, type BudgetLimitView, type Policy, type PolicyLimit } from './policy-schemas.js';
-import { PolicyStore, type ApprovalRead, type WindowUsage } from './policy-store.js';
+import { approvalTimeoutSeconds, hostOf, hostRefusal, needsApproval, paymentRefusal, policyRefused, sameAsset, type AskedPayment } from './policy.js';
+import { MAX_PENDING_APPROVALS, POLICY_WINDOWS, type ApprovalView, type BudgetLimitView, type Policy, type PolicyLimit } from './policy-schemas.js';
+import { PolicyStore, type ApprovalAsk, type ApprovalRead, type WindowUsage } from './policy-store.js';
 import type { PaymentRow } from './store.js';
 import { approvalView } from './views.js';
 
@@ -34,14 +34,17 @@ export class SpendGuard {
   ) {}
 
   /**
-   * Before any request is made: a URL whose host the policy denies is refused outright. A URL that does not
-   * parse is left to the upstream fetch, which refuses it (400) as it refuses any URL it may not call.
+   * The policy's host rule as a check for every hop of the unpaid request (the URL asked and each redirect),
+   * made before any connection to it: a denied host never receives a request. Read once per call.
    */
-  async refuseHost(walletId: string, url: string): Promise<void> {
-    if (!URL.canParse(url)) return;
+  async hostRule(walletId: string): Promise<(url: URL) => void> {
     const row = await new PolicyStore(this.db, this.clock).policy(walletId);
-    const refusal = row && hostRefusal(row.policy as Policy, hostOf(url));
-    if (refusal) throw policyRefused(refusal);
+    if (!row) return () => {};
+    const policy = row.policy as Policy;
+    return (url) => {
+      const refusal = hostRefusal(policy, hostOf(url.href));
+      if (refusal) throw policyRefused(refusal);
+    };
   }
 
   /**
@@ -54,22 +57,22 @@ export class SpendGuard {
     const { row } = input;
     return this.db.transaction(async (tx) => {
       const policies = new PolicyStore(tx, this.clock);
-      const locked = await policies.lockPolicy(row.walletId);
-      if (locked) {
-        const policy = locked.policy as Policy;
+      // The wallet's row, not the policy's: it exists before any policy does, so a first policy set during a
+      // burst still finds every reservation ordered behind one lock.
+      await policies.lockWallet(row.walletId);
+      const current = await policies.policy(row.walletId);
+      if (current) {
+        const policy = current.policy as Policy;
         const asked: AskedPayment = { host: hostOf(input.paidUrl), payTo: row.payTo, network: row.network, asset: row.asset, amount: BigInt(row.amount) };
         const refusal = paymentRefusal(policy, asked);
         if (refusal) throw policyRefused(refusal);
         await this.refuseOverLimit(policies, row.walletId, policy, asked);
         if (needsApproval(policy, asked)) {
           const ask = { network: row.network, asset: row.asset, amount: row.amount, payTo: row.payTo, method: row.method, url: input.url };
-          if (!input.approvalId) {
-            const approval = (await policies.pendingFor(row.walletId, ask)) ?? (await policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy)));
-            return { kind: 'approval', approval: approvalView(approval) };
-          }
+          if (!input.approvalId) return { kind: 'approval', approval: approvalView(await this.askApproval(policies, policy, row, ask)) };
           if (!(await policies.consume(row.walletId, input.approvalId, ask, row.id))) {
             const approval = await policies.approval(row.walletId, input.approvalId);
-            if (approval?.effectiveStatus === 'pending') return { kind: 'approval', approval: approvalView(approval) };
+            if (approval?.effectiveStatus === 'pending' && isSameCall(approval, ask)) return { kind: 'approval', approval: approvalView(approval) };
             throw approvalUnusable(approval);
           }
         }
@@ -77,6 +80,17 @@ export class SpendGuard {
       await policies.insertReserved(row);
       return { kind: 'reserved' };
     });
+  }
+
+  /** The pending approval of this call (asked again, the same one), or a new one while the wallet has room for it. */
+  private async askApproval(policies: PolicyStore, policy: Policy, row: PaymentRow, ask: ApprovalAsk): Promise<ApprovalRead> {
+    const waiting = await policies.pendingFor(row.walletId, ask);
+    if (waiting) return waiting;
+    // An agent asking for approvals of ever new URLs must not bury the ones a human should see.
+    if ((await policies.livePendingCount(row.walletId)) >= MAX_PENDING_APPROVALS) {
+      throw conflict(`The wallet already has ${MAX_PENDING_APPROVALS} approvals waiting for a decision; nothing was signed`, 'approvals_pending_full', { reason: 'approvals_pending_full' });
+    }
+    return policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy));
   }
 
   /** Per limit of the policy: what its window holds now. */
@@ -115,6 +129,11 @@ function budgetView(limit: PolicyLimit, usage: WindowUsage): BudgetLimitView {
   };
 }
 
+const isSameCall = (approval: ApprovalRead, ask: ApprovalAsk) =>
+  approval.network === ask.network && approval.asset === ask.asset && approval.payTo === ask.payTo && approval.method === ask.method && approval.url === ask.url && BigInt(approval.amount) >= BigInt(ask.amount);
+
+const MISMATCH = ['approval_mismatch', 'The approval was asked for another call: same method and url, same recipient and asset, and at most its amount'] as const;
+
 /** Why an approvalId cannot pay this call; nothing was signed. */
 function approvalUnusable(approval: ApprovalRead | undefined): ApiError {
   if (!approval) return conflict('No approval of this wallet has that approvalId; nothing was signed', 'approval_not_found', { reason: 'approval_not_found' });
@@ -122,7 +141,8 @@ function approvalUnusable(approval: ApprovalRead | undefined): ApiError {
     denied: ['approval_denied', 'The approval was denied'],
     expired: ['approval_expired', 'The approval expired before it was used (an expired approval counts as denied)'],
     consumed: ['approval_used', 'The approval was already used by another payment'],
-    approved: ['approval_mismatch', 'The approval was given for another call: same method and url, same recipient and asset, and at most its amount'],
-  }[approval.effectiveStatus as 'denied' | 'expired' | 'consumed' | 'approved'];
+    pending: MISMATCH,
+    approved: MISMATCH,
+  }[approval.effectiveStatus];
   return conflict(`${reason[1]}; nothing was signed`, reason[0], { reason: reason[0], approval: approvalView(approval) });
 }

@@ -45,6 +45,8 @@ function decodeText(body: Buffer): string | null {
 
 /** Maps a safeFetch failure to the Wallet API's answer; `details` rides along (e.g. the payment). */
 export function upstreamError(error: unknown, details?: Record<string, unknown>): ApiError {
+  // Our own refusal of a hop (the spend policy's host rule) is the answer as it is.
+  if (error instanceof ApiError && details === undefined) return error;
   if (!(error instanceof SafeFetchError)) {
     return new ApiError(502, 'upstream_failed', 'The upstream request failed', details);
   }
