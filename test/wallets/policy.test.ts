@@ -376,7 +376,7 @@ describe('human approvals', () => {
     const agent = await fundedAgent();
     await setPolicy(agent, { approvalAbove: usdg(50) });
     await app.ctx.database.query(sql`insert into wallet_approvals (id, wallet_id, status, network, asset, amount, pay_to, method, url, requested_by, expires_at)
-      select gen_random_uuid(), ${agent.id}, 'pending', ${max.network}, ${max.asset}, 100, ${payTo}, 'GET', ${ping} || '?n=' || n, gen_random_uuid(), now() + interval '1 hour'
+      select gen_random_uuid(), ${agent.id}, 'pending', ${max.network}, ${max.asset}, 100, ${payTo}, 'GET', ${ping} || '?n=' || n, gen_random_uuid(), ${new Date(clock.now().getTime() + 3_600_000)}::timestamptz
       from generate_series(1, 100) n`);
     const refused = await pay(agent);
     expect([refused.status, refused.body.data.reason]).toEqual([409, 'approvals_pending_full']);
