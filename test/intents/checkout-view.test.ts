@@ -34,6 +34,7 @@ describe('the checkout view', () => {
       payTo: intent.payTo,
       merchant: { name: 'store' },
       description: 'Blue mug',
+      returnUrl: null,
       expiresAt: intent.expiresAt,
       settledAt: null,
       transactionHash: null,
@@ -48,6 +49,33 @@ describe('the checkout view', () => {
       const missing = await get(`/v1/payment-intents/${id}/checkout`);
       expect(missing.statusCode).toBe(404);
       expect(missing.json()).toMatchObject({ code: 'intent_not_found' });
+    }
+  });
+});
+
+describe('the paymentUrl opened with GET', () => {
+  const page = (id: string, accept: string) => app.origins.api!.inject({ method: 'GET', url: `/v1/payment-intents/${id}/pay`, headers: { accept } });
+  const html = 'text/html,application/xhtml+xml,*/*;q=0.8';
+
+  it('answers the checkout page for a known intent, the same page with 404 for an unknown one, and 406 without text/html; always Vary: Accept', async () => {
+    const intent = (await createIntent(app, shop)).json();
+    const known = await page(intent.id, html);
+    expect(known.statusCode).toBe(200);
+    expect(known.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(known.body).toContain('id="checkout"');
+    for (const id of ['01900000-0000-7000-8000-000000000000', 'not-a-uuid']) {
+      const unknown = await page(id, html);
+      expect(unknown.statusCode).toBe(404);
+      // Still the friendly page (it tells the payer the link is wrong), not a JSON error.
+      expect(unknown.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(unknown.body).toBe(known.body);
+      expect(unknown.headers['content-security-policy']).toBe(known.headers['content-security-policy']);
+    }
+    const json = await page(intent.id, 'application/json');
+    expect(json.statusCode).toBe(406);
+    expect(json.json()).toMatchObject({ code: 'not_acceptable' });
+    for (const answer of [known, await page('01900000-0000-7000-8000-000000000000', html), json]) {
+      expect(String(answer.headers.vary).toLowerCase().split(/\s*,\s*/)).toContain('accept');
     }
   });
 });

@@ -41,8 +41,10 @@ export async function createIntent(app: TestApp, shop: Shop, body: Record<string
   });
 }
 
-/** The spec's Payment Intent fields: all always present. */
+/** The spec's Payment Intent fields, and our extensions: all always present. */
 export const INTENT_FIELDS = [
   'id', 'merchantId', 'externalId', 'customerRef', 'description', 'metadata', 'status', 'amountUsdCents', 'currency',
   'paymentUrl', 'network', 'asset', 'payTo', 'transactionHash', 'createdAt', 'settledAt', 'expiresAt', 'failureCode', 'failureMessage',
+  // Extension (docs/intents.md): the checkout's link back to the merchant.
+  'returnUrl',
 ].sort();

@@ -32,25 +32,69 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 export interface TestWallet {
   /** What the page asked the wallet, in order. */
   calls: string[];
+  /** Every request with its params, in order. */
+  requests: { method: string; params: unknown }[];
+  /** The chain the wallet is on now. */
+  chainId(): number;
   /** Refuse the next signature as a user would (EIP-1193 error 4001). */
   declineNext(): void;
 }
 
-/** Installs `window.ethereum` in every page of `page`'s context, backed by `account` on `chainId`. */
-export async function injectWallet(page: Page, account: LocalAccount, chainId: number): Promise<TestWallet> {
+export interface TestWalletOptions {
+  /** The chain the wallet is on at first (default: the account's chain). */
+  startOn?: number;
+  /**
+   * Chains the wallet knows at first (default: the account's chain and startOn). Switching to another one
+   * answers 4902 (EIP-3326: unrecognized chain) until wallet_addEthereumChain adds it, as MetaMask does.
+   */
+  knows?: number[];
+  /** wallet_watchAsset: accept it, or refuse as a user would (4001). Default accept. */
+  watchAsset?: 'accept' | 'refuse';
+}
+
+/**
+ * Installs `window.ethereum` in every page of `page`'s context, backed by `account` whose payments are on
+ * `chainId`. Like a browser wallet it is on one chain at a time, signs typed data only for the chain it is on,
+ * and knows a set of chains (wallet_addEthereumChain checks its parameters as EIP-3085 asks, then switches).
+ */
+export async function injectWallet(page: Page, account: LocalAccount, chainId: number, options: TestWalletOptions = {}): Promise<TestWallet> {
   const calls: string[] = [];
+  const requests: { method: string; params: unknown }[] = [];
   let decline = false;
+  let current = options.startOn ?? chainId;
+  const known = new Set(options.knows ?? [chainId, current]);
+  const hexId = (id: number) => `0x${id.toString(16)}`;
   await page.exposeFunction('__tollgateTestWallet', async (method: string, paramsJson: string) => {
     calls.push(method);
-    const params = JSON.parse(paramsJson) as unknown[];
+    const params = JSON.parse(paramsJson) as unknown;
+    requests.push({ method, params });
     switch (method) {
       case 'eth_requestAccounts':
       case 'eth_accounts':
         return { result: [account.address] };
       case 'eth_chainId':
-        return { result: `0x${chainId.toString(16)}` };
-      case 'wallet_switchEthereumChain':
+        return { result: hexId(current) };
+      case 'wallet_switchEthereumChain': {
+        const wanted = Number.parseInt((params as [{ chainId: string }])[0].chainId, 16);
+        if (!known.has(wanted)) return { error: { code: 4902, message: `Unrecognized chain ID "${hexId(wanted)}". Try adding the chain using wallet_addEthereumChain first.` } };
+        current = wanted;
         return { result: null };
+      }
+      case 'wallet_addEthereumChain': {
+        const [chain] = params as [{ chainId?: unknown; chainName?: unknown; rpcUrls?: unknown; nativeCurrency?: { name?: unknown; symbol?: unknown; decimals?: unknown } }];
+        const valid =
+          typeof chain?.chainId === 'string' && /^0x[1-9a-f][0-9a-f]*$/.test(chain.chainId) &&
+          typeof chain.chainName === 'string' && chain.chainName !== '' &&
+          Array.isArray(chain.rpcUrls) && chain.rpcUrls.length > 0 && chain.rpcUrls.every((u) => typeof u === 'string' && /^https?:\/\//.test(u)) &&
+          typeof chain.nativeCurrency?.name === 'string' && typeof chain.nativeCurrency.symbol === 'string' && chain.nativeCurrency.decimals === 18;
+        if (!valid) return { error: { code: -32602, message: `Invalid parameters: ${paramsJson}` } };
+        const id = Number.parseInt(chain.chainId as string, 16);
+        known.add(id);
+        current = id; // MetaMask offers to switch once the chain is added
+        return { result: null };
+      }
+      case 'wallet_watchAsset':
+        return options.watchAsset === 'refuse' ? { error: { code: 4001, message: 'User rejected the request.' } } : { result: true };
       case 'eth_signTypedData_v4': {
         if (decline) {
           decline = false;
@@ -59,6 +103,8 @@ export async function injectWallet(page: Page, account: LocalAccount, chainId: n
         const [from, json] = params as [string, string];
         if (from.toLowerCase() !== account.address.toLowerCase()) return { error: { code: 4100, message: 'Unknown account' } };
         const { domain, types, primaryType, message } = JSON.parse(json);
+        // As MetaMask: the typed data's chain must be the one the wallet is on.
+        if (Number(domain.chainId) !== current) return { error: { code: -32603, message: `Provided chainId "${domain.chainId}" must match the active chainId "${current}"` } };
         const { EIP712Domain: _domainType, ...rest } = types;
         return { result: await account.signTypedData({ domain, types: rest, primaryType, message }) };
       }
@@ -69,12 +115,12 @@ export async function injectWallet(page: Page, account: LocalAccount, chainId: n
   await page.addInitScript(() => {
     const bridge = (globalThis as unknown as { __tollgateTestWallet(method: string, params: string): Promise<{ result?: unknown; error?: { code: number; message: string } }> }).__tollgateTestWallet;
     (globalThis as unknown as { ethereum: unknown }).ethereum = {
-      async request({ method, params }: { method: string; params?: unknown[] }) {
+      async request({ method, params }: { method: string; params?: unknown }) {
         const answer = await bridge(method, JSON.stringify(params ?? []));
         if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
         return answer.result;
       },
     };
   });
-  return { calls, declineNext: () => (decline = true) };
+  return { calls, requests, chainId: () => current, declineNext: () => (decline = true) };
 }

@@ -76,7 +76,8 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     // A reload of a paid intent says so, and offers no second payment.
     await page.reload();
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('settled');
-    expect(await page.getByRole('button').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Pay/ }).count()).toBe(0);
+    expect(await page.getByTestId('transaction').textContent()).toBe(settled.transactionHash);
     await page.close();
   });
 
@@ -97,7 +98,7 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 10_000 }).toBe('settled');
     expect(await page.getByTestId('transaction').getAttribute('title')).toBe(settled.transactionHash);
     expect(await page.evaluate('window.__sameDocument')).toBe(true);
-    expect(await page.getByRole('button').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Pay/ }).count()).toBe(0);
     await page.close();
   });
 

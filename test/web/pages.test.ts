@@ -29,8 +29,16 @@ describe('the web pages on the api origin', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toMatch(/unsafe-inline|https?:/);
-    // No CDN: every script and stylesheet the page names is one of ours.
-    for (const src of page.body.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) expect(src[1]).toMatch(/^\/app\/assets\//);
+    // No CDN: every script and stylesheet the page names is one of ours (the icon is inline, below).
+    for (const src of page.body.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) expect(src[1]).toMatch(/^(?:\/app\/assets\/|data:image\/svg\+xml,)/);
+  });
+
+  it('names its favicon inline, as an SVG data: URL the CSP allows (img-src data:): no request for /favicon.ico', async () => {
+    const page = await get('/app/');
+    const icon = page.body.match(/<link rel="icon" type="image\/svg\+xml" href="(data:image\/svg\+xml,[^"]+)"/);
+    expect(icon).not.toBeNull();
+    expect(decodeURIComponent(icon![1]!.slice('data:image/svg+xml,'.length))).toMatch(/^<svg [^>]*xmlns='http:\/\/www\.w3\.org\/2000\/svg'[^>]*>.*<\/svg>$/);
+    expect(String(page.headers['content-security-policy'])).toMatch(/img-src 'self' data:/);
   });
 
   it('tells the dashboard how to sign in: the dev issuer\'s form here, on the embedded devchain', async () => {
@@ -80,14 +88,26 @@ describe('the web pages on the api origin', () => {
     expect(gzipped).toBeLessThanOrEqual(150 * 1024);
   });
 
-  it('answers a browser at a paymentUrl with the checkout page, and other GETs with 406', async () => {
-    const page = await get(intentUrl, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
-    expect(page.statusCode).toBe(200);
+  it('answers a browser at a paymentUrl with the checkout page (404 for an unknown intent), other GETs with 406, all with Vary: Accept', async () => {
+    const html = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' };
+    // A real intent: its page answers 200.
+    const owner = { authorization: `Bearer ${await app.identityToken('pages')}` };
+    const made = (await app.origins.api!.inject({ method: 'POST', url: '/v1/projects', headers: owner, payload: { name: 'pages' } })).json().data;
+    const merchant = (await app.origins.api!.inject({ method: 'POST', url: `/v1/projects/${made.project.id}/merchants`, headers: owner, payload: { name: 'pages', payTo: `0x${'ab'.repeat(20)}` } })).json().data;
+    const intent = (await app.origins.api!.inject({ method: 'POST', url: '/v1/payment-intents', headers: { authorization: `Bearer ${made.apiKey.secret}` }, payload: { merchantId: merchant.id, amountUsdCents: 100, externalId: 'pages-1' } })).json();
+    const known = await get(new URL(intent.paymentUrl).pathname, html);
+    expect(known.statusCode).toBe(200);
+    expect(known.body).toContain('<div class="card" id="checkout"');
+    expect(known.headers['content-security-policy']).toContain("connect-src 'self'");
+    expect(String(known.headers.vary)).toMatch(/\baccept\b/i);
+    // An unknown one: the same friendly page (it says the link is wrong), with the status that says so.
+    const page = await get(intentUrl, html);
+    expect(page.statusCode).toBe(404);
     expect(page.body).toContain('<div class="card" id="checkout"');
-    expect(page.headers['content-security-policy']).toContain("connect-src 'self'");
     const json = await get(intentUrl, { accept: 'application/json' });
     expect(json.statusCode).toBe(406);
     expect(json.json()).toMatchObject({ code: 'not_acceptable' });
+    expect(String(json.headers.vary)).toMatch(/\baccept\b/i);
     // POST is still the pay contract: a challenge (here 404, the intent does not exist), never the page.
     const post = await app.origins.api!.inject({ method: 'POST', url: intentUrl, headers: { accept: 'text/html' } });
     expect(post.statusCode).toBe(404);

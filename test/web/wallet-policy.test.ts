@@ -106,6 +106,9 @@ describe.skipIf(browserMissing)('wallet spend policies in Chromium', () => {
     const row = await approvalRow(pending).innerText();
     expect(row).toContain('0.0001 USDG');
     expect(row).toContain(`GET ${ping}`);
+    expect(row).toContain('Expires in 10 min');
+    // Each wallet's USDG balance as the chain has it (GET /v1/wallets/{id}/balance): nothing paid yet.
+    await expect.poll(() => page.locator(`tr[data-wallet-id="${agent.id}"] [data-balance]`).textContent(), soon).toBe('1.00 USDG');
     expect(await agentPanel.locator(':scope > summary').innerText()).toContain('1 pending');
 
     // The other wallet's panel holds none of this one's rules or approvals.

@@ -235,6 +235,8 @@ export interface paths {
                                 id: string;
                                 name: string;
                                 status: string;
+                                /** @description The event queue receiving payment_intent.* events (extension), or null */
+                                intentEventsQueueId: string | null;
                                 createdAt: string;
                                 updatedAt: string;
                                 apiKeys: {
@@ -292,6 +294,8 @@ export interface paths {
                                     id: string;
                                     name: string;
                                     status: string;
+                                    /** @description The event queue receiving payment_intent.* events (extension), or null */
+                                    intentEventsQueueId: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                     apiKeys: {
@@ -332,6 +336,123 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{projectId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a project (owner only, extension): the event queue that receives its payment-intent events
+         * @description intentEventsQueueId: one of this project's event queues (404 queue_not_found otherwise), or null for none; omitted: unchanged. Every move of the project's intents to settled, failed or expired then publishes one payment_intent.* event into it (docs/intents.md#intent-events). 404 when the project is not yours.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    projectId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description One of this project's event queues to receive its payment_intent.* events, or null for none; omitted: unchanged */
+                        intentEventsQueueId?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                name: string;
+                                status: string;
+                                /** @description The event queue receiving payment_intent.* events (extension), or null */
+                                intentEventsQueueId: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                apiKeys: {
+                                    id: string;
+                                    name: string;
+                                    prefix: string;
+                                    status: string;
+                                    lastUsedAt: string | null;
+                                    createdAt: string;
+                                }[];
+                                merchants: {
+                                    id: string;
+                                    name: string;
+                                    enabled: boolean;
+                                    payTo: string;
+                                    network: string;
+                                    asset: string;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/projects/{projectId}/api-keys": {
@@ -491,7 +612,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a merchant (payTo is checksum-normalized) */
+        /**
+         * Create a merchant (payTo is checksum-normalized)
+         * @description Names are unique within the project: 409 with data.reason merchant_name_taken (and data.merchantId, the holder).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -504,6 +628,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Unique within the project (409 merchant_name_taken) */
                         name: string;
                         payTo: string;
                     };
@@ -532,12 +657,180 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{projectId}/merchants/{merchantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename, disable or re-enable a merchant (owner only, extension)
+         * @description name (1-200, unique within the project: 409 merchant_name_taken), enabled (false: new intents for it and payments of its open intents answer 403 merchant_disabled). An omitted field is unchanged. 404 when the project or the merchant is not yours (data.reason merchant_not_found for a merchant outside the project).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    projectId: string;
+                    merchantId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique within the project (409 merchant_name_taken) */
+                        name?: string;
+                        /** @description false: no new intents for it, and its open intents cannot be paid (403 merchant_disabled) */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                name: string;
+                                enabled: boolean;
+                                payTo: string;
+                                network: string;
+                                asset: string;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/payment-intents": {
@@ -568,6 +861,8 @@ export interface paths {
                         metadata?: {
                             [key: string]: unknown;
                         } | null;
+                        /** @description Extension: where the settled checkout page links back to ("Back to {merchant}"). https; http only on 127.0.0.1, [::1] or localhost while the service runs on the embedded devchain. Never redirected to. */
+                        returnUrl?: string | null;
                     };
                 };
             };
@@ -602,6 +897,8 @@ export interface paths {
                             expiresAt: string;
                             failureCode: string | null;
                             failureMessage: string | null;
+                            /** @description Extension: the link the settled checkout offers back to the merchant, or null */
+                            returnUrl: string | null;
                         };
                     };
                 };
@@ -635,6 +932,8 @@ export interface paths {
                             expiresAt: string;
                             failureCode: string | null;
                             failureMessage: string | null;
+                            /** @description Extension: the link the settled checkout offers back to the merchant, or null */
+                            returnUrl: string | null;
                         };
                     };
                 };
@@ -760,6 +1059,8 @@ export interface paths {
                             expiresAt: string;
                             failureCode: string | null;
                             failureMessage: string | null;
+                            /** @description Extension: the link the settled checkout offers back to the merchant, or null */
+                            returnUrl: string | null;
                         };
                     };
                 };
@@ -876,6 +1177,8 @@ export interface paths {
                             expiresAt: string;
                             failureCode: string | null;
                             failureMessage: string | null;
+                            /** @description Extension: the link the settled checkout offers back to the merchant, or null */
+                            returnUrl: string | null;
                         };
                     };
                 };
@@ -996,6 +1299,8 @@ export interface paths {
                                 name: string;
                             };
                             description: string | null;
+                            /** @description The merchant's link back ("Back to {merchant.name}"); shown as a link, never redirected to */
+                            returnUrl: string | null;
                             expiresAt: string;
                             settledAt: string | null;
                             transactionHash: string | null;
@@ -1102,6 +1407,8 @@ export interface paths {
                                 expiresAt: string;
                                 failureCode: string | null;
                                 failureMessage: string | null;
+                                /** @description Extension: the link the settled checkout offers back to the merchant, or null */
+                                returnUrl: string | null;
                             }[];
                         };
                     };
@@ -1164,7 +1471,7 @@ export interface paths {
         };
         /**
          * The hosted checkout page of an intent, for a browser (Accept: text/html)
-         * @description Public. Answers the HTML page that reads the intent and pays it with the browser wallet through POST on this same URL. Without Accept: text/html: 406.
+         * @description Public. Answers the HTML page that reads the intent and pays it with the browser wallet through POST on this same URL: 200, or 404 (the same page, which then says the payment request does not exist) for an unknown intent. Without Accept: text/html: 406. Every answer carries Vary: Accept.
          */
         get: {
             parameters: {
@@ -2117,6 +2424,99 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/balance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A wallet's balance of the chain's asset (USDG), read from the chain now (extension)
+         * @description 409 `wallet_not_active` while the wallet has no address yet (provisioning, or failed).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description CAIP-2, e.g. eip155:4663 */
+                                network: string;
+                                /** @description the token's contract address */
+                                asset: string;
+                                symbol: string;
+                                decimals: number;
+                                /** @description atomic units (`decimals` places), as the chain reads it now */
+                                amount: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -1,5 +1,5 @@
 import type { Clock } from '../../platform/clock.js';
-import type { Db } from '../../platform/db.js';
+import type { Db, Executor } from '../../platform/db.js';
 import type { ApiError } from '../../platform/http/errors.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
@@ -37,7 +37,7 @@ export class EventBatchService {
     private readonly clock: Clock,
     private readonly hasher: SecretHasher,
     private readonly events: EventService,
-    storeOptions: EventStoreOptions,
+    private readonly storeOptions: EventStoreOptions,
   ) {
     this.store = new EventBatchStore(db, storeOptions);
     this.queues = new QueueStore(db);
@@ -73,6 +73,29 @@ export class EventBatchService {
       if (!held) throw queueNotFound();
       return { id: held, created: false };
     });
+  }
+
+  /**
+   * Publishes into the project's queue inside the caller's transaction `tx`, so the events commit (or
+   * roll back) with the caller's own change: another module's exactly-once publication (payment-intent
+   * events). A deduplication key already used in the queue publishes nothing, and so does a queue that is
+   * not the project's (or no longer exists): no error, since the caller's change must not fail for it.
+   * Returns how many events were inserted. Nothing is announced here, the transaction being uncommitted:
+   * call `announce(queueId)` after the commit (claims waiting on other nodes also re-check each second).
+   */
+  async publishInTransaction(tx: Executor, projectId: string, queueId: string, inputs: readonly PublishInput[]): Promise<number> {
+    if (inputs.length === 0 || !UUID_PATTERN.test(queueId)) return 0;
+    inputs.forEach((input) => assertPayloadSize(input.payload));
+    const now = this.clock.now();
+    const ids = inputs.map(() => newId(now.getTime())).sort();
+    const items = inputs.map((input, i) => ({ id: ids[i], payload: input.payload, deduplicationKey: input.deduplicationKey ?? null, delaySeconds: input.delaySeconds ?? 0 }));
+    const inserted = await new EventBatchStore(tx, this.storeOptions).insertMany({ projectId, queueId, items, now });
+    return inserted.size;
+  }
+
+  /** Wakes the queue's waiting claims, here and (NOTIFY) on other nodes: after a commit that published into it. */
+  announce(queueId: string): void {
+    this.events.announce(queueId);
   }
 
   /**

@@ -10,7 +10,7 @@ const unavailable = (code: string, message: string, details?: unknown) =>
 
 export const intentErrors = {
   invalidRequest: (message: string, details?: unknown) => new ApiError(400, 'invalid_request', message, details),
-  merchantDisabled: () => new ApiError(403, 'merchant_disabled', 'The merchant of this intent is disabled'),
+  merchantDisabled: (message = 'The merchant of this intent is disabled: it accepts no payments') => new ApiError(403, 'merchant_disabled', message),
   merchantNotFound: () => new ApiError(404, 'merchant_not_found', 'Merchant not found in this project'),
   intentNotFound: () => new ApiError(404, 'intent_not_found', 'Payment intent not found'),
   conflict: (message: string, details?: unknown) => new ApiError(409, 'intent_conflict', message, details),

@@ -6,6 +6,7 @@ import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platfor
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { intentErrors } from './errors.js';
 import { intentAdminCommands } from './admin.js';
+import { intentEventSinkOf } from './events.js';
 import { paymentChainOf, paymentRailOf } from './gateway.js';
 import { PayService } from './pay.js';
 import type { PaymentChain, PaymentRail } from './payments.js';
@@ -40,7 +41,7 @@ export function createIntentsModule(options: IntentsModuleOptions = {}): ModuleF
 export const intentsModule: ModuleFactory = createIntentsModule();
 
 function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
-  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock);
+  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock, intentEventSinkOf(ctx));
   const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log);
   const service = new IntentsService(ctx, store, reconciler);
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));

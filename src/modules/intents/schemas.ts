@@ -10,7 +10,30 @@ export const INTENT_LIMITS = {
   description: { min: 1, max: 500 },
   /** UTF-8 bytes of JSON.stringify(metadata). */
   metadataBytes: 16 * 1024,
+  returnUrl: { max: 2048 },
 } as const;
+
+/** Hosts an http returnUrl may name, and only on the embedded devchain (service.ts decides that part). */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * The shape of a returnUrl, whatever the deployment: an absolute https URL, or http on a loopback host;
+ * no user:password@ part (it could dress one host up as another), no whitespace or control characters.
+ * Never throws, whatever the input (the fuzz sends anything).
+ */
+export function returnUrlProblem(value: string): string | null {
+  if (/[\s\u0000-\u001f\u007f]/.test(value)) return 'must not contain whitespace or control characters';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.username || url.password) return 'must not contain a user name or password';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return null;
+  return 'must be https (http only on a loopback host, in development on the embedded devchain)';
+}
 
 // PostgreSQL text and jsonb cannot hold U+0000; refusing it here keeps it a 400, not a 500.
 const NUL = /\u0000/;
@@ -39,6 +62,17 @@ export const createIntentBody = z.object({
   customerRef: text(INTENT_LIMITS.customerRef).nullish(),
   description: text(INTENT_LIMITS.description).nullish(),
   metadata: metadata.nullish(),
+  returnUrl: z
+    .string()
+    .max(INTENT_LIMITS.returnUrl.max)
+    .superRefine((value, check) => {
+      const problem = returnUrlProblem(value);
+      if (problem) check.addIssue({ code: 'custom', message: problem });
+    })
+    .nullish()
+    .describe(
+      'Extension: where the settled checkout page links back to ("Back to {merchant}"). https; http only on 127.0.0.1, [::1] or localhost while the service runs on the embedded devchain. Never redirected to.',
+    ),
 });
 export type CreateIntentInput = z.infer<typeof createIntentBody>;
 
@@ -64,6 +98,7 @@ export const intentSchema = z.object({
   expiresAt: z.string(),
   failureCode: z.string().nullable(),
   failureMessage: z.string().nullable(),
+  returnUrl: z.string().nullable().describe('Extension: the link the settled checkout offers back to the merchant, or null'),
 });
 export type IntentView = z.infer<typeof intentSchema>;
 
@@ -92,6 +127,7 @@ export const checkoutViewSchema = z.object({
   payTo: z.string(),
   merchant: z.object({ name: z.string() }),
   description: z.string().nullable(),
+  returnUrl: z.string().nullable().describe("The merchant's link back (\"Back to {merchant.name}\"); shown as a link, never redirected to"),
   expiresAt: z.string(),
   settledAt: z.string().nullable(),
   transactionHash: z.string().nullable(),

@@ -1,3 +1,4 @@
+import { isEmbeddedChain } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
@@ -17,6 +18,14 @@ export class IntentsService {
   /** Idempotent on (merchantId, externalId): the existing intent when the request is the same, 409 otherwise. */
   async create(projectId: string, input: CreateIntentInput): Promise<{ created: boolean; intent: IntentRow }> {
     if (!UUID_PATTERN.test(input.merchantId)) throw intentErrors.merchantNotFound();
+    const returnUrl = input.returnUrl ?? null;
+    // The schema accepted https, or http on a loopback host; the latter only makes sense for a merchant
+    // developing against the embedded devchain, never for a deployment real payers use.
+    if (returnUrl !== null && new URL(returnUrl).protocol === 'http:' && !isEmbeddedChain(this.ctx.config)) {
+      throw intentErrors.invalidRequest('Request validation failed', [
+        { in: 'body', path: '/returnUrl', message: 'must be https (http on a loopback host only while the service runs on the embedded devchain)' },
+      ]);
+    }
     const projects = this.ctx.services.projects;
     const now = this.ctx.clock.now();
     const draft = {
@@ -26,6 +35,7 @@ export class IntentsService {
       customerRef: input.customerRef ?? null,
       description: input.description ?? null,
       metadata: input.metadata ?? null,
+      returnUrl,
       amountUsdCents: input.amountUsdCents,
       amount: atomicAmountOf(input.amountUsdCents),
       createdAt: now,
@@ -37,7 +47,7 @@ export class IntentsService {
 
     const merchant = await projects.merchantOfProject(projectId, input.merchantId);
     if (!merchant) throw intentErrors.merchantNotFound();
-    if (!merchant.enabled) throw intentErrors.merchantDisabled();
+    if (!merchant.enabled) throw intentErrors.merchantDisabled('This merchant is disabled: it takes no new payment intents');
     const existing = await this.store.byExternalId(merchant.id, input.externalId);
     if (!existing) throw new Error('intent vanished after a conflicting insert'); // intents are never deleted
     const differing = differingFields(existing, draft);
@@ -63,6 +73,11 @@ export class IntentsService {
     return { row, merchantName: merchant?.name ?? '' };
   }
 
+  /** Whether an intent with this id exists (the checkout page answers 404 otherwise). */
+  async exists(intentId: string): Promise<boolean> {
+    return UUID_PATTERN.test(intentId) && (await this.store.byId(intentId)) !== undefined;
+  }
+
   /** A project's intents for its owner (404 for anyone else), newest first. */
   async listForOwner(userId: string, projectId: string, filter: { merchantId?: string; status?: IntentRow['status']; before?: string; limit: number }): Promise<IntentRow[]> {
     await this.ctx.services.projects.requireOwned(userId, projectId);
@@ -82,12 +97,15 @@ export class IntentsService {
 
   /** The row with a due expiry applied (pending past expiresAt by the database's clock reads as, and becomes, expired). */
   private async current(row: IntentRow): Promise<IntentRow> {
-    if (row.status !== 'pending' || !(await this.store.expire(row.id, this.ctx.clock.now()))) return row;
+    if (row.status !== 'pending') return row;
+    const now = this.ctx.clock.now();
+    // Not moved here and not due: as read. Due but moved by someone else (the worker, a concurrent pay): read it again.
+    if (!(await this.store.expire(row.id, now)) && row.expiresAt > now) return row;
     return (await this.store.byId(row.id)) ?? row;
   }
 }
 
-type Comparable = Pick<IntentRow, 'amountUsdCents' | 'customerRef' | 'description' | 'metadata'>;
+type Comparable = Pick<IntentRow, 'amountUsdCents' | 'customerRef' | 'description' | 'metadata' | 'returnUrl'>;
 
 /** The fields of the create request that differ from the stored intent (metadata by JSON value). */
 function differingFields(existing: Comparable, request: Comparable): string[] {
@@ -96,6 +114,8 @@ function differingFields(existing: Comparable, request: Comparable): string[] {
   if (existing.customerRef !== request.customerRef) fields.push('customerRef');
   if (existing.description !== request.description) fields.push('description');
   if (canonicalJson(existing.metadata) !== canonicalJson(request.metadata)) fields.push('metadata');
+  // An extension, compared like description: a repeat that silently kept another link would mislead the merchant.
+  if (existing.returnUrl !== request.returnUrl) fields.push('returnUrl');
   return fields;
 }
 

@@ -4,12 +4,13 @@ import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db.js';
 import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
+import { noIntentEvents, type IntentEventSink } from './events.js';
 
 export type IntentRow = typeof intents.$inferSelect;
 /** What creation decides; the merchant supplies project, network, asset and payTo. */
 export type IntentDraft = Pick<
   IntentRow,
-  'id' | 'merchantId' | 'externalId' | 'customerRef' | 'description' | 'metadata' | 'amountUsdCents' | 'amount' | 'createdAt' | 'expiresAt'
+  'id' | 'merchantId' | 'externalId' | 'customerRef' | 'description' | 'metadata' | 'returnUrl' | 'amountUsdCents' | 'amount' | 'createdAt' | 'expiresAt'
 >;
 export type AuthorizationRow = typeof authorizations.$inferSelect;
 export type NewAuthorization = Omit<typeof authorizations.$inferInsert, 'outcome' | 'createdAt' | 'updatedAt'>;
@@ -22,6 +23,8 @@ class ClaimLost extends Error {}
 /**
  * SQL of payment intents. Every status move is one conditional UPDATE whose WHERE names the state
  * (and, while settling, the authorization) it moves from, so concurrent movers cannot both win.
+ * A move to settled, failed or expired publishes its intent event in the same transaction (events.ts):
+ * only the mover that wins publishes, and a rolled-back move publishes nothing.
  */
 export class IntentsStore {
   constructor(
@@ -30,7 +33,21 @@ export class IntentsStore {
     private readonly enabledMerchant: (projectId: SQLWrapper, merchantId: SQLWrapper) => SQL,
     /** Expiries are decided at the database's now() (see databaseNow), never a node's clock. */
     private readonly clock: Clock,
+    /** Where moves to settled, failed or expired publish (the project's intent-events queue). */
+    private readonly events: IntentEventSink = noIntentEvents,
   ) {}
+
+  /** Runs `move` in a transaction that also publishes the events of the rows it moved; announces them after the commit. */
+  private async moving(move: (tx: Executor) => Promise<IntentRow[]>): Promise<IntentRow[]> {
+    let queues: string[] = [];
+    const moved = await this.db.transaction(async (tx) => {
+      const rows = await move(tx);
+      queues = await this.events.publish(tx, rows);
+      return rows;
+    });
+    this.events.announce(queues);
+    return moved;
+  }
 
   /**
    * One round trip for the common case: inserts the intent with its merchant's project, network,
@@ -46,6 +63,7 @@ export class IntentsStore {
       customerRef: draft.customerRef,
       description: draft.description,
       metadata: draft.metadata === null ? null : jsonText(draft.metadata),
+      returnUrl: draft.returnUrl,
       amountUsdCents: draft.amountUsdCents,
       amount: draft.amount,
       createdAt: draft.createdAt.toISOString(),
@@ -71,6 +89,7 @@ export class IntentsStore {
       customerRef: sql`${p('customerRef')}::text`,
       description: sql`${p('description')}::text`,
       metadata: sql`${p('metadata')}::jsonb`,
+      returnUrl: sql`${p('returnUrl')}::text`,
       status: sql`'pending'`,
       amountUsdCents: sql`${p('amountUsdCents')}::integer`,
       amount: sql`${p('amount')}::numeric`,
@@ -157,7 +176,15 @@ export class IntentsStore {
         const moved = await tx
           .update(intents)
           .set({ status: 'settling', authorizationId: auth.id, settlingSince: now, failureCode: null, failureMessage: null, updatedAt: now })
-          .where(and(eq(intents.id, auth.intentId), eq(intents.status, 'pending'), gt(intents.expiresAt, databaseNow(this.clock))))
+          .where(
+            and(
+              eq(intents.id, auth.intentId),
+              eq(intents.status, 'pending'),
+              gt(intents.expiresAt, databaseNow(this.clock)),
+              // A merchant disabled after the pay request read it still stops the claim, so nothing is settled for it.
+              sql`exists (${this.enabledMerchant(intents.projectId, intents.merchantId)})`,
+            ),
+          )
           .returning({ id: intents.id });
         if (moved.length === 0) throw new ClaimLost();
         return 'claimed';
@@ -170,16 +197,16 @@ export class IntentsStore {
 
   /** settling → settled with the transaction; throws a unique violation when the hash is another intent's. */
   async settle(intentId: string, authorizationId: string, tx: { hash: string; payer: string; settledAt: Date }, now: Date): Promise<boolean> {
-    return this.db.transaction(async (db) => {
-      const moved = await db
+    const moved = await this.moving(async (db) => {
+      const rows = await db
         .update(intents)
         .set({ status: 'settled', transactionHash: tx.hash, payer: tx.payer, settledAt: tx.settledAt, failureCode: null, failureMessage: null, updatedAt: now })
         .where(this.settlingWith(intentId, authorizationId))
-        .returning({ id: intents.id });
-      if (moved.length === 0) return false;
-      await db.update(authorizations).set({ outcome: 'settled', transactionHash: tx.hash, updatedAt: now }).where(eq(authorizations.id, authorizationId));
-      return true;
+        .returning();
+      if (rows.length > 0) await db.update(authorizations).set({ outcome: 'settled', transactionHash: tx.hash, updatedAt: now }).where(eq(authorizations.id, authorizationId));
+      return rows;
     });
+    return moved.length > 0;
   }
 
   /** settling → failed (a definitive settlement failure). */
@@ -231,26 +258,34 @@ export class IntentsStore {
 
   /** pending → expired once expiresAt has passed. */
   async expire(intentId: string, now: Date): Promise<boolean> {
-    const moved = await this.db
-      .update(intents)
-      .set({ status: 'expired', updatedAt: now })
-      .where(and(eq(intents.id, intentId), eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
-      .returning({ id: intents.id });
+    // Built before the transaction opens: databaseNow's test-clock shift is measured against the node's
+    // clock, and inside a transaction now() is when it began, so measuring after would shift it back.
+    const dbNow = databaseNow(this.clock);
+    const moved = await this.moving((db) =>
+      db
+        .update(intents)
+        .set({ status: 'expired', updatedAt: now })
+        .where(and(eq(intents.id, intentId), eq(intents.status, 'pending'), lte(intents.expiresAt, dbNow)))
+        .returning(),
+    );
     return moved.length > 0;
   }
 
   /** Expires up to `limit` overdue pending intents (the worker's sweep). */
   async expireDue(now: Date, limit: number): Promise<number> {
-    const due = this.db
-      .select({ id: intents.id })
-      .from(intents)
-      .where(and(eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
-      .limit(limit);
-    const moved = await this.db
-      .update(intents)
-      .set({ status: 'expired', updatedAt: now })
-      .where(and(inArray(intents.id, due), eq(intents.status, 'pending'), lte(intents.expiresAt, databaseNow(this.clock))))
-      .returning({ id: intents.id });
+    const dbNow = databaseNow(this.clock); // before the transaction, as in expire()
+    const moved = await this.moving((db) => {
+      const due = db
+        .select({ id: intents.id })
+        .from(intents)
+        .where(and(eq(intents.status, 'pending'), lte(intents.expiresAt, dbNow)))
+        .limit(limit);
+      return db
+        .update(intents)
+        .set({ status: 'expired', updatedAt: now })
+        .where(and(inArray(intents.id, due), eq(intents.status, 'pending'), lte(intents.expiresAt, dbNow)))
+        .returning();
+    });
     return moved.length;
   }
 
@@ -274,18 +309,19 @@ export class IntentsStore {
     return and(eq(intents.id, intentId), eq(intents.status, 'settling'), eq(intents.authorizationId, authorizationId));
   }
 
-  /** One move out of `settling` for this authorization, plus its bookkeeping, atomically. */
-  private moveFromSettling(
+  /** One move out of `settling` for this authorization, plus its bookkeeping and its event, atomically. */
+  private async moveFromSettling(
     intentId: string,
     authorizationId: string,
     set: PgUpdateSetSource<typeof intents>,
     then: (db: Executor) => Promise<void>,
   ): Promise<boolean> {
-    return this.db.transaction(async (db) => {
-      const moved = await db.update(intents).set(set).where(this.settlingWith(intentId, authorizationId)).returning({ id: intents.id });
-      if (moved.length > 0) await then(db);
-      return moved.length > 0;
+    const moved = await this.moving(async (db) => {
+      const rows = await db.update(intents).set(set).where(this.settlingWith(intentId, authorizationId)).returning();
+      if (rows.length > 0) await then(db);
+      return rows;
     });
+    return moved.length > 0;
   }
 }
 

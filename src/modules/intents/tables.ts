@@ -41,6 +41,8 @@ export const paymentIntents = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
     settledAt: timestamp('settled_at', { withTimezone: true }),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    /** Where the settled checkout links back to (https, or loopback http on the devchain); never redirected to. */
+    returnUrl: text('return_url'),
   },
   (t) => [
     unique('payment_intents_merchant_external_unique').on(t.merchantId, t.externalId),

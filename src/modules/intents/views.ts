@@ -50,6 +50,7 @@ export function intentView(row: IntentRow, baseUrl: string): IntentView {
     expiresAt: row.expiresAt.toISOString(),
     failureCode: row.failureCode,
     failureMessage: row.failureMessage,
+    returnUrl: row.returnUrl,
   };
 }
 
@@ -77,6 +78,7 @@ export function checkoutView(row: IntentRow, merchantName: string): CheckoutView
     payTo: row.payTo,
     merchant: { name: merchantName },
     description: row.description,
+    returnUrl: row.returnUrl,
     expiresAt: row.expiresAt.toISOString(),
     settledAt: isoDate(row.settledAt),
     transactionHash: row.transactionHash,

@@ -11,9 +11,12 @@ import {
   createdApiKeySchema,
   createMerchantBody,
   createProjectBody,
+  merchantParams,
   merchantSchema,
   projectIdParams,
   projectSchema,
+  updateMerchantBody,
+  updateProjectBody,
 } from './schemas.js';
 import { ProjectsService } from './service.js';
 import { projectAdminCommands } from './admin.js';
@@ -49,6 +52,26 @@ export function projectsModule(ctx: AppContext): Module {
           },
           async (request, reply) => reply.code(201).send(envelope(await service.create(principalOf(request, 'identity').userId, request.body.name))),
         );
+        app.patch(
+          '/v1/projects/:projectId',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags: ['projects'],
+              summary: "Change a project (owner only, extension): the event queue that receives its payment-intent events",
+              description:
+                'intentEventsQueueId: one of this project\'s event queues (404 queue_not_found otherwise), or null for none; omitted: unchanged. ' +
+                'Every move of the project\'s intents to settled, failed or expired then publishes one payment_intent.* event into it (docs/intents.md#intent-events). ' +
+                '404 when the project is not yours.',
+              security,
+              params: projectIdParams,
+              body: updateProjectBody,
+              response: { 200: envelopeSchema(projectSchema), ...envelopeErrors(400, 401, 404) },
+            },
+          },
+          async (request) =>
+            envelope(await service.setIntentEventsQueue(principalOf(request, 'identity').userId, request.params.projectId, request.body.intentEventsQueueId)),
+        );
         app.post(
           '/v1/projects/:projectId/api-keys',
           {
@@ -77,10 +100,37 @@ export function projectsModule(ctx: AppContext): Module {
           '/v1/projects/:projectId/merchants',
           {
             onRequest: signedIn,
-            schema: { tags: ['projects'], summary: 'Create a merchant (payTo is checksum-normalized)', security, params: projectIdParams, body: createMerchantBody, response: { 201: envelopeSchema(merchantSchema) } },
+            schema: {
+              tags: ['projects'],
+              summary: 'Create a merchant (payTo is checksum-normalized)',
+              description: 'Names are unique within the project: 409 with data.reason merchant_name_taken (and data.merchantId, the holder).',
+              security,
+              params: projectIdParams,
+              body: createMerchantBody,
+              response: { 201: envelopeSchema(merchantSchema), ...envelopeErrors(400, 401, 404, 409) },
+            },
           },
           async (request, reply) =>
             reply.code(201).send(envelope(await service.createMerchant(principalOf(request, 'identity').userId, request.params.projectId, request.body))),
+        );
+        app.patch(
+          '/v1/projects/:projectId/merchants/:merchantId',
+          {
+            onRequest: signedIn,
+            schema: {
+              tags: ['projects'],
+              summary: 'Rename, disable or re-enable a merchant (owner only, extension)',
+              description:
+                'name (1-200, unique within the project: 409 merchant_name_taken), enabled (false: new intents for it and payments of its open intents answer 403 merchant_disabled). ' +
+                'An omitted field is unchanged. 404 when the project or the merchant is not yours (data.reason merchant_not_found for a merchant outside the project).',
+              security,
+              params: merchantParams,
+              body: updateMerchantBody,
+              response: { 200: envelopeSchema(merchantSchema), ...envelopeErrors(400, 401, 404, 409) },
+            },
+          },
+          async (request) =>
+            envelope(await service.updateMerchant(principalOf(request, 'identity').userId, request.params.projectId, request.params.merchantId, request.body)),
         );
       },
     },

@@ -3,14 +3,31 @@ import { isAddress, getAddress } from 'viem';
 
 export const projectIdParams = z.object({ projectId: z.uuid() });
 export const apiKeyParams = projectIdParams.extend({ keyId: z.uuid() });
+export const merchantParams = projectIdParams.extend({ merchantId: z.uuid() });
 export const createProjectBody = z.object({ name: z.string().min(1).max(200) });
 export const createApiKeyBody = z.object({ name: z.string().min(1).max(100) });
+const merchantName = z.string().min(1).max(200).describe('Unique within the project (409 merchant_name_taken)');
 export const createMerchantBody = z.object({
-  name: z.string().min(1).max(200),
+  name: merchantName,
   payTo: z
     .string()
     .refine(isPayToAddress, 'payTo must be an EVM address (a mixed-case one must carry a valid EIP-55 checksum)')
     .transform((value) => getAddress(value)),
+});
+
+/** The owner's changes to a project (extension): the queue that receives its payment-intent events. */
+export const updateProjectBody = z.object({
+  intentEventsQueueId: z
+    .uuid()
+    .nullable()
+    .optional()
+    .describe("One of this project's event queues to receive its payment_intent.* events, or null for none; omitted: unchanged"),
+});
+
+/** The owner's changes to a merchant (extension); an omitted field is unchanged. */
+export const updateMerchantBody = z.object({
+  name: merchantName.optional(),
+  enabled: z.boolean().optional().describe('false: no new intents for it, and its open intents cannot be paid (403 merchant_disabled)'),
 });
 
 /** Single-case hex carries no checksum; a mixed-case address must pass EIP-55, so a typo is refused, not paid to. */
@@ -45,6 +62,7 @@ export const projectSchema = z.object({
   id: z.string(),
   name: z.string(),
   status: z.string(),
+  intentEventsQueueId: z.string().nullable().describe('The event queue receiving payment_intent.* events (extension), or null'),
   createdAt: z.string(),
   updatedAt: z.string(),
   apiKeys: z.array(apiKeySchema),

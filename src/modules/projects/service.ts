@@ -3,11 +3,16 @@ import { getAddress, isAddress } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
+import type { Executor } from '../../platform/db.js';
+import { isUniqueViolation } from '../../platform/db-errors.js';
 import { notFound } from '../../platform/http/errors.js';
 import { isoDate } from '../../platform/http/schemas.js';
 import { newId } from '../../platform/ids.js';
+import { projectErrors } from './errors.js';
 import type { ApiKeyView, MerchantView, ProjectView } from './schemas.js';
 import { ProjectsStore, type ApiKeyRow, type MerchantRow, type ProjectRow } from './store.js';
+
+const MERCHANT_NAME_UNIQUE = 'merchants_project_name_unique';
 
 /** Projects, their API keys and merchants, owned by signed-in users. */
 export class ProjectsService {
@@ -35,7 +40,7 @@ export class ProjectsService {
   /** Creates a project with its first API key; the key's secret is in this answer only. */
   async create(userId: string, name: string) {
     const now = this.ctx.clock.now();
-    const project: ProjectRow = { id: newId(), ownerUserId: userId, name, status: 'active', createdAt: now, updatedAt: now };
+    const project: ProjectRow = { id: newId(), ownerUserId: userId, name, status: 'active', intentEventsQueueId: null, createdAt: now, updatedAt: now };
     const issued = this.ctx.hasher.issue('api');
     const key: ApiKeyRow = { id: newId(), projectId: project.id, name: 'default', prefix: issued.prefix, secretHash: issued.hash, status: 'active', lastUsedAt: null, createdAt: now };
     await this.ctx.db.transaction(async (tx) => {
@@ -68,8 +73,56 @@ export class ProjectsService {
     // Network and asset are the service's (the chain it pays on), never the caller's.
     const { network, address: asset } = this.ctx.chain.asset;
     const row: MerchantRow = { id: newId(), projectId, name: input.name, enabled: true, payTo: input.payTo, network, asset, createdAt: now, updatedAt: now };
-    await this.store.insertMerchant(row);
+    await this.nameChecked(projectId, input.name, () => this.store.insertMerchant(row));
     return merchantView(row);
+  }
+
+  /**
+   * The owner renames, disables or re-enables a merchant (extension). Disabled: creating intents for it
+   * and paying its open ones answer 403 merchant_disabled (the intents module reads `enabled` in the same
+   * statement that creates or claims); settled intents keep answering with their result.
+   */
+  async updateMerchant(userId: string, projectId: string, merchantId: string, change: { name?: string; enabled?: boolean }): Promise<MerchantView> {
+    await this.requireOwned(userId, projectId);
+    const set = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) as typeof change;
+    const row =
+      Object.keys(set).length === 0
+        ? await this.merchantOfProject(projectId, merchantId)
+        : await this.nameChecked(projectId, set.name, () => this.store.updateMerchant(projectId, merchantId, set, this.ctx.clock.now()));
+    if (!row) throw projectErrors.merchantNotFound();
+    return merchantView(row);
+  }
+
+  /** Runs a merchant write; a name already used in the project (the unique constraint decides, so races too) → 409. */
+  private async nameChecked<T>(projectId: string, name: string | undefined, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (name === undefined || !isUniqueViolation(error, MERCHANT_NAME_UNIQUE)) throw error;
+      throw projectErrors.merchantNameTaken((await this.store.merchantByName(projectId, name))?.id ?? null);
+    }
+  }
+
+  /**
+   * The owner names the event queue that receives the project's payment-intent events, or null for none.
+   * The queue must be this project's (the events module answers 404 queue_not_found otherwise).
+   */
+  async setIntentEventsQueue(userId: string, projectId: string, queueId: string | null | undefined): Promise<ProjectView> {
+    let project = await this.requireOwned(userId, projectId);
+    if (queueId !== undefined) {
+      if (queueId !== null) await this.ctx.services.events.queues.get(projectId, queueId);
+      project = (await this.store.setIntentEventsQueue(projectId, queueId, this.ctx.clock.now())) ?? project;
+    }
+    const [keys, merchantRows] = await Promise.all([this.store.apiKeysOf([projectId]), this.store.merchantsOf([projectId])]);
+    return projectView(project, keys, merchantRows);
+  }
+
+  /**
+   * The intent-events queue of each project that names one, read in the caller's transaction `tx`: the
+   * intents module publishes into it in the same transaction as the status change.
+   */
+  intentEventsQueues(tx: Executor, projectIds: readonly string[]): Promise<Map<string, string>> {
+    return new ProjectsStore(tx).intentEventsQueues(projectIds);
   }
 
   /** The merchant as seen by a project; undefined outside that project. */
@@ -123,7 +176,7 @@ export class ProjectsService {
   /** The user's project; 404 project_not_found otherwise (another module's owner-only routes use it too). */
   async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {
     const project = await this.store.ownedProject(userId, projectId);
-    if (!project) throw notFound('Project not found', 'project_not_found');
+    if (!project) throw projectErrors.projectNotFound();
     return project;
   }
 }
@@ -152,6 +205,7 @@ const projectView = (row: ProjectRow, keys: ApiKeyRow[], merchantRows: MerchantR
   id: row.id,
   name: row.name,
   status: row.status,
+  intentEventsQueueId: row.intentEventsQueueId,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
   apiKeys: keys.map(apiKeyView),

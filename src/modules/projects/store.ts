@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { merchants, projectApiKeys, projects } from './tables.js';
 
@@ -122,6 +122,37 @@ export class ProjectsStore {
   async setKeyStatus(keyId: string, status: string): Promise<boolean> {
     const rows = await this.db.update(projectApiKeys).set({ status }).where(eq(projectApiKeys.id, keyId)).returning({ id: projectApiKeys.id });
     return rows.length > 0;
+  }
+
+  /** Sets the project's intent-events queue; the project after. */
+  async setIntentEventsQueue(projectId: string, queueId: string | null, now: Date): Promise<ProjectRow | undefined> {
+    const [row] = await this.db.update(projects).set({ intentEventsQueueId: queueId, updatedAt: now }).where(eq(projects.id, projectId)).returning();
+    return row;
+  }
+
+  /** The intent-events queue of each of these projects that names one, by project id. */
+  async intentEventsQueues(projectIds: readonly string[]): Promise<Map<string, string>> {
+    if (projectIds.length === 0) return new Map();
+    const rows = await this.db
+      .select({ id: projects.id, queueId: projects.intentEventsQueueId })
+      .from(projects)
+      .where(and(inArray(projects.id, [...projectIds]), isNotNull(projects.intentEventsQueueId)));
+    return new Map(rows.map((row) => [row.id, row.queueId!]));
+  }
+
+  /** Changes a merchant of the project; the merchant after, or undefined when it is not that project's. A taken name throws a unique violation. */
+  async updateMerchant(projectId: string, merchantId: string, change: { name?: string; enabled?: boolean }, now: Date): Promise<MerchantRow | undefined> {
+    const [row] = await this.db
+      .update(merchants)
+      .set({ ...change, updatedAt: now })
+      .where(and(eq(merchants.id, merchantId), eq(merchants.projectId, projectId)))
+      .returning();
+    return row;
+  }
+
+  async merchantByName(projectId: string, name: string): Promise<MerchantRow | undefined> {
+    const [row] = await this.db.select().from(merchants).where(and(eq(merchants.projectId, projectId), eq(merchants.name, name)));
+    return row;
   }
 
   async setMerchantEnabled(merchantId: string, enabled: boolean, now: Date): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { boolean, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { boolean, index, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 export const projects = pgTable(
   'projects',
@@ -8,6 +8,12 @@ export const projects = pgTable(
     name: text('name').notNull(),
     /** `active` or `disabled` (an operator action); a disabled project's keys answer 403. */
     status: text('status').notNull().default('active'),
+    /**
+     * The project's event queue that receives its payment-intent events (docs/intents.md#intent-events), or
+     * null. An id of the events module's queues, without a foreign key (a module owns its tables): a deleted
+     * queue simply receives nothing.
+     */
+    intentEventsQueueId: uuid('intent_events_queue_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -43,6 +49,11 @@ export const merchants = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
-  // pay_to: the public facilitator's payTo policy looks merchants up by it.
-  (t) => [index('merchants_project_idx').on(t.projectId), index('merchants_pay_to_idx').on(t.payTo)],
+  // pay_to: the public facilitator's payTo policy looks merchants up by it. A name is unique within its
+  // project (exact text; migration 0023 renamed earlier duplicates "name (2)", "name (3)", ...).
+  (t) => [
+    index('merchants_project_idx').on(t.projectId),
+    index('merchants_pay_to_idx').on(t.payTo),
+    unique('merchants_project_name_unique').on(t.projectId, t.name),
+  ],
 );

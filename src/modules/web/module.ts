@@ -48,11 +48,11 @@ export function webModule(ctx: AppContext): Module {
   const dashboardCsp = pageCsp(signIn.mode === 'oidc' ? new URL(signIn.issuer).origin : null);
   const checkoutCsp = pageCsp(null);
 
-  const send = (request: FastifyRequest, reply: FastifyReply, name: string) => {
+  const send = (request: FastifyRequest, reply: FastifyReply, name: string, vary = 'accept-encoding') => {
     const asset = assets?.get(name);
     if (!assets) throw new ApiError(503, 'web_not_built', 'The web pages are not built; run `node bin/build.js`');
     if (!asset) throw new ApiError(404, 'not_found', 'Not found');
-    reply.header('content-type', asset.type).header('x-content-type-options', 'nosniff').header('vary', 'accept-encoding');
+    reply.header('content-type', asset.type).header('x-content-type-options', 'nosniff').header('vary', vary);
     if (name.endsWith('.html')) reply.header('cache-control', 'no-cache').header('content-security-policy', name === 'app.html' ? dashboardCsp : checkoutCsp).header('referrer-policy', 'no-referrer');
     else reply.header('cache-control', 'public, max-age=31536000, immutable');
     return gzipAccepted(request) ? reply.header('content-encoding', 'gzip').send(asset.gzip) : reply.send(asset.body);
@@ -91,13 +91,20 @@ export function webModule(ctx: AppContext): Module {
             schema: {
               tags: ['payment-intents'],
               summary: 'The hosted checkout page of an intent, for a browser (Accept: text/html)',
-              description: 'Public. Answers the HTML page that reads the intent and pays it with the browser wallet through POST on this same URL. Without Accept: text/html: 406.',
+              description:
+                'Public. Answers the HTML page that reads the intent and pays it with the browser wallet through POST on this same URL: 200, or 404 (the same page, ' +
+                'which then says the payment request does not exist) for an unknown intent. Without Accept: text/html: 406. Every answer carries Vary: Accept.',
               params: z.object({ intentId: z.string().min(1).max(200) }),
             },
           },
           async (request, reply) => {
-            if (!acceptsHtml(request)) throw new ApiError(406, 'not_acceptable', 'GET on a paymentUrl answers the checkout page (Accept: text/html); pay with POST');
-            return send(request, reply, 'checkout.html');
+            // What this URL answers depends on Accept (the page, or 406 for anything else): caches must key on it.
+            if (!acceptsHtml(request)) {
+              throw new ApiError(406, 'not_acceptable', 'GET on a paymentUrl answers the checkout page (Accept: text/html); pay with POST', undefined, { vary: 'accept' });
+            }
+            // An unknown intent still gets the page (it tells the payer the link is wrong), with the status that says so.
+            if (!(await ctx.services.intents.exists(request.params.intentId))) reply.code(404);
+            return send(request, reply, 'checkout.html', 'accept, accept-encoding');
           },
         );
       },

@@ -3,7 +3,7 @@
 // and the record the row shows must agree with what was signed), and cursor paging by recipient
 // sequence (or newest-first pages across recipients).
 import { recoverTypedDataAddress, type Hex, type TypedDataDomain } from 'viem';
-import { field, h, mount, notice } from '../shared/dom.js';
+import { dataTable, field, h, mount, notice } from '../shared/dom.js';
 import { shortHex, units, when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 
@@ -86,28 +86,21 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
     h('p', { class: 'muted' }, 'Attestations are signed by ', h('code', {}, info.signer), ` (${info.domain.name} v${info.domain.version}). Each row is checked in this browser: its payer, recipient, token and amount must be the signed ones. The transaction hash and time are not covered by the attestation.`),
     rows.length === 0
       ? notice('info', recipient ? 'No payments to this address after this point yet.' : 'No payments indexed yet.')
-      : h(
-          'table',
-          {},
-          h('caption', {}, recipient ? `Payments to ${recipient}` : 'Newest payments'),
-          h('thead', {}, h('tr', {}, ['#', 'Time', 'From', 'To', 'Amount', 'Transaction', 'Attestation'].map((t) => h('th', { scope: 'col' }, t)))),
-          h(
-            'tbody',
-            {},
-            rows.map(({ r, v }) =>
-              h(
-                'tr',
-                { 'data-payment-id': r.attestation.paymentId },
-                h('td', {}, r.attestation.recipientSequence),
-                h('td', {}, when(new Date(r.blockTimestamp * 1000).toISOString())),
-                h('td', {}, h('code', { title: r.from }, shortHex(r.from))),
-                h('td', {}, h('a', { href: `#/explorer?recipient=${r.to}`, title: r.to }, shortHex(r.to))),
-                h('td', {}, `${units(r.value, r.tokenDecimals)} ${r.tokenSymbol}`),
-                h('td', {}, h('code', { title: r.transactionHash }, shortHex(r.transactionHash))),
-                h('td', {}, badge(v)),
-              ),
-            ),
-          ),
+      : dataTable(
+          ['#', 'Time', 'From', 'To', 'Amount', 'Transaction', 'Attestation'],
+          rows.map(({ r, v }) => ({
+            attrs: { 'data-payment-id': r.attestation.paymentId },
+            cells: [
+              r.attestation.recipientSequence,
+              when(new Date(r.blockTimestamp * 1000).toISOString()),
+              h('code', { title: r.from }, shortHex(r.from)),
+              h('a', { href: `#/explorer?recipient=${r.to}`, title: r.to }, shortHex(r.to)),
+              `${units(r.value, r.tokenDecimals)} ${r.tokenSymbol}`,
+              h('code', { title: r.transactionHash }, shortHex(r.transactionHash)),
+              badge(v),
+            ],
+          })),
+          recipient ? `Payments to ${recipient}` : 'Newest payments',
         ),
     h(
       'div',

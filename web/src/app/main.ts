@@ -4,7 +4,7 @@ import { h, mount, notice } from '../shared/dom.js';
 import { HttpError } from '../shared/http.js';
 import { agentsPage } from './agents.js';
 import { explorerPage } from './explorer.js';
-import { projectPage, projectsPage } from './projects.js';
+import { forgetProjectKeys, projectPage, projectsPage } from './projects.js';
 import { session, signIn } from './session.js';
 import { forgetCredential, walletsPage } from './wallets.js';
 
@@ -44,10 +44,11 @@ function renderNav(current: string): void {
   );
 }
 
-/** Ends the session: the identity token and the management credential this tab kept with it. */
+/** Ends the session: the identity token, and the management credential and project API keys this tab kept with it. */
 function endSession(): void {
   session.clear();
   forgetCredential();
+  forgetProjectKeys();
 }
 
 function signOut(): void {

@@ -1,18 +1,30 @@
-// Projects, their API keys (created and shown once, revoked), merchants, intents and event queues.
-import { field, h, mount, notice } from '../shared/dom.js';
-import { shortHex, usd, when } from '../shared/format.js';
-import { json } from '../shared/http.js';
+// Projects, their API keys (created and shown once, revoked), merchants (created, renamed, disabled), payment
+// intents (listed, and created with a project API key) and event queues.
+import { copyButton, dataTable, field, h, liveTime, mount, notice } from '../shared/dom.js';
+import { expiry, shortHex, usd, usdCents, when } from '../shared/format.js';
+import { HttpError, json } from '../shared/http.js';
 import { shownOnce } from './secret.js';
 import { session } from './session.js';
 
 interface ApiKey { id: string; name: string; prefix: string; status: string; lastUsedAt: string | null; createdAt: string }
 interface Merchant { id: string; name: string; enabled: boolean; payTo: string; network: string; createdAt: string }
-interface Project { id: string; name: string; status: string; createdAt: string; apiKeys: ApiKey[]; merchants: Merchant[] }
-interface Intent { id: string; merchantId: string; externalId: string; status: string; amountUsdCents: number; paymentUrl: string; createdAt: string; transactionHash: string | null }
+interface Project { id: string; name: string; status: string; intentEventsQueueId?: string | null; createdAt: string; apiKeys: ApiKey[]; merchants: Merchant[] }
+interface Intent { id: string; merchantId: string; externalId: string; status: string; amountUsdCents: number; paymentUrl: string; createdAt: string; expiresAt: string; transactionHash: string | null }
 interface Queue { id: string; name: string; depth?: Record<string, number> }
 
 const INTENT_STATUSES = ['pending', 'settling', 'settled', 'failed', 'expired'];
 const api = <T>(method: string, path: string, body?: unknown) => json<{ data: T }>(method, path, { token: session.token, body }).then((r) => r.data);
+
+/**
+ * Project API keys this tab was shown (a project's first key, a key made here) or was given to create intents,
+ * by project id: in memory only, like the Wallets page's management credential, and forgotten on sign-out.
+ * Intents are created with a project API key (the API's rule), never with the user's identity token.
+ */
+const projectKeys = new Map<string, string>();
+
+export function forgetProjectKeys(): void {
+  projectKeys.clear();
+}
 
 /** A form whose submit runs `action`, showing its error (in the server's words) under it. */
 function actionForm(title: string, fields: HTMLElement[], submit: string, action: (form: HTMLFormElement) => Promise<void>): HTMLFormElement {
@@ -25,7 +37,7 @@ function actionForm(title: string, fields: HTMLElement[], submit: string, action
       onsubmit: async (event: Event) => {
         event.preventDefault();
         mount(feedback);
-        const button = form.querySelector('button')!;
+        const button = form.querySelector<HTMLButtonElement>('button[type=submit]')!;
         button.disabled = true;
         try {
           await action(form);
@@ -56,6 +68,7 @@ export async function projectsPage(root: HTMLElement): Promise<void> {
       h('h2', { id: 'new-project' }, 'New project'),
       actionForm('New project', [field('Project name', name)], 'Create project', async () => {
         const made = await api<{ project: Project; apiKey: ApiKey & { secret: string } }>('POST', '/v1/projects', { name: name.value.trim() });
+        projectKeys.set(made.project.id, made.apiKey.secret);
         await projectsPage(root);
         root.querySelector('[data-slot=created]')!.replaceChildren(
           shownOnce(`API key of ${made.project.name}`, made.apiKey.secret),
@@ -66,18 +79,12 @@ export async function projectsPage(root: HTMLElement): Promise<void> {
     ),
     projects.length === 0
       ? h('p', {}, 'No projects yet.')
-      : h(
-          'table',
-          {},
-          h('caption', {}, 'Your projects'),
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'API keys'), h('th', { scope: 'col' }, 'Merchants'), h('th', { scope: 'col' }, 'Created'))),
-          h(
-            'tbody',
-            {},
-            projects.map((p) =>
-              h('tr', {}, h('td', {}, h('a', { href: `#/projects/${p.id}` }, p.name)), h('td', {}, h('span', { class: `badge ${p.status}` }, p.status)), h('td', {}, p.apiKeys.filter((k) => k.status === 'active').length), h('td', {}, p.merchants.length), h('td', {}, when(p.createdAt))),
-            ),
-          ),
+      : dataTable(
+          ['Name', 'Status', 'API keys', 'Merchants', 'Created'],
+          projects.map((p) => ({
+            cells: [h('a', { href: `#/projects/${p.id}` }, p.name), h('span', { class: `badge ${p.status}` }, p.status), p.apiKeys.filter((k) => k.status === 'active').length, p.merchants.length, when(p.createdAt)],
+          })),
+          'Your projects',
         ),
   );
 }
@@ -89,13 +96,17 @@ export async function projectPage(root: HTMLElement, projectId: string, query: U
     return;
   }
   const reload = () => projectPage(root, projectId, query);
+  const intents = h('section', { class: 'card', 'aria-labelledby': 'intents' });
+  const showIntents = () => intentsSection(intents, project, query);
+  await showIntents();
   mount(
     root,
     h('p', {}, h('a', { href: '#/projects' }, '← Projects')),
     h('h1', {}, project.name),
     keysSection(project, reload),
     merchantsSection(project, reload),
-    await intentsSection(project, query),
+    newIntentSection(project, showIntents),
+    intents,
     await queuesSection(project),
   );
 }
@@ -107,49 +118,39 @@ function keysSection(project: Project, reload: () => Promise<void>): HTMLElement
     'section',
     { class: 'card', 'aria-labelledby': 'keys' },
     h('h2', { id: 'keys' }, 'API keys'),
-    h(
-      'table',
-      {},
-      h('thead', {}, h('tr', {}, ['Name', 'Prefix', 'Status', 'Last used', 'Created', ''].map((t) => h('th', { scope: 'col' }, t)))),
-      h(
-        'tbody',
-        {},
-        project.apiKeys.map((key) =>
-          h(
-            'tr',
-            {},
-            h('td', {}, key.name),
-            h('td', {}, h('code', {}, key.prefix)),
-            h('td', {}, h('span', { class: `badge ${key.status}` }, key.status)),
-            h('td', {}, when(key.lastUsedAt)),
-            h('td', {}, when(key.createdAt)),
-            h(
-              'td',
-              {},
-              key.status === 'revoked'
-                ? null
-                : h(
-                    'button',
-                    {
-                      type: 'button',
-                      class: 'danger',
-                      'aria-label': `Revoke key ${key.name}`,
-                      onclick: async () => {
-                        if (!confirm(`Revoke the key "${key.name}"? Requests using it will be refused at once.`)) return;
-                        await api('DELETE', `/v1/projects/${project.id}/api-keys/${key.id}`);
-                        await reload();
-                      },
-                    },
-                    'Revoke',
-                  ),
-            ),
-          ),
-        ),
-      ),
+    dataTable(
+      ['Name', 'Prefix', 'Status', 'Last used', 'Created', 'Action'],
+      project.apiKeys.map((key) => ({
+        cells: [
+          key.name,
+          h('code', {}, key.prefix),
+          h('span', { class: `badge ${key.status}` }, key.status),
+          when(key.lastUsedAt),
+          when(key.createdAt),
+          key.status === 'revoked'
+            ? '—'
+            : h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'danger',
+                  'aria-label': `Revoke key ${key.name}`,
+                  onclick: async () => {
+                    if (!confirm(`Revoke the key "${key.name}"? Requests using it will be refused at once.`)) return;
+                    await api('DELETE', `/v1/projects/${project.id}/api-keys/${key.id}`);
+                    if (projectKeys.get(project.id)?.startsWith(key.prefix)) projectKeys.delete(project.id);
+                    await reload();
+                  },
+                },
+                'Revoke',
+              ),
+        ],
+      })),
     ),
     h('h3', {}, 'New API key'),
     actionForm('New API key', [field('Key name', name)], 'Create key', async () => {
       const key = await api<ApiKey & { secret: string }>('POST', `/v1/projects/${project.id}/api-keys`, { name: name.value.trim() });
+      projectKeys.set(project.id, key.secret);
       await reload();
       document.querySelector('[data-slot=new-key]')?.replaceChildren(shownOnce(`API key ${key.name}`, key.secret));
     }),
@@ -160,17 +161,58 @@ function keysSection(project: Project, reload: () => Promise<void>): HTMLElement
 function merchantsSection(project: Project, reload: () => Promise<void>): HTMLElement {
   const name = h('input', { name: 'merchantName', required: true, maxlength: 200 });
   const payTo = h('input', { name: 'payTo', required: true, pattern: '0x[0-9a-fA-F]{40}', spellcheck: 'false', autocomplete: 'off', size: 44 });
+  const feedback = h('div');
+  /** PATCH the merchant (the owner's route); its refusal (e.g. 409: the name is taken) is said above the table. */
+  const change = async (merchant: Merchant, patch: { name?: string; enabled?: boolean }): Promise<boolean> => {
+    mount(feedback);
+    try {
+      await api<Merchant>('PATCH', `/v1/projects/${project.id}/merchants/${merchant.id}`, patch);
+    } catch (error) {
+      mount(feedback, notice('error', (error as Error).message));
+      return false;
+    }
+    await reload();
+    return true;
+  };
   return h(
     'section',
     { class: 'card', 'aria-labelledby': 'merchants' },
     h('h2', { id: 'merchants' }, 'Merchants'),
+    feedback,
     project.merchants.length === 0
       ? h('p', {}, 'No merchants yet: a merchant is who an intent pays.')
-      : h(
-          'table',
-          {},
-          h('thead', {}, h('tr', {}, ['Name', 'Pays to', 'Network', 'Enabled', 'Id'].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', {}, project.merchants.map((m) => h('tr', {}, h('td', {}, m.name), h('td', {}, h('code', { title: m.payTo }, shortHex(m.payTo))), h('td', {}, m.network), h('td', {}, m.enabled ? 'yes' : 'no'), h('td', {}, h('code', {}, m.id))))),
+      : dataTable(
+          ['Name', 'Pays to', 'Network', 'Status', 'Id', 'Actions'],
+          project.merchants.map((m) => {
+            const nameCell = h('span', {}, m.name);
+            return {
+              attrs: { 'data-merchant-id': m.id },
+              cells: [
+                nameCell,
+                h('code', { title: m.payTo }, shortHex(m.payTo)),
+                m.network,
+                h('span', { class: `badge ${m.enabled ? 'active' : 'disabled'}` }, m.enabled ? 'enabled' : 'disabled'),
+                h('code', {}, m.id),
+                h(
+                  'div',
+                  { class: 'row' },
+                  h('button', { type: 'button', class: 'secondary', 'aria-label': `Rename merchant ${m.name}`, onclick: () => renameForm(nameCell, m, change) }, 'Rename'),
+                  m.enabled
+                    ? h(
+                        'button',
+                        {
+                          type: 'button',
+                          class: 'danger',
+                          'aria-label': `Disable merchant ${m.name}`,
+                          onclick: () => void (confirm(`Disable "${m.name}"? Its new and pending intents cannot be paid until you enable it again.`) && change(m, { enabled: false })),
+                        },
+                        'Disable',
+                      )
+                    : h('button', { type: 'button', class: 'secondary', 'aria-label': `Enable merchant ${m.name}`, onclick: () => void change(m, { enabled: true }) }, 'Enable'),
+                ),
+              ],
+            };
+          }),
         ),
     h('h3', {}, 'New merchant'),
     actionForm('New merchant', [field('Merchant name', name), field('Pay to (EVM address)', payTo, 'Where its intents are paid; a mixed-case address must carry a valid EIP-55 checksum.')], 'Create merchant', async () => {
@@ -180,7 +222,114 @@ function merchantsSection(project: Project, reload: () => Promise<void>): HTMLEl
   );
 }
 
-async function intentsSection(project: Project, query: URLSearchParams): Promise<HTMLElement> {
+/** Turns a merchant's name cell into a form for its new name; Cancel (or Escape) puts the name back. */
+function renameForm(cell: HTMLElement, merchant: Merchant, change: (m: Merchant, patch: { name: string }) => Promise<boolean>): void {
+  const input = h('input', { name: 'merchantNewName', required: true, maxlength: 200, value: merchant.name });
+  const cancel = () => mount(cell, merchant.name);
+  const form: HTMLFormElement = h(
+    'form',
+    {
+      class: 'inline',
+      'aria-label': `Rename merchant ${merchant.name}`,
+      onkeydown: (event: Event) => void ((event as KeyboardEvent).key === 'Escape' && cancel()),
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        const next = input.value.trim();
+        if (next === merchant.name) return cancel();
+        form.querySelectorAll('button').forEach((b) => (b.disabled = true));
+        if (!(await change(merchant, { name: next }))) form.querySelectorAll('button').forEach((b) => (b.disabled = false));
+      },
+    },
+    field(`New name of ${merchant.name}`, input),
+    h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Save'), h('button', { type: 'button', class: 'secondary', onclick: cancel }, 'Cancel')),
+  );
+  mount(cell, form);
+  input.select();
+}
+
+/**
+ * A payment intent made from the dashboard: the same POST /v1/payment-intents a merchant's server makes, with the
+ * project's API key (from this tab's memory, or typed here and then kept in it). Its pay URL is shown to copy.
+ */
+function newIntentSection(project: Project, showIntents: () => Promise<void>): HTMLElement {
+  const merchants = project.merchants.filter((m) => m.enabled);
+  const heading = h('h2', { id: 'new-intent' }, 'New payment intent');
+  if (merchants.length === 0) return h('section', { class: 'card', 'aria-labelledby': 'new-intent' }, heading, h('p', {}, 'Add or enable a merchant first: an intent pays a merchant.'));
+  const held = projectKeys.get(project.id);
+  const merchant = h('select', { name: 'intentMerchant', required: true }, merchants.map((m) => h('option', { value: m.id }, m.name)));
+  const amount = h('input', { name: 'amount', required: true, inputmode: 'decimal', pattern: '\\d{1,9}(\\.\\d{1,2})?', autocomplete: 'off', placeholder: '12.50', size: 10 });
+  const externalId = h('input', { name: 'externalId', required: true, maxlength: 200, autocomplete: 'off', placeholder: 'order-1001' });
+  const description = h('input', { name: 'description', maxlength: 500, autocomplete: 'off' });
+  const returnUrl = h('input', { name: 'returnUrl', type: 'url', autocomplete: 'off' });
+  const key = h('input', { name: 'projectApiKey', type: 'password', required: !held, autocomplete: 'off', placeholder: held ? `${project.apiKeys.find((k) => held.startsWith(k.prefix))?.prefix ?? ''}… (kept in this tab)` : 'svc_api_…' });
+  const result = h('div');
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'new-intent' },
+    heading,
+    actionForm(
+      'New payment intent',
+      [
+        field('Merchant to pay', merchant),
+        field('Amount (USD)', amount, 'At least 1.00.'),
+        field('Order reference', externalId, 'Your id for this payment (externalId): the same reference again answers the same intent.'),
+        field('Description (optional)', description, 'Shown to the payer.'),
+        field('Return URL (optional)', returnUrl, 'An https address (your thank-you page): the paid checkout offers “Back to” the merchant there.'),
+        field(
+          'Project API key',
+          key,
+          held
+            ? 'Leave empty to use the key this tab was shown for this project. Kept in this tab only.'
+            : 'Intents are created with one of this project’s API keys (shown once when made). Kept in this tab only, never stored.',
+        ),
+      ],
+      'Create intent',
+      async () => {
+        mount(result);
+        const cents = usdCents(amount.value);
+        if (cents === null) throw new Error('Amount: dollars and cents, e.g. 12.50');
+        const secret = key.value.trim() || projectKeys.get(project.id);
+        if (!secret) throw new Error('Project API key: required');
+        const body = {
+          merchantId: merchant.value,
+          amountUsdCents: cents,
+          externalId: externalId.value.trim(),
+          ...(description.value.trim() ? { description: description.value.trim() } : {}),
+          ...(returnUrl.value.trim() ? { returnUrl: returnUrl.value.trim() } : {}),
+        };
+        let intent: Intent;
+        try {
+          // The intents API answers the intent itself, not an envelope.
+          intent = await json<Intent>('POST', '/v1/payment-intents', { token: secret, body });
+        } catch (error) {
+          if (key.value.trim() === '' && error instanceof HttpError && error.status === 401) projectKeys.delete(project.id); // revoked meanwhile
+          throw error;
+        }
+        projectKeys.set(project.id, secret);
+        key.value = '';
+        key.required = false;
+        key.placeholder = `${project.apiKeys.find((k) => secret.startsWith(k.prefix))?.prefix ?? ''}… (kept in this tab)`;
+        const url = h('code', { 'data-testid': 'pay-url' }, intent.paymentUrl);
+        const name = merchants.find((m) => m.id === intent.merchantId)?.name ?? intent.merchantId;
+        mount(
+          result,
+          h(
+            'div',
+            { class: 'notice success', role: 'status' },
+            h('p', {}, `Intent ${intent.externalId} for ${usd(intent.amountUsdCents)} to ${name}: `, h('span', { class: `badge ${intent.status}` }, intent.status), ' ', liveTime(intent.expiresAt, expiry, when(intent.expiresAt)), '.'),
+            h('p', {}, 'Send the payer this pay URL: a browser opens the checkout, an x402 client pays it.'),
+            h('div', { class: 'row' }, url, copyButton(intent.paymentUrl, 'Copy the pay URL', url), h('a', { href: intent.paymentUrl, target: '_blank', rel: 'noopener' }, 'Open the checkout')),
+          ),
+        );
+        externalId.value = '';
+        await showIntents();
+      },
+    ),
+    result,
+  );
+}
+
+async function intentsSection(section: HTMLElement, project: Project, query: URLSearchParams): Promise<void> {
   const merchantId = query.get('merchant') ?? '';
   const status = query.get('status') ?? '';
   const before = query.get('before') ?? '';
@@ -194,34 +343,32 @@ async function intentsSection(project: Project, query: URLSearchParams): Promise
   };
   const merchantSelect = h('select', { name: 'merchant', onchange: (e: Event) => go({ merchant: (e.target as HTMLSelectElement).value, before: '' }) }, h('option', { value: '' }, 'All merchants'), project.merchants.map((m) => h('option', { value: m.id, selected: m.id === merchantId }, m.name)));
   const statusSelect = h('select', { name: 'status', onchange: (e: Event) => go({ status: (e.target as HTMLSelectElement).value, before: '' }) }, h('option', { value: '' }, 'Any status'), INTENT_STATUSES.map((s) => h('option', { value: s, selected: s === status }, s)));
-  return h(
-    'section',
-    { class: 'card', 'aria-labelledby': 'intents' },
+  mount(
+    section,
     h('h2', { id: 'intents' }, 'Payment intents'),
     h('div', { class: 'inline row' }, field('Merchant', merchantSelect), field('Status', statusSelect)),
     intents.length === 0
       ? h('p', {}, 'No intents match.')
-      : h(
-          'table',
-          {},
-          h('thead', {}, h('tr', {}, ['Created', 'Merchant', 'External id', 'Amount', 'Status', 'Transaction', ''].map((t) => h('th', { scope: 'col' }, t)))),
-          h(
-            'tbody',
-            {},
-            intents.map((i) =>
+      : dataTable(
+          ['Created', 'Merchant', 'External id', 'Amount', 'Status', 'Expires', 'Transaction', 'Pay URL'],
+          intents.map((i) => ({
+            attrs: { 'data-intent-id': i.id },
+            cells: [
+              when(i.createdAt),
+              merchantName.get(i.merchantId) ?? i.merchantId,
+              i.externalId,
+              usd(i.amountUsdCents),
+              h('span', { class: `badge ${i.status}` }, i.status),
+              i.status === 'pending' ? liveTime(i.expiresAt, expiry, when(i.expiresAt)) : '—',
+              i.transactionHash ? h('code', { title: i.transactionHash }, shortHex(i.transactionHash)) : '—',
               h(
-                'tr',
-                {},
-                h('td', {}, when(i.createdAt)),
-                h('td', {}, merchantName.get(i.merchantId) ?? i.merchantId),
-                h('td', {}, i.externalId),
-                h('td', {}, usd(i.amountUsdCents)),
-                h('td', {}, h('span', { class: `badge ${i.status}` }, i.status)),
-                h('td', {}, i.transactionHash ? h('code', { title: i.transactionHash }, shortHex(i.transactionHash)) : '—'),
-                h('td', {}, h('a', { href: i.paymentUrl, target: '_blank', rel: 'noopener' }, 'Checkout page')),
+                'div',
+                { class: 'row' },
+                h('a', { href: i.paymentUrl, target: '_blank', rel: 'noopener' }, 'Checkout page'),
+                i.status === 'pending' ? copyButton(i.paymentUrl, `Copy the pay URL of ${i.externalId}`) : null,
               ),
-            ),
-          ),
+            ],
+          })),
         ),
     intents.length === 20 ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ before: intents.at(-1)!.id }) }, 'Older intents') : null,
     before ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ before: '' }) }, 'Newest') : null,
@@ -237,11 +384,41 @@ async function queuesSection(project: Project): Promise<HTMLElement> {
     h('h2', { id: 'queues' }, 'Event queues'),
     queues.length === 0
       ? h('p', {}, 'No event queues. Create them with this project’s API key (POST /v1/event-queues).')
-      : h(
-          'table',
-          {},
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Queue'), states.map((s) => h('th', { scope: 'col' }, s)))),
-          h('tbody', {}, queues.map((q) => h('tr', {}, h('td', {}, q.name), states.map((s) => h('td', {}, String((q.depth?.[s] as unknown) ?? '—')))))),
-        ),
+      : [
+          dataTable(
+            ['Queue', ...states],
+            queues.map((q) => ({ cells: [q.name, ...states.map((s) => String((q.depth?.[s] as unknown) ?? '—'))] })),
+          ),
+          intentEventsForm(project, queues),
+        ],
   );
+}
+
+/** Which queue receives the project's payment_intent.* events (PATCH /v1/projects/{id}; docs/intents.md). */
+function intentEventsForm(project: Project, queues: Queue[]): HTMLElement {
+  const feedback = h('div');
+  const select: HTMLSelectElement = h(
+    'select',
+    {
+      name: 'intentEventsQueue',
+      onchange: async () => {
+        mount(feedback);
+        select.disabled = true;
+        try {
+          const changed = await api<Project>('PATCH', `/v1/projects/${project.id}`, { intentEventsQueueId: select.value || null });
+          project.intentEventsQueueId = changed.intentEventsQueueId;
+          const name = queues.find((q) => q.id === changed.intentEventsQueueId)?.name;
+          mount(feedback, notice('success', name ? `Payment-intent events now go to ${name}.` : 'Payment-intent events go to no queue.'));
+        } catch (error) {
+          select.value = project.intentEventsQueueId ?? '';
+          mount(feedback, notice('error', (error as Error).message));
+        } finally {
+          select.disabled = false;
+        }
+      },
+    },
+    h('option', { value: '' }, 'None'),
+    queues.map((q) => h('option', { value: q.id, selected: q.id === project.intentEventsQueueId }, q.name)),
+  );
+  return h('div', { class: 'pager' }, field('Payment-intent events go to', select, 'Each settled, failed or expired intent of this project publishes one event there; consume it with the claim and ack API.'), feedback);
 }

@@ -43,7 +43,8 @@ export async function signIn(root: HTMLElement, done: () => void, reason?: strin
     }
   }
   const dev = settings.mode === 'dev';
-  const input = h('input', { name: dev ? 'user' : 'token', required: true, autocomplete: dev ? 'username' : 'off', ...(dev ? { pattern: '[A-Za-z0-9._@:-]{1,200}' } : {}) });
+  // The pattern is compiled with the `v` flag (current browsers), where a `-` at the end of a class must be escaped.
+  const input = h('input', { name: dev ? 'user' : 'token', required: true, autocomplete: dev ? 'username' : 'off', ...(dev ? { pattern: String.raw`[A-Za-z0-9._@:\-]{1,200}` } : {}) });
   const form = h(
     'form',
     {

@@ -1,7 +1,7 @@
 // One wallet's spend policy, its budget per limit and its approvals (docs/wallets.md, "Spend policies"), read
 // and decided with the management credential that owns the wallet. Amounts arrive in atomic units.
-import { dataTable, field, h, mount, notice } from '../shared/dom.js';
-import { duration, relative, shortHex, tokenAmount, when } from '../shared/format.js';
+import { dataTable, field, h, liveTime, mount, notice } from '../shared/dom.js';
+import { duration, expiry, relative, shortHex, tokenAmount, when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 
 interface Amount { network: string; asset: string; amount: string }
@@ -167,7 +167,7 @@ function pendingSection(pending: Approval[], decide: (a: Approval, action: 'appr
                 h('code', {}, a.payTo),
                 request(a),
                 when(a.createdAt),
-                `${when(a.expiresAt)} (${relative(a.expiresAt)})`,
+                liveTime(a.expiresAt, expiry, when(a.expiresAt)),
                 h(
                   'div',
                   { class: 'row' },
@@ -196,7 +196,7 @@ function decidedSection(decided: Approval[]): HTMLElement | null {
           money(a),
           request(a),
           a.decidedBy ? h('code', { title: 'management credential' }, a.decidedBy) : a.status === 'expired' ? 'nobody (expired)' : '—',
-          a.decidedAt ? when(a.decidedAt) : a.status === 'expired' ? when(a.expiresAt) : '—',
+          a.decidedAt ? when(a.decidedAt) : a.status === 'expired' ? liveTime(a.expiresAt, expiry, when(a.expiresAt)) : '—',
           a.paymentId ? h('code', {}, a.paymentId) : '—',
         ],
       })),

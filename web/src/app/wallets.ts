@@ -1,11 +1,13 @@
 // Wallets of the Wallet API. They belong to a management credential (svc_api_…), which the operator
-// issues; the user enters it here to list its wallets. It stays in this tab's memory only.
+// issues; the user enters it here to list its wallets, each with its USDG balance read from the chain. It
+// stays in this tab's memory only.
 import { dataTable, field, h, mount, notice } from '../shared/dom.js';
-import { when } from '../shared/format.js';
+import { symbolAmount, when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 import { walletPolicyPanel } from './wallet-policy.js';
 
 interface Wallet { id: string; externalId: string; name: string; address: string | null; status: string; provider: string; createdAt: string }
+interface Balance { network: string; asset: string; symbol: string; decimals: number; amount: string }
 
 let credential: string | null = null;
 
@@ -28,8 +30,11 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
         ? h('p', {}, 'This credential has no wallets yet.')
         : [
             dataTable(
-              ['Name', 'External id', 'Address', 'Status', 'Key provider', 'Created'],
-              wallets.map((w) => ({ cells: [w.name, w.externalId, w.address ? h('code', {}, w.address) : '—', h('span', { class: `badge ${w.status}` }, w.status), w.provider, when(w.createdAt)] })),
+              ['Name', 'External id', 'Address', 'USDG balance', 'Status', 'Key provider', 'Created'],
+              wallets.map((w) => ({
+                attrs: { 'data-wallet-id': w.id },
+                cells: [w.name, w.externalId, w.address ? h('code', {}, w.address) : '—', w.address ? balanceOf(w) : '—', h('span', { class: `badge ${w.status}` }, w.status), w.provider, when(w.createdAt)],
+              })),
               'Wallets of this credential',
             ),
             ...wallets.map((w) => walletPolicyPanel(w, () => credential, wallets.length <= OPEN_PANELS)),
@@ -65,4 +70,22 @@ export async function walletsPage(root: HTMLElement): Promise<void> {
     list,
   );
   if (credential) await showOrSay();
+}
+
+/** The wallet's balance as the chain reads it now (GET /v1/wallets/{id}/balance), filled in when it arrives. */
+function balanceOf(wallet: Wallet): HTMLElement {
+  const cell = h('span', { class: 'muted', 'data-balance': 'loading' }, 'Reading…');
+  json<{ data: Balance }>('GET', `/v1/wallets/${encodeURIComponent(wallet.id)}/balance`, { token: credential }).then(
+    ({ data }) => {
+      mount(cell, h('strong', {}, symbolAmount(data.amount, data.decimals, data.symbol)));
+      cell.className = '';
+      cell.dataset.balance = data.amount;
+    },
+    (error: Error) => {
+      mount(cell, 'Unavailable');
+      cell.title = error.message;
+      cell.dataset.balance = 'error';
+    },
+  );
+  return cell;
 }

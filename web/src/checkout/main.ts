@@ -1,10 +1,17 @@
 // The hosted checkout: opened at an intent's paymentUrl (GET, Accept: text/html). It reads the intent's
 // public view, pays it with the browser's wallet (EIP-1193 → EIP-712 signature → POST pay, the same
-// x402 contract any client uses), and follows it live until it is settled. No API key is ever here.
+// x402 contract any client uses), or shows how to pay it with any x402 client, and follows it live until
+// it is settled. No API key is ever here.
 import '../shared/styles.css';
-import { h, mount, notice } from '../shared/dom.js';
-import { relative, shortHex, usd, when } from '../shared/format.js';
+import './checkout.css';
+import { h, liveTime, mount, notice } from '../shared/dom.js';
+import { expiry, tokenAmount, usd, when } from '../shared/format.js';
 import { HttpError, json, request } from '../shared/http.js';
+import { offerToken, useChain } from './chain.js';
+import { copyable } from './copy.js';
+import { paymentHref, recipientHref } from './explorer-link.js';
+import { returnHref } from './return-url.js';
+import { otherWays } from './ways.js';
 import { challengeOf, chainIdOf, signPayment, type Eip1193 } from './x402.js';
 
 interface CheckoutView {
@@ -15,7 +22,11 @@ interface CheckoutView {
   network: string;
   asset: string;
   payTo: string;
-  merchant: { name: string };
+  /** Absent fields are read as unknown, never as an error: the page degrades to what it has. */
+  merchant?: { name?: string } | null;
+  merchantName?: string | null;
+  /** Where "Back to {merchant}" leads once settled (http or https only; the server validates it too). */
+  returnUrl?: string | null;
   description: string | null;
   expiresAt: string;
   settledAt: string | null;
@@ -28,6 +39,7 @@ const root = document.getElementById('checkout')!;
 const intentId = decodeURIComponent(location.pathname.split('/').at(-2) ?? '');
 const payPath = `/v1/payment-intents/${encodeURIComponent(intentId)}/pay`;
 const POLL_MS = 2000;
+const checkoutPath = `/v1/payment-intents/${encodeURIComponent(intentId)}/checkout`;
 
 let view: CheckoutView | null = null;
 let busy = false;
@@ -59,7 +71,7 @@ function failedWords(code: string | null, moneyMoved: CheckoutView['failureMoney
 
 async function load(): Promise<void> {
   try {
-    view = await json<CheckoutView>('GET', `/v1/payment-intents/${encodeURIComponent(intentId)}/checkout`);
+    view = await json<CheckoutView>('GET', checkoutPath);
   } catch (error) {
     const missing = error instanceof HttpError && error.status === 404;
     mount(root, h('h1', {}, missing ? 'Payment request not found' : 'This page could not load'), notice('error', missing ? 'Check the link you were given, or ask the merchant for a new one.' : String((error as Error).message)));
@@ -83,7 +95,7 @@ function follow(): void {
 async function refresh(): Promise<void> {
   if (!busy) {
     try {
-      const next = await json<CheckoutView>('GET', `/v1/payment-intents/${encodeURIComponent(intentId)}/checkout`);
+      const next = await json<CheckoutView>('GET', checkoutPath);
       if (!view || next.status !== view.status || next.transactionHash !== view.transactionHash) {
         view = next;
         if (next.status !== 'pending') message = null;
@@ -96,13 +108,27 @@ async function refresh(): Promise<void> {
   follow();
 }
 
+const merchantOf = (v: CheckoutView) => v.merchantName || v.merchant?.name || null;
+
+/** The intent's status as the payer sees it now: a pending one past its expiry is expired here already. */
+function statusOf(v: CheckoutView, now = Date.now()): string {
+  return v.status === 'expired' || (v.status === 'pending' && new Date(v.expiresAt).getTime() <= now) ? 'expired' : v.status;
+}
+
+/** "Expires in 4 min", "Expired 3 min ago" (live); just "Expired" when the server says so before this browser's clock does. */
+const expiryWords = (v: CheckoutView) => (iso: string, now: number) =>
+  new Date(iso).getTime() > now && statusOf(v, now) === 'expired' ? 'Expired' : expiry(iso, now);
+
+let shownStatus: string | null = null;
+
 function render(): void {
   if (!view) return;
-  const expired = view.status === 'expired' || (view.status === 'pending' && new Date(view.expiresAt).getTime() <= Date.now());
-  const status = expired ? 'expired' : view.status;
+  const status = statusOf(view);
+  const merchant = merchantOf(view);
+  shownStatus = status;
   mount(
     root,
-    h('p', { class: 'muted' }, 'Pay ', h('strong', {}, view.merchant.name)),
+    h('p', { class: 'muted' }, merchant ? ['Pay ', h('strong', {}, merchant)] : 'Payment request'),
     h('h1', { class: 'amount' }, usd(view.amountUsdCents), h('span', { class: 'unit' }, ' in USDG')),
     view.description ? h('p', {}, view.description) : null,
     h(
@@ -110,30 +136,77 @@ function render(): void {
       {},
       h('dt', {}, 'Status'),
       h('dd', {}, h('span', { class: `badge ${status}`, 'data-testid': 'status' }, status)),
-      h('dt', {}, status === 'settled' ? 'Paid' : 'Expires'),
-      h('dd', {}, status === 'settled' ? when(view.settledAt) : `${when(view.expiresAt)} (${relative(view.expiresAt)})`),
+      h('dt', {}, 'Amount'),
+      h('dd', { 'data-testid': 'token-amount' }, tokenAmount(view.amount, view.network, view.asset)),
+      h('dt', {}, 'Payee'),
+      h('dd', {}, merchant ? [merchant, h('br'), h('code', { 'data-testid': 'payee' }, view.payTo)] : h('code', { 'data-testid': 'payee' }, view.payTo)),
       h('dt', {}, 'Network'),
       h('dd', {}, view.network),
+      h('dt', {}, status === 'settled' ? 'Paid' : 'Expiry'),
+      h('dd', {}, status === 'settled' ? when(view.settledAt) : [expiresAt(view), h('br'), h('span', { class: 'muted' }, when(view.expiresAt))]),
     ),
-    body(status),
-    message,
+    // A refusal in words goes right under what it is about (the pay button), before the other ways to pay.
+    [body(status)].flat().flatMap((part, i) => (i === 0 ? [part, message] : [part])),
   );
 }
 
-function body(status: string): HTMLElement {
+/** The expiry, said relative to now and rewritten each second; not announced each time it changes. */
+function expiresAt(v: CheckoutView): HTMLElement {
+  const time = liveTime(v.expiresAt, expiryWords(v));
+  time.setAttribute('data-testid', 'expiry');
+  time.setAttribute('aria-live', 'off');
+  return time;
+}
+
+/** A pending intent that reaches its expiry turns expired on the page without waiting for a poll. */
+function tick(): void {
+  if (view && statusOf(view) !== shownStatus) render();
+}
+
+const payUrl = () => `${location.origin}/v1/payment-intents/${encodeURIComponent(view!.id)}/pay`;
+
+function body(status: string): HTMLElement | HTMLElement[] {
+  const v = view!;
   switch (status) {
     case 'settled':
-      return notice('success', 'Paid. The payment is settled on chain in transaction ', h('code', { 'data-testid': 'transaction', title: view!.transactionHash ?? '' }, shortHex(view!.transactionHash ?? '')), '. You can close this page.');
+      return settled(v);
     case 'settling':
       return notice('info', 'Your payment was accepted and is being settled on chain. This page updates by itself.');
     case 'expired':
       return notice('error', 'This payment request has expired and can no longer be paid. Ask the merchant for a new payment link. Nothing was charged.');
     case 'failed':
-      return notice('error', failedWords(view!.failureCode, view!.failureMoneyMoved));
-    default:
+      return notice('error', failedWords(v.failureCode, v.failureMoneyMoved));
+    default: {
+      const target = { payUrl: payUrl(), api: location.origin, network: v.network, asset: v.asset, amount: v.amount, words: tokenAmount(v.amount, v.network, v.asset) };
       return wallet()
-        ? h('button', { type: 'button', onclick: () => void pay(), disabled: busy }, busy ? 'Waiting for your wallet…' : `Pay ${usd(view!.amountUsdCents)} with your wallet`)
-        : notice('info', 'No browser wallet was found. Open this page in a browser with an Ethereum wallet (EIP-1193), or pay this URL with any x402 client.');
+        ? [h('button', { type: 'button', onclick: () => void pay(), disabled: busy }, busy ? 'Waiting for your wallet…' : `Pay ${usd(v.amountUsdCents)} with your wallet`), otherWays(target, false)]
+        : [notice('info', 'No browser wallet was found in this browser. Pay this request with any x402 client instead, from any device: this page turns settled when it is paid.'), otherWays(target, true)];
+    }
+  }
+}
+
+/** Settled: the whole transaction hash to copy, linked to the payment in the explorer, and the way back to the merchant. */
+function settled(v: CheckoutView): HTMLElement[] {
+  const hash = v.transactionHash ?? '';
+  const link = h('a', { href: recipientHref(v.payTo), 'data-testid': 'transaction', title: hash }, h('code', {}, hash));
+  if (hash) void pointAtPayment(link, v, hash);
+  const back = returnHref(v.returnUrl);
+  const merchant = merchantOf(v);
+  return [
+    notice('success', 'Paid. The payment is settled on chain in this transaction', back ? '.' : '. You can close this page.'),
+    hash ? copyable(link, hash, 'the transaction hash') : null,
+    hash ? h('p', { class: 'muted' }, 'The transaction links to the payment explorer, which checks the payment’s signed attestation in this browser.') : null,
+    back ? h('a', { class: 'button return', href: back, rel: 'noopener', 'data-testid': 'return' }, `Back to ${merchant ?? 'the merchant'}`) : null,
+  ].filter((e): e is HTMLElement => e !== null);
+}
+
+/** Points the link at the explorer page that shows this payment first, once the indexer has it (a few tries). */
+async function pointAtPayment(link: HTMLAnchorElement, v: CheckoutView, hash: string, tries = 20): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    const href = await paymentHref(v.payTo, v.network, hash).catch(() => null);
+    if (!link.isConnected) return; // the page has moved on
+    if (href) return void link.setAttribute('href', href);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
   }
 }
 
@@ -156,7 +229,10 @@ async function pay(): Promise<void> {
     if (!requirement || requirement.amount !== view.amount || requirement.payTo.toLowerCase() !== view.payTo.toLowerCase()) {
       throw new Error('The payment request does not match what this page shows; nothing was signed.');
     }
-    await useChain(ethereum, chainIdOf(requirement.network));
+    // The wallet signs for the chain it is on: bring it to the intent's, adding the chain when it lacks it,
+    // and offer it the token when it had to move (best effort, never in the way of paying).
+    const moved = await useChain(ethereum, chainIdOf(requirement.network));
+    if (moved !== 'there') await offerToken(ethereum, requirement.network, requirement.asset);
     const header = await signPayment(ethereum, from, challenge, requirement);
     const paid = await request<unknown>('POST', payPath, { headers: { 'payment-signature': header } });
     await settledOrRefused(paid.status, paid.body, paid.status === 402 ? challengeOf(paid.response, paid.body).error : undefined);
@@ -169,16 +245,6 @@ async function pay(): Promise<void> {
   }
 }
 
-async function useChain(ethereum: Eip1193, chainId: number): Promise<void> {
-  const current = Number.parseInt(String(await ethereum.request({ method: 'eth_chainId' })), 16);
-  if (current === chainId) return;
-  try {
-    await ethereum.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: `0x${chainId.toString(16)}` }] });
-  } catch {
-    throw new Error(`Switch your wallet to chain ${chainId} to pay.`);
-  }
-}
-
 /** After pay: the intent as it now stands, and the refusal in words when there was one. */
 async function settledOrRefused(status: number, body: unknown, reason?: string): Promise<void> {
   const answer = body as { code?: string; message?: string; error?: string } | null;
@@ -186,8 +252,16 @@ async function settledOrRefused(status: number, body: unknown, reason?: string):
     const code = reason ?? answer?.code ?? answer?.error ?? '';
     message = notice('error', REASONS[code] ?? answer?.message ?? `The payment was refused (${status}${code ? `, ${code}` : ''}).`);
   }
-  view = await json<CheckoutView>('GET', `/v1/payment-intents/${encodeURIComponent(intentId)}/checkout`);
+  view = await json<CheckoutView>('GET', checkoutPath);
   follow();
 }
 
 void load();
+setInterval(tick, 1000);
+// Back on the tab (after paying from a terminal or a phone, say): look at once rather than at the next poll.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState !== 'visible' || !timer) return;
+  clearTimeout(timer);
+  timer = null;
+  void refresh();
+});

@@ -21,7 +21,8 @@ export interface Challenge {
 }
 
 export interface Eip1193 {
-  request(args: { method: string; params?: unknown[] }): Promise<unknown>;
+  /** params is an array for most methods, an object for a few (wallet_watchAsset, EIP-747). */
+  request(args: { method: string; params?: unknown[] | Record<string, unknown> }): Promise<unknown>;
 }
 
 const utf8ToBase64 = (text: string) => btoa(String.fromCharCode(...new TextEncoder().encode(text)));

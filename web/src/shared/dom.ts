@@ -49,3 +49,58 @@ export function dataTable(columns: string[], rows: { cells: (Child | Child[])[];
     h('tbody', { role: 'rowgroup' }, rows.map((row) => h('tr', { role: 'row', ...row.attrs }, row.cells.map((cell, i) => h('td', { role: 'cell', 'data-label': columns[i] }, cell))))),
   );
 }
+
+/**
+ * A Copy button for `text`. Without the async clipboard (a page not served over https or loopback), it selects
+ * `select` (the element showing the text) so the user can copy it by hand, and says so.
+ */
+export function copyButton(text: string, label: string, select?: Element): HTMLButtonElement {
+  const button: HTMLButtonElement = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      'aria-label': label,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          button.textContent = 'Copied';
+        } catch {
+          if (select) getSelection()?.selectAllChildren(select);
+          button.textContent = 'Selected: copy it';
+        }
+      },
+    },
+    'Copy',
+  );
+  return button;
+}
+
+/**
+ * A time that says itself relative to now (`say(iso, now)`) and keeps saying it: every live time on the page is
+ * rewritten each second, so "in 5 s" turns into "Expired 1 s ago" without a reload. The absolute time is its title.
+ */
+export function liveTime(iso: string, say: (iso: string, now: number) => string, absolute?: string): HTMLTimeElement {
+  const time = h('time', { datetime: iso, title: absolute ?? null }, say(iso, Date.now()));
+  live.set(time, { say, unseen: 0 });
+  ticking ??= setInterval(tick, 1000);
+  return time;
+}
+
+/** Live times, and for how many ticks each has not been on the page (it may be built before it is mounted). */
+const live = new Map<HTMLTimeElement, { say: (iso: string, now: number) => string; unseen: number }>();
+let ticking: ReturnType<typeof setInterval> | undefined;
+
+function tick(): void {
+  const now = Date.now();
+  for (const [time, entry] of live) {
+    if (!time.isConnected) {
+      // Gone with the page it was on (or never shown): forget it.
+      if (entry.unseen < 0 || ++entry.unseen > 60) live.delete(time);
+      continue;
+    }
+    entry.unseen = -1; // shown once: the next time it is off the page, it is gone
+    const text = entry.say(time.dateTime, now);
+    if (time.textContent !== text) time.textContent = text;
+  }
+}

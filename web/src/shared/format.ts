@@ -1,5 +1,11 @@
 export const usd = (cents: number) => `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 
+/** Dollars as typed ("12", "12.5", "12.50") to whole cents; null when it is not such an amount. */
+export function usdCents(text: string): number | null {
+  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  return match ? Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0')) : null;
+}
+
 /** Atomic token units as a decimal string ("1234500", 6 → "1.2345"). */
 export function units(atomic: string, decimals: number): string {
   const padded = atomic.padStart(decimals + 1, '0');
@@ -15,9 +21,18 @@ export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString(
 /** "in 4 min", "3 h ago". */
 export function relative(iso: string, now = Date.now()): string {
   const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
-  const abs = Math.abs(seconds);
-  const text = abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
-  return seconds >= 0 ? `in ${text}` : `${text} ago`;
+  return seconds >= 0 ? `in ${span(seconds)}` : `${span(-seconds)} ago`;
+}
+
+/** An expiry time as people say it, from `now`: "Expires in 4 min", then "Expired 3 min ago" once past. */
+export function expiry(iso: string, now = Date.now()): string {
+  const ms = new Date(iso).getTime() - now;
+  return ms > 0 ? `Expires in ${span(Math.ceil(ms / 1000))}` : `Expired ${span(Math.floor(-ms / 1000))} ago`;
+}
+
+/** Whole seconds as the unit people read them in: 42 s, 5 min, 3 h, 2 d. */
+function span(seconds: number): string {
+  return seconds < 60 ? `${seconds} s` : seconds < 3600 ? `${Math.round(seconds / 60)} min` : seconds < 86_400 ? `${Math.round(seconds / 3600)} h` : `${Math.round(seconds / 86_400)} d`;
 }
 
 /**
@@ -32,8 +47,13 @@ export const KNOWN_ASSETS: readonly { network: string; address: string; symbol: 
 export function tokenAmount(atomic: string, network: string, asset: string): string {
   const known = KNOWN_ASSETS.find((a) => a.network === network && a.address.toLowerCase() === asset.toLowerCase());
   if (!known) return `${atomic} atomic units of ${shortHex(asset, 4)} (${network})`;
-  const [whole, fraction = ''] = units(atomic, known.decimals).split('.');
-  return `${whole}.${fraction.padEnd(2, '0')} ${known.symbol}`;
+  return symbolAmount(atomic, known.decimals, known.symbol);
+}
+
+/** Atomic units with at least two decimals and the symbol: ("2500000", 6, "USDG") → "2.50 USDG". */
+export function symbolAmount(atomic: string, decimals: number, symbol: string): string {
+  const [whole, fraction = ''] = units(atomic, decimals).split('.');
+  return `${whole}.${fraction.padEnd(2, '0')} ${symbol}`;
 }
 
 /** Whole seconds as the largest unit that divides them: 3600 → "1 h", 90 → "90 s". */
