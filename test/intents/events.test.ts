@@ -148,7 +148,7 @@ describe('payment_intent.settled', () => {
     const byIntent = new Map(intents.map((intent) => [intent.id, intent]));
     for (const event of events) {
       const intent = byIntent.get(event.payload.intentId as string)!;
-      expect(event.deduplication_key).toBe(`${intent.id}:settled`);
+      expect(event.deduplication_key).toBe(`payment_intent:${intent.id}:settled`);
       expect(event.payload).toEqual({
         type: 'payment_intent.settled',
         intentId: intent.id,
@@ -218,7 +218,7 @@ describe('payment_intent.failed', () => {
     expect(events.map((event) => event.payload)).toEqual([
       { type: 'payment_intent.failed', intentId: intent.id, merchantId: shop.merchantId, externalId: intent.externalId, status: 'failed', amountUsdCents: 500, settlement: null },
     ]);
-    expect(events[0]!.deduplication_key).toBe(`${intent.id}:failed`);
+    expect(events[0]!.deduplication_key).toBe(`payment_intent:${intent.id}:failed`);
     expect(await transfersTo(app, shop.payTo)).toHaveLength(0);
   }, 60_000);
 });
@@ -295,7 +295,7 @@ describe('payment_intent.expired', () => {
       { type: 'payment_intent.expired', intentId: read.id, merchantId: shop.merchantId, externalId: read.externalId, status: 'expired', amountUsdCents: 100, settlement: null },
       { type: 'payment_intent.expired', intentId: swept.id, merchantId: shop.merchantId, externalId: swept.externalId, status: 'expired', amountUsdCents: 200, settlement: null },
     ]);
-    expect(events.map((event) => event.deduplication_key).sort()).toEqual([`${read.id}:expired`, `${swept.id}:expired`].sort());
+    expect(events.map((event) => event.deduplication_key).sort()).toEqual([`payment_intent:${read.id}:expired`, `payment_intent:${swept.id}:expired`].sort());
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await getIntent(app, shop.apiKey, swept.id)).toMatchObject({ status: 'expired' });
     expect(await eventsIn(shop.queueId)).toHaveLength(2);

@@ -54,6 +54,8 @@ describe('returnUrl', () => {
       'shop.example',
       'https://user:secret@shop.example/',
       'https://shop.example@evil.example/',
+      'https:evil.example', // parses as https://evil.example/ here, but is a relative link on a page
+      'https:/evil.example',
       'https://shop.example/a b',
       ' https://shop.example/',
       'https://shop.example/\t',

@@ -7,7 +7,7 @@ import { settlementBody } from './views.js';
 // Payment-intent events (docs/intents.md#intent-events): a project may name one of its event queues, and
 // every move of its intents to settled, failed or expired publishes one event there, in the transaction
 // of the move. Each of these statuses is final and reached by one conditional UPDATE that only one mover
-// wins, so one move yields one publication; the deduplication key `${intentId}:${status}` makes a repeat
+// wins, so one move yields one publication; the deduplication key `payment_intent:${intentId}:${status}` (a namespace of its own in the queue) makes a repeat
 // (of a whole transaction, say) publish nothing a second time.
 
 /** The statuses that publish, each final. */
@@ -41,7 +41,7 @@ export function intentEventOf(row: IntentRow): IntentEvent | null {
   };
 }
 
-export const deduplicationKeyOf = (row: Pick<IntentRow, 'id' | 'status'>) => `${row.id}:${row.status}`;
+export const deduplicationKeyOf = (row: Pick<IntentRow, 'id' | 'status'>) => `payment_intent:${row.id}:${row.status}`;
 
 /** The store's port to the events (through the projects and events modules' services, never their tables). */
 export interface IntentEventSink {

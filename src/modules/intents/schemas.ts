@@ -23,6 +23,8 @@ export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]'
  */
 export function returnUrlProblem(value: string): string | null {
   if (/[\s\u0000-\u001f\u007f]/.test(value)) return 'must not contain whitespace or control characters';
+  // Written with its slashes: `https:evil.example` parses here, but on a page it is a relative link.
+  if (!/^https?:\/\//i.test(value)) return 'must be an absolute http(s) URL (https://…)';
   let url: URL;
   try {
     url = new URL(value);

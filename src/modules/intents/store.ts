@@ -182,7 +182,9 @@ export class IntentsStore {
               eq(intents.status, 'pending'),
               gt(intents.expiresAt, databaseNow(this.clock)),
               // A merchant disabled after the pay request read it still stops the claim, so nothing is settled for it.
-              sql`exists (${this.enabledMerchant(intents.projectId, intents.merchantId)})`,
+              // FOR SHARE: a disable waits for a claim that read the merchant enabled, and a claim waiting on the
+              // disable reads its outcome; either way the order is one.
+              sql`exists (${this.enabledMerchant(intents.projectId, intents.merchantId)} for share)`,
             ),
           )
           .returning({ id: intents.id });
