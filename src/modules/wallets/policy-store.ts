@@ -105,9 +105,11 @@ export class PolicyStore {
 
   /** A new pending approval expiring `timeoutSeconds` after the database's now. */
   async insertApproval(row: Omit<ApprovalRow, 'createdAt' | 'expiresAt' | 'status' | 'decidedBy' | 'decidedAt' | 'paymentId' | 'consumedAt'>, timeoutSeconds: number): Promise<ApprovalRead> {
+    // One reading of the clock for both: a test clock's shift is computed per reading.
+    const now = this.now;
     const [inserted] = await this.db
       .insert(walletApprovals)
-      .values({ ...row, status: 'pending', createdAt: this.now, expiresAt: sql`${this.now} + make_interval(secs => ${timeoutSeconds})` })
+      .values({ ...row, status: 'pending', createdAt: now, expiresAt: sql`${now} + make_interval(secs => ${timeoutSeconds})` })
       .returning({ ...approvalColumns, effectiveStatus: effective(this.now) });
     return inserted;
   }
