@@ -184,9 +184,28 @@ describe('OpenAPI', () => {
   it('documents every wallet route from the zod schemas', async () => {
     const spec = (await app.origins.api!.inject({ method: 'GET', url: '/openapi.json' })).json();
     const paths = Object.keys(spec.paths).filter((p) => p.startsWith('/v1/wallets'));
-    expect(paths.sort()).toEqual(['/v1/wallets', '/v1/wallets/me', '/v1/wallets/me/pay-and-call', '/v1/wallets/me/payments', '/v1/wallets/{walletId}', '/v1/wallets/{walletId}/credentials', '/v1/wallets/{walletId}/credentials/{credentialId}']);
+    expect(paths.sort()).toEqual(
+      [
+        '/v1/wallets',
+        '/v1/wallets/me',
+        '/v1/wallets/me/budget',
+        '/v1/wallets/me/pay-and-call',
+        '/v1/wallets/me/payments',
+        '/v1/wallets/me/policy',
+        '/v1/wallets/{walletId}',
+        '/v1/wallets/{walletId}/approvals',
+        '/v1/wallets/{walletId}/approvals/{approvalId}/approve',
+        '/v1/wallets/{walletId}/approvals/{approvalId}/deny',
+        '/v1/wallets/{walletId}/balance',
+        '/v1/wallets/{walletId}/budget',
+        '/v1/wallets/{walletId}/credentials',
+        '/v1/wallets/{walletId}/credentials/{credentialId}',
+        '/v1/wallets/{walletId}/policy',
+      ].sort(),
+    );
     const pay = spec.paths['/v1/wallets/me/pay-and-call'].post;
-    expect(Object.keys(pay.responses).sort()).toEqual(['200', '400', '401', '409', '413', '502', '504']);
+    // 202: the spend policy asks a human first (extension).
+    expect(Object.keys(pay.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '502', '504']);
     expect(pay.requestBody.content['application/json'].schema.properties.maxPayment.required).toEqual(['network', 'asset', 'amount']);
   });
 });
