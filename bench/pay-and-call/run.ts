@@ -1,7 +1,15 @@
-// Median latency that pay-and-call adds over a direct paid call of /x402-test/ping made by the same
-// client with the same signer (the wallet's key), on the devchain. Target: ≤ 10 ms.
-// Run: npx tsx bench/pay-and-call/run.ts   (BENCH_ITERATIONS=200, BENCH_DATABASE_URL=postgres://… to use PostgreSQL)
+// Two comparisons in one run, on the devchain, every call settling on chain:
+//  1. the latency pay-and-call adds over a direct paid call of /x402-test/ping made by the same client with the
+//     same signer (the wallet's key). Target: ≤ 10 ms median.
+//  2. the latency a spend policy adds to a pay-and-call: the same call from a wallet with a realistic policy
+//     (limits 1h/24h/30d, maxPerCall, allowHosts, denyPayTo, approvalAbove; nothing refused) beside a wallet with
+//     none. Target: ≤ 2 ms median.
+// Every iteration makes the three calls, one after another, in an order that cycles through all six permutations,
+// so drift (chain growth, GC, other load on the machine) hits every side alike. Rounds are reported one by one.
+// Run: npx tsx bench/pay-and-call/run.ts   (BENCH_ROUNDS=3, BENCH_ITERATIONS=200 per side per round, BENCH_WARMUP=20,
+//      BENCH_DATABASE_URL=postgres://… to use PostgreSQL)
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -9,19 +17,34 @@ import { readPaymentRequired, readSettlement, signPayment } from '../../src/x402
 import { machine, startProcess, stopProcess } from '../lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 200);
 const warmup = Number(process.env.BENCH_WARMUP ?? 20);
 const TARGET_MS = 10;
+const POLICY_TARGET_MS = 2;
 
 interface Ready {
   api: string;
   address: string;
   secret: string;
   privateKey: `0x${string}`;
+  policyWallet: { id: string; secret: string; policy: Record<string, unknown> };
   network: string;
   asset: string;
   database: string;
 }
+
+type Side = 'direct' | 'plain' | 'policy';
+const SIDES: Side[] = ['direct', 'plain', 'policy'];
+const ORDERS: Side[][] = [
+  ['direct', 'plain', 'policy'],
+  ['policy', 'direct', 'plain'],
+  ['plain', 'policy', 'direct'],
+  ['direct', 'policy', 'plain'],
+  ['plain', 'direct', 'policy'],
+  ['policy', 'plain', 'direct'],
+];
+type Samples = Record<Side, number[]>;
 
 const apiPort = await freePort();
 const server = await startProcess(process.execPath, ['--import', 'tsx', path.join(here, 'server.ts')], { ...process.env, BENCH_API_PORT: String(apiPort) }, /^BENCH_READY (.+)$/m);
@@ -31,7 +54,7 @@ try {
   const ping = `${ready.api}/x402-test/ping`;
   const maxPayment = { network: ready.network, asset: ready.asset, amount: '100' };
 
-  // The client paying by itself: challenge, sign (x402 client, same key), paid retry.
+  // The client paying by itself: challenge, sign (x402 client, same key as the plain wallet), paid retry.
   const direct = async () => {
     const first = await fetch(ping);
     const challenge = readPaymentRequired((name) => first.headers.get(name), await first.json());
@@ -42,11 +65,11 @@ try {
       throw new Error(`direct paid call failed: ${paid.status} ${JSON.stringify(body)}`);
     }
   };
-  // The same payment through the wallet.
-  const viaWallet = async () => {
+  // The same payment through a wallet.
+  const viaWallet = (secret: string) => async () => {
     const response = await fetch(`${ready.api}/v1/wallets/me/pay-and-call`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ready.secret}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ url: ping, maxPayment }),
     });
     const body = (await response.json()) as { data?: { payment?: { status: string }; upstream?: { body?: { message?: string } } } };
@@ -54,6 +77,14 @@ try {
       throw new Error(`pay-and-call failed: ${response.status} ${JSON.stringify(body)}`);
     }
   };
+  const calls: Record<Side, () => Promise<void>> = { direct, plain: viaWallet(ready.secret), policy: viaWallet(ready.policyWallet.secret) };
+
+  // The policy is in force on the policy wallet (and only there).
+  const policyOf = async (secret: string) => ((await (await fetch(`${ready.api}/v1/wallets/me/policy`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { data: { updatedAt: string | null; limits?: unknown[] } }).data;
+  const [plainPolicy, guardedPolicy] = [await policyOf(ready.secret), await policyOf(ready.policyWallet.secret)];
+  if (plainPolicy.updatedAt !== null || guardedPolicy.updatedAt === null || guardedPolicy.limits?.length !== 3) {
+    throw new Error(`unexpected policies: plain ${JSON.stringify(plainPolicy)}, guarded ${JSON.stringify(guardedPolicy)}`);
+  }
 
   const time = async (fn: () => Promise<void>) => {
     const start = performance.now();
@@ -62,47 +93,60 @@ try {
   };
 
   for (let i = 0; i < warmup; i += 1) {
-    await direct();
-    await viaWallet();
-  }
-  const directMs: number[] = [];
-  const walletMs: number[] = [];
-  const pairedMs: number[] = [];
-  for (let i = 0; i < iterations; i += 1) {
-    // Alternate which side goes first, so drift (chain growth, GC) hits both alike.
-    let d: number;
-    let w: number;
-    if (i % 2 === 0) {
-      d = await time(direct);
-      w = await time(viaWallet);
-    } else {
-      w = await time(viaWallet);
-      d = await time(direct);
-    }
-    directMs.push(d);
-    walletMs.push(w);
-    pairedMs.push(w - d);
+    for (const side of ORDERS[i % ORDERS.length]) await calls[side]();
   }
 
-  const added = median(walletMs) - median(directMs);
+  const all: Samples = { direct: [], plain: [], policy: [] };
+  const perRound: { samples: Samples; load: [number, number] }[] = [];
+  let step = 0;
+  for (let r = 0; r < rounds; r += 1) {
+    const loadBefore = os.loadavg()[0];
+    const samples: Samples = { direct: [], plain: [], policy: [] };
+    for (let i = 0; i < iterations; i += 1) {
+      for (const side of ORDERS[step % ORDERS.length]) samples[side].push(await time(calls[side]));
+      step += 1;
+    }
+    perRound.push({ samples, load: [loadBefore, os.loadavg()[0]] });
+    for (const side of SIDES) all[side].push(...samples[side]);
+    console.error(`round ${r + 1}/${rounds} done`);
+  }
+
+  // What the policy wallet's windows held at the end: the window sums grow with every payment counted.
+  const budget = ((await (await fetch(`${ready.api}/v1/wallets/me/budget`, { headers: { authorization: `Bearer ${ready.policyWallet.secret}` } })).json()) as { data: { window: string; spent: string; reserved: string }[] }).data;
+  const inWindow = budget.map((b) => `${b.window}: ${(BigInt(b.spent) + BigInt(b.reserved)) / 100n} payments`).join(', ');
+
+  const diff = (s: Samples, a: Side, b: Side) => median(s[a]) - median(s[b]);
+  const paired = (s: Samples, a: Side, b: Side) => median(s[a].map((v, i) => v - s[b][i]));
+  const spread = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+  const policyAdded = diff(all, 'policy', 'plain');
+  const walletAdded = diff(all, 'plain', 'direct');
   const lines = [
-    `machine: ${machine()}; database ${ready.database}; ${iterations} sequential iterations per side after ${warmup} warm-up pairs`,
+    `machine: ${machine()}; database ${ready.database}; ${rounds} rounds × ${iterations} sequential iterations per side after ${warmup} warm-up iterations; each iteration makes the three calls in a rotating order`,
+    `policy wallet's windows at the end: ${inWindow}`,
     '',
-    '| path | median ms | p90 ms | p99 ms | mean ms |',
-    '|---|---|---|---|---|',
-    row('direct paid call (client signs)', directMs),
-    row('pay-and-call (wallet signs)', walletMs),
+    '| round | load avg (1 min) start→end | direct median | pay-and-call, no policy, median | pay-and-call, policy, median | policy − no policy (medians) | policy − no policy (paired median) | pay-and-call − direct (medians) |',
+    '|---|---|---|---|---|---|---|---|',
+    ...perRound.map(({ samples: s, load }, r) =>
+      `| ${r + 1} | ${load[0].toFixed(1)}→${load[1].toFixed(1)} | ${median(s.direct).toFixed(2)} | ${median(s.plain).toFixed(2)} | ${median(s.policy).toFixed(2)} | ${diff(s, 'policy', 'plain').toFixed(2)} | ${paired(s, 'policy', 'plain').toFixed(2)} | ${diff(s, 'plain', 'direct').toFixed(2)} |`,
+    ),
     '',
-    `added latency: median(pay-and-call) − median(direct) = ${added.toFixed(2)} ms; median of paired differences = ${median(pairedMs).toFixed(2)} ms (target ≤ ${TARGET_MS} ms) ${added <= TARGET_MS ? 'PASS' : 'MISS'}`,
+    `| path (all ${rounds * iterations} iterations) | median ms | p90 ms | p99 ms | mean ms | round medians |`,
+    '|---|---|---|---|---|---|',
+    row('direct paid call (client signs)', all.direct, perRound.map((p) => median(p.samples.direct))),
+    row('pay-and-call, wallet with no policy', all.plain, perRound.map((p) => median(p.samples.plain))),
+    row('pay-and-call, wallet with a policy', all.policy, perRound.map((p) => median(p.samples.policy))),
+    '',
+    `policy overhead: median(policy) − median(no policy) = ${policyAdded.toFixed(2)} ms (rounds ${spread(perRound.map((p) => diff(p.samples, 'policy', 'plain')))}); median of paired differences = ${paired(all, 'policy', 'plain').toFixed(2)} ms (rounds ${spread(perRound.map((p) => paired(p.samples, 'policy', 'plain')))}) (target ≤ ${POLICY_TARGET_MS} ms) ${policyAdded <= POLICY_TARGET_MS ? 'PASS' : 'MISS'}`,
+    `pay-and-call overhead: median(no policy) − median(direct) = ${walletAdded.toFixed(2)} ms (rounds ${spread(perRound.map((p) => diff(p.samples, 'plain', 'direct')))}); median of paired differences = ${paired(all, 'plain', 'direct').toFixed(2)} ms (target ≤ ${TARGET_MS} ms) ${walletAdded <= TARGET_MS ? 'PASS' : 'MISS'}`,
   ];
   console.log(lines.join('\n'));
 } finally {
   await stopProcess(server.child);
 }
 
-function row(name: string, values: number[]): string {
+function row(name: string, values: number[], roundMedians: number[]): string {
   const mean = values.reduce((sum, v) => sum + v, 0) / values.length;
-  return `| ${name} | ${median(values).toFixed(2)} | ${quantile(values, 0.9).toFixed(2)} | ${quantile(values, 0.99).toFixed(2)} | ${mean.toFixed(2)} |`;
+  return `| ${name} | ${median(values).toFixed(2)} | ${quantile(values, 0.9).toFixed(2)} | ${quantile(values, 0.99).toFixed(2)} | ${mean.toFixed(2)} | ${roundMedians.map((m) => m.toFixed(2)).join(' / ')} |`;
 }
 
 function median(values: number[]): number {

@@ -1,5 +1,6 @@
 import { and, desc, eq, gt, gte, inArray, ne, sql, type SQL } from 'drizzle-orm';
 import { databaseNow, type Clock } from '../../platform/clock.js';
+import { rowsOf } from '../../platform/sql-rows.js';
 import type { Executor } from '../../platform/db.js';
 import type { ApprovalStatus, Policy } from './policy-schemas.js';
 import type { PaymentRow } from './store.js';
@@ -72,30 +73,35 @@ export class PolicyStore {
   }
 
   /**
-   * Payments of the wallet in (network, asset) created in the last `windowSeconds` by the database's clock
+   * Per window (seconds), the payments of the wallet in (network, asset) created in it by the database's clock
    * (pay-and-call rows are stamped by it: spend-guard.ts) that still count: settled ones are spent, open ones
    * reserved; failed ones released. Transfers (method TRANSFER: the owner moving funds) are not the credential
-   * holder's spending and are not counted.
+   * holder's spending and are not counted. One scan of the longest window serves every window (FILTER).
    */
-  async usage(walletId: string, network: string, asset: string, windowSeconds: number): Promise<WindowUsage> {
-    const [row] = await this.db
-      .select({
-        spent: sql<string>`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} = 'settled'), 0)::text`,
-        reserved: sql<string>`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} <> 'settled'), 0)::text`,
-        oldest: sql<Date | string | null>`min(${walletPayments.createdAt})`,
-      })
-      .from(walletPayments)
-      .where(
-        and(
-          eq(walletPayments.walletId, walletId),
-          gt(walletPayments.createdAt, sql`${this.now} - make_interval(secs => ${windowSeconds})`),
-          eq(walletPayments.network, network),
-          sql`lower(${walletPayments.asset}) = ${asset.toLowerCase()}`,
-          ne(walletPayments.status, 'failed'),
-          ne(walletPayments.method, 'TRANSFER'),
-        ),
-      );
-    return { spent: BigInt(row?.spent ?? '0'), reserved: BigInt(row?.reserved ?? '0'), oldest: row?.oldest ? new Date(row.oldest) : null };
+  async usage(walletId: string, network: string, asset: string, windows: readonly number[]): Promise<WindowUsage[]> {
+    if (windows.length === 0) return [];
+    const now = this.now;
+    const inWindow = (seconds: number) => sql`${walletPayments.createdAt} > ${now} - make_interval(secs => ${seconds})`;
+    const columns = windows.flatMap((seconds) => [
+      sql`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} = 'settled' and ${inWindow(seconds)}), 0)::text`,
+      sql`coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} <> 'settled' and ${inWindow(seconds)}), 0)::text`,
+      sql`min(${walletPayments.createdAt}) filter (where ${inWindow(seconds)})`,
+    ]);
+    const rows = await rowsOf<Record<string, unknown>>(
+      this.db,
+      sql`select ${sql.join(
+        columns.map((column, i) => sql`${column} as ${sql.identifier(`c${i}`)}`),
+        sql`, `,
+      )} from ${walletPayments}
+          where ${walletPayments.walletId} = ${walletId} and ${inWindow(Math.max(...windows))}
+            and ${walletPayments.network} = ${network} and lower(${walletPayments.asset}) = ${asset.toLowerCase()}
+            and ${walletPayments.status} <> 'failed' and ${walletPayments.method} <> 'TRANSFER'`,
+    );
+    const row = rows[0] ?? {};
+    return windows.map((_seconds, i) => {
+      const oldest = row[`c${3 * i + 2}`] as Date | string | null | undefined;
+      return { spent: BigInt((row[`c${3 * i}`] as string | undefined) ?? '0'), reserved: BigInt((row[`c${3 * i + 1}`] as string | undefined) ?? '0'), oldest: oldest ? new Date(oldest) : null };
+    });
   }
 
   /** Records a reserved payment, stamped with the database's now: the windows count by that clock on every node. */

@@ -93,25 +93,34 @@ export class SpendGuard {
     return policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy));
   }
 
-  /** Per limit of the policy: what its window holds now. */
+  /** Per limit of the policy: what its window holds now (one query per network and asset). */
   async budget(walletId: string): Promise<BudgetLimitView[]> {
     const policies = new PolicyStore(this.db, this.clock);
     const row = await policies.policy(walletId);
     const limits = ((row?.policy ?? {}) as Policy).limits ?? [];
-    return Promise.all(limits.map(async (limit) => budgetView(limit, await policies.usage(walletId, limit.network, limit.asset, POLICY_WINDOWS[limit.window]))));
+    const usages = new Map<PolicyLimit, WindowUsage>();
+    for (const limit of limits) {
+      if (usages.has(limit)) continue;
+      const same = limits.filter((l) => sameAsset(l, limit));
+      const usage = await policies.usage(walletId, limit.network, limit.asset, same.map((l) => POLICY_WINDOWS[l.window]));
+      same.forEach((l, i) => usages.set(l, usage[i]!));
+    }
+    return limits.map((limit) => budgetView(limit, usages.get(limit)!));
   }
 
   private async refuseOverLimit(policies: PolicyStore, walletId: string, policy: Policy, asked: AskedPayment): Promise<void> {
-    for (const [i, limit] of (policy.limits ?? []).entries()) {
-      if (!sameAsset(limit, asked)) continue;
-      const usage = await policies.usage(walletId, limit.network, limit.asset, POLICY_WINDOWS[limit.window]);
-      if (usage.spent + usage.reserved + asked.amount <= BigInt(limit.amount)) continue;
+    const limits = (policy.limits ?? []).map((limit, i) => ({ limit, rule: `limits[${i}]` })).filter(({ limit }) => sameAsset(limit, asked));
+    if (limits.length === 0) return;
+    const usages = await policies.usage(walletId, asked.network, asked.asset, limits.map(({ limit }) => POLICY_WINDOWS[limit.window]));
+    limits.forEach(({ limit, rule }, i) => {
+      const usage = usages[i]!;
+      if (usage.spent + usage.reserved + asked.amount <= BigInt(limit.amount)) return;
       const budget = budgetView(limit, usage);
       throw policyRefused(
-        { reason: 'policy_limit_exceeded', rule: `limits[${i}]`, message: `The payment of ${asked.amount} would pass the policy's ${limit.window} limit of ${limit.amount} (${budget.remaining} remaining)` },
+        { reason: 'policy_limit_exceeded', rule, message: `The payment of ${asked.amount} would pass the policy's ${limit.window} limit of ${limit.amount} (${budget.remaining} remaining)` },
         { budget },
       );
-    }
+    });
   }
 }
 
