@@ -1,6 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // As tsconfig's `paths`: in the repository @tollgate/client is its source, so no build is needed to test it.
+  resolve: { alias: { '@tollgate/client': fileURLToPath(new URL('packages/client/src/index.ts', import.meta.url)) } },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'templates/*/src/**/*.test.ts', 'templates/*/test/**/*.test.ts'],
     pool: 'forks',
