@@ -1,6 +1,8 @@
 # Tollgate: the compiled build on Node 20, run as the unprivileged `node` user.
 #   docker build -t tollgate .
-#   docker run -p 8402-8405:8402-8405 -v tollgate-data:/data tollgate
+#   docker run -p 127.0.0.1:8402-8405:8402-8405 -e ALLOW_DEV_IDENTITY=1 -v tollgate-data:/data tollgate
+# (HOST=0.0.0.0 here: without IDENTITY_JWKS_URL serve refuses to start unless ALLOW_DEV_IDENTITY=1, which is
+# safe only with the ports published on loopback as above; docs/configuration.md.)
 # compose.yaml runs it with PostgreSQL 15; README "How it scales" lists what to set in production.
 
 FROM node:20-bookworm-slim AS build

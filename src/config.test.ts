@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -108,6 +110,48 @@ describe('config', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('Invalid configuration');
     expect(result.stderr).toContain('IDENTITY_JWKS_URL: required with IDENTITY_OIDC_ISSUER');
+  }, 120_000);
+
+  describe('the dev identity issuer on a listen address other machines reach', () => {
+    const named = (env: Record<string, string>) => loadConfig(env).devIdentityProblems.map((p) => p.split(':')[0]);
+
+    it('is refused on every non-loopback HOST while IDENTITY_JWKS_URL is unset', () => {
+      for (const host of ['0.0.0.0', '::', '10.0.0.5', '192.168.1.20', '203.0.113.7', '2001:db8::1', 'tollgate.example.com', 'localhost.example.com']) {
+        expect(named({ HOST: host }), host).toEqual(['HOST']);
+      }
+      const [problem] = loadConfig({ HOST: '0.0.0.0' }).devIdentityProblems;
+      expect(problem).toContain('HOST: 0.0.0.0 is not a loopback address');
+      expect(problem).toContain('ALLOW_DEV_IDENTITY=1');
+    });
+
+    it('is allowed on loopback: 127.0.0.0/8, ::1 and localhost', () => {
+      expect(loadConfig({}).devIdentityProblems).toEqual([]); // HOST defaults to 127.0.0.1
+      for (const host of ['127.0.0.1', '127.4.5.6', '::1', '[::1]', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST']) {
+        expect(named({ HOST: host }), host).toEqual([]);
+      }
+    });
+
+    it('is allowed with ALLOW_DEV_IDENTITY=1, and moot with IDENTITY_JWKS_URL (no dev issuer runs)', () => {
+      expect(named({ HOST: '0.0.0.0', ALLOW_DEV_IDENTITY: '1' })).toEqual([]);
+      expect(named({ HOST: '0.0.0.0', IDENTITY_JWKS_URL: 'https://id.example.com/jwks' })).toEqual([]);
+      // ALLOW_DEV_KEYS speaks for the keys beside a shared database, not for who may reach the token route.
+      expect(named({ HOST: '0.0.0.0', ALLOW_DEV_KEYS: '1', DATABASE_URL: 'postgres://db/tollgate' })).toEqual(['HOST']);
+      expect(() => loadConfig({ ALLOW_DEV_IDENTITY: 'yes' })).toThrow(/ALLOW_DEV_IDENTITY/);
+    });
+  });
+
+  it('makes `serve` exit 2 before listening when the dev identity issuer would listen on 0.0.0.0', () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-dev-identity-'));
+    const result = spawnSync(process.execPath, [bin, 'serve'], {
+      env: { ...process.env, HOST: '0.0.0.0', IDENTITY_JWKS_URL: '', ALLOW_DEV_IDENTITY: '', DATABASE_URL: '', TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('Invalid configuration');
+    expect(result.stderr).toContain('HOST: 0.0.0.0 is not a loopback address and IDENTITY_JWKS_URL is unset');
+    expect(result.stdout).not.toMatch(/^api\s/m);
   }, 120_000);
 
   it('names every dev key a node beside a shared database would use, and none with ALLOW_DEV_KEYS=1 or every key set', () => {

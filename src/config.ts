@@ -103,6 +103,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
   ALLOW_DEV_KEYS: z.enum(['0', '1']).default('0'),
+  ALLOW_DEV_IDENTITY: z.enum(['0', '1']).default('0'),
   WALLET_MASTER_KEY: hexKey,
   WALLET_KEY_PROVIDER: z.enum(['local', 'aws-kms']).default('local'),
   AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as eu-west-1').optional(),
@@ -148,6 +149,8 @@ export type OriginName = (typeof ORIGINS)[number];
 export interface Config {
   /** Dev keys this configuration would use beside a shared database or a real chain (serve refuses them; see devKeyProblems). */
   devKeyProblems: string[];
+  /** The dev identity issuer on a listen address other machines may reach (serve refuses it; see devIdentityProblems). */
+  devIdentityProblems: string[];
   dataDir: string;
   host: string;
   /** Whose X-Forwarded-For to believe for the client address (rate limits): Fastify's trustProxy. */
@@ -326,6 +329,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : [];
   return {
     devKeyProblems: devKeyProblems(e),
+    devIdentityProblems: devIdentityProblems(e),
     dataDir: path.resolve(e.TOLLGATE_DATA_DIR),
     host: e.HOST,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
@@ -502,6 +506,26 @@ function devKeyProblems(e: Env): string[] {
   return missing.map(
     (name) => `${name}: unset with DATABASE_URL or CHAIN_RPC_URL, so a dev key would be used; set it, or ALLOW_DEV_KEYS=1 for a development setup`,
   );
+}
+
+/**
+ * Without IDENTITY_JWKS_URL the dev issuer signs identity tokens, and on the devchain its
+ * POST /dev/identity/token mints one for any user to whoever reaches the api port. On loopback only this
+ * machine can; on 0.0.0.0 or a public address anyone could. serve refuses that unless ALLOW_DEV_IDENTITY=1
+ * says the address is reachable from this machine only all the same (compose.yaml: the container listens
+ * on 0.0.0.0, its ports are published on 127.0.0.1).
+ */
+function devIdentityProblems(e: Env): string[] {
+  if (e.IDENTITY_JWKS_URL || e.ALLOW_DEV_IDENTITY === '1' || isLoopbackHost(e.HOST)) return [];
+  return [
+    `HOST: ${e.HOST} is not a loopback address and IDENTITY_JWKS_URL is unset, so the dev identity issuer would mint tokens for any user to whoever reaches this node; ` +
+      'set IDENTITY_JWKS_URL (your identity provider), or HOST=127.0.0.1, or ALLOW_DEV_IDENTITY=1 if only this machine can reach the address',
+  ];
+}
+
+/** 127.0.0.0/8, ::1 (also IPv4-mapped) or localhost: only this machine connects. */
+function isLoopbackHost(host: string): boolean {
+  return host.toLowerCase() === 'localhost' || classifyAddress(host) === 'loopback';
 }
 
 const OIDC_VARIABLES = ['IDENTITY_OIDC_ISSUER', 'IDENTITY_OIDC_CLIENT_ID', 'IDENTITY_OIDC_SCOPE', 'IDENTITY_OIDC_TOKEN'] as const;

@@ -1,6 +1,11 @@
 // Readiness (`GET /ready`): named checks that each part of the process registers (the database,
 // the chain RPC, relayer gas, background loops), run together under one deadline. A check that
 // throws or does not answer in time counts as failing: a probe must never hang on a dead part.
+//
+// Each check says which roles cannot serve while it fails. A failure that is critical for one of
+// this process's roles makes it unready (503: take it out of rotation); any other failure only
+// degrades it (200: it still serves most routes), so one RPC blip does not empty the api pool.
+import type { Role } from '../config.js';
 
 export interface CheckResult {
   ok: boolean;
@@ -12,29 +17,52 @@ export interface CheckResult {
 
 export type ReadinessCheck = () => Promise<CheckResult>;
 
+/** The roles that cannot do their job while a check fails: all of them, or the ones listed. */
+export type CriticalFor = 'every role' | readonly Role[];
+
+export type ReadinessStatus = 'ready' | 'degraded' | 'unready';
+
 export interface ReadinessReport {
+  /** False only when a check critical for one of this process's roles fails. */
   ready: boolean;
-  checks: Record<string, CheckResult & { ms: number }>;
+  /** ready: every check passes; degraded: only checks no role here depends on fail; unready: a critical one fails. */
+  status: ReadinessStatus;
+  /** Names of the failing checks, critical or not. */
+  failing: string[];
+  checks: Record<string, CheckResult & { ms: number; critical: boolean }>;
+}
+
+interface Registered {
+  check: ReadinessCheck;
+  critical: boolean;
 }
 
 export class Readiness {
-  readonly #checks = new Map<string, ReadinessCheck>();
+  readonly #checks = new Map<string, Registered>();
 
-  constructor(private readonly timeoutMs = 2_000) {}
+  /** `roles`: what this process runs; a check is critical here when it is critical for any of them. */
+  constructor(
+    private readonly roles: readonly Role[],
+    private readonly timeoutMs = 2_000,
+  ) {}
 
-  add(name: string, check: ReadinessCheck): void {
-    this.#checks.set(name, check);
+  add(name: string, criticalFor: CriticalFor, check: ReadinessCheck): void {
+    const critical = criticalFor === 'every role' || criticalFor.some((role) => this.roles.includes(role));
+    this.#checks.set(name, { check, critical });
   }
 
   async report(): Promise<ReadinessReport> {
     const entries = await Promise.all(
-      [...this.#checks].map(async ([name, check]) => {
+      [...this.#checks].map(async ([name, { check, critical }]) => {
         const started = performance.now();
         const result = await withDeadline(check, this.timeoutMs);
-        return [name, { ...result, ms: Math.round(performance.now() - started) }] as const;
+        return [name, { ...result, ms: Math.round(performance.now() - started), critical }] as const;
       }),
     );
-    return { ready: entries.every(([, result]) => result.ok), checks: Object.fromEntries(entries) };
+    const failing = entries.filter(([, result]) => !result.ok);
+    const ready = failing.every(([, result]) => !result.critical);
+    const status: ReadinessStatus = !ready ? 'unready' : failing.length ? 'degraded' : 'ready';
+    return { ready, status, failing: failing.map(([name]) => name), checks: Object.fromEntries(entries) };
   }
 }
 

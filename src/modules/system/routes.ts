@@ -7,11 +7,22 @@ import { envelope } from '../../platform/http/render.js';
 import type { Module, ZodApp } from '../module.js';
 
 const healthData = z.object({ commit: z.string(), branch: z.string(), buildTime: z.string() });
-const checkSchema = z.object({ ok: z.boolean(), ms: z.number(), reason: z.string().optional(), detail: z.record(z.string(), z.unknown()).optional() });
+const checkSchema = z.object({
+  ok: z.boolean(),
+  ms: z.number(),
+  critical: z.boolean().describe('whether a failure of this check means this node cannot serve one of its roles'),
+  reason: z.string().optional(),
+  detail: z.record(z.string(), z.unknown()).optional(),
+});
 const devTokenBody = z.object({ sub: z.string().regex(/^[A-Za-z0-9._@:-]{1,200}$/, 'sub: 1-200 of A-Z a-z 0-9 . _ @ : -') });
 const devTokenResult = z.object({ token: z.string(), sub: z.string(), expiresAt: z.string() });
 const DEV_TOKEN_TTL_SECONDS = 3600;
-const readyData = z.object({ ready: z.boolean(), checks: z.record(z.string(), checkSchema) });
+const readyData = z.object({
+  ready: z.boolean().describe('false only when a check critical for one of this node\'s roles fails'),
+  status: z.enum(['ready', 'degraded', 'unready']).describe('degraded: only non-critical checks fail, the node still serves (200)'),
+  failing: z.array(z.string()).describe('names of the failing checks, critical or not'),
+  checks: z.record(z.string(), checkSchema),
+});
 
 /**
  * Whether POST /dev/identity/token exists: the dev issuer on the embedded devchain. Never on a real chain:
@@ -34,17 +45,20 @@ export function systemModule(ctx: AppContext): Module {
         schema: {
           tags: ['system'],
           summary: 'Readiness: database, chain RPC, relayer gas, background loops',
-          description: '200 when every check passes, 503 with the same body naming the failing checks otherwise. Not cached.',
+          description:
+            '503 when a check critical for one of this node\'s roles fails (the message names the failing checks); 200 otherwise, ' +
+            'with status degraded when non-critical checks fail (docs/operations.md#readiness). Not cached.',
           response: { 200: envelopeSchema(readyData), 503: envelopeSchema(readyData) },
         },
       },
       async (_request, reply) => {
         const report = await ctx.readiness.report();
         reply.header('cache-control', 'no-store');
-        if (report.ready) return reply.send(envelope(report));
-        const failing = Object.keys(report.checks).filter((name) => !report.checks[name]!.ok);
+        if (report.status === 'ready') return reply.send(envelope(report));
+        // Degraded still serves: 200, so a load balancer keeps the node, with the failing checks named.
+        if (report.ready) return reply.send(envelope(report, `degraded: ${report.failing.join(', ')}`));
         // The envelope family's error shape, with the report as its data.
-        return reply.code(503).send({ code: envelopeCodeFor(503), message: `not ready: ${failing.join(', ')}`, data: report });
+        return reply.code(503).send({ code: envelopeCodeFor(503), message: `not ready: ${report.failing.join(', ')}`, data: report });
       },
     );
   };
