@@ -5,6 +5,7 @@ import { AdminCommandError } from './admin/commands.js';
 import { adminSocketPath, callAdminSocket } from './admin/socket.js';
 import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config.js';
 import type { Module } from './modules/module.js';
+import { acquireDataDirLock, assertDataDirFree, DataDirInUseError, type DataDirLock } from './platform/data-dir-lock.js';
 
 // The service itself (app, modules, chain, database) is imported only by the commands that run it:
 // help, status and commands a running instance answers through its socket never load it.
@@ -24,7 +25,8 @@ const USAGE = `Usage: tollgate <command> (tollgate <command> --help for one comm
 const HELP: Record<string, string> = {
   serve: `tollgate serve [--roles api,facilitator,relay,assets,worker]
   Runs the service: each origin's listener and (role worker) the background loops. Default: every role.
-  Configuration comes from the environment (README, Configuration); data lives in $TOLLGATE_DATA_DIR (./.data).`,
+  Configuration comes from the environment (README, Configuration); data lives in $TOLLGATE_DATA_DIR (./.data),
+  one instance per data dir (a second exits 3, naming the running one).`,
   status: `tollgate status
   Asks the instance running on $TOLLGATE_DATA_DIR (through its admin socket) for its origins, roles and each
   background loop's last run, lag, consecutive failures and last error. Exit 1 when no instance answers.`,
@@ -46,6 +48,12 @@ class UsageError extends Error {}
 
 /** Refused before it could mislead: the CLI would otherwise act on a data dir no running instance uses. */
 class WrongInstanceError extends Error {}
+
+/**
+ * From the first SIGINT/SIGTERM to a process whose ports (its origins' and anvil's) are all free: past it
+ * anvil is killed by its PID and the process exits with whatever stop has not finished.
+ */
+const STOP_DEADLINE_MS = 4_000;
 
 async function main(argv: string[]): Promise<number> {
   const [command, sub, ...rest] = argv;
@@ -73,9 +81,15 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return serve(config, [sub, ...rest].filter((a): a is string => a !== undefined));
     case 'migrate': {
-      const { openConfiguredDatabase } = await import('./platform/configured-database.js');
-      const database = await openConfiguredDatabase(config);
-      await database.close();
+      // PGlite lives in the data dir: never opened beside a running instance.
+      const lock = config.databaseUrl ? null : await acquireDataDirLock(config.dataDir, { command: 'migrate' });
+      try {
+        const { openConfiguredDatabase } = await import('./platform/configured-database.js');
+        const database = await openConfiguredDatabase(config);
+        await database.close();
+      } finally {
+        await lock?.release();
+      }
       console.log('migrations applied');
       return 0;
     }
@@ -130,43 +144,77 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(config: Config, args: string[]): Promise<number> {
-  if (config.devKeyProblems.length > 0) throw new ConfigError(config.devKeyProblems);
+  const refused = [...config.devKeyProblems, ...config.devIdentityProblems];
+  if (refused.length > 0) throw new ConfigError(refused);
   const { values } = parseArgs({ args, options: { roles: { type: 'string' } } });
   const roles = (values.roles ?? ROLES.join(',')).split(',').map((r) => r.trim()).filter(Boolean);
   const unknown = roles.filter((role) => !ROLES.includes(role as Role));
   if (unknown.length) throw new UsageError(`unknown roles: ${unknown.join(', ')} (known: ${ROLES.join(', ')})`);
 
+  // The first step that touches the data dir: a second instance is refused here (exit 3), before the
+  // devchain's orphan reaper could take the running anvil for an orphan, or PGlite open beside the other.
+  // Taken whatever the configuration: the admin socket and the dev secrets live there too.
+  const lock = await acquireDataDirLock(config.dataDir, { command: 'serve', roles });
+  try {
+    return await serveLocked(config, roles as Role[], lock);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function serveLocked(config: Config, roles: Role[], lock: DataDirLock): Promise<number> {
+  const { haltDevchainRestarts, killDevchains } = await import('./chain/devchain.js');
   // A database that fails every query (PGlite after a WASM fault) ends the process with
   // EXIT_DATABASE_LOST, so its supervisor restarts it; SIGINT/SIGTERM end it with 0.
   let databaseLost: (code: number) => void = () => {};
+  let signalled = false;
   const exitCode = new Promise<number>((resolve) => {
     databaseLost = resolve;
     const shutdown = (signal: string) => {
+      if (signalled) {
+        console.log(`${signal} again: stopping now`);
+        killDevchains();
+        process.exit(1);
+      }
+      signalled = true;
+      // Synchronously, before an anvil exit can be handled: the signal may have reached anvil's process
+      // group too, and a restarted anvil would hold its port (and the stop) open.
+      haltDevchainRestarts();
       console.log(`${signal}: draining requests and stopping`);
       resolve(0);
     };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+    process.on('SIGTERM', shutdown);
   });
   const { startServer } = await import('./server.js');
-  const server = await startServer({ config, roles: roles as Role[], onDatabaseLost: (code) => databaseLost(code) });
+  const server = await startServer({ config, roles, onDatabaseLost: (code) => databaseLost(code) });
+  const urls: Record<string, string> = {};
   for (const [origin, url] of Object.entries(server.urls)) {
-    if (server.origins[origin as keyof typeof server.origins]) console.log(`${origin.padEnd(12)} ${url}`);
+    if (!server.origins[origin as keyof typeof server.origins]) continue;
+    urls[origin] = url;
+    console.log(`${origin.padEnd(12)} ${url}`);
   }
   console.log(`${'data'.padEnd(12)} ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : config.dataDir}`);
   const { chain } = server.ctx;
   console.log(`${'chain'.padEnd(12)} ${chain.network} ${chain.devchain ? `devchain ${chain.rpcUrl}` : '(CHAIN_RPC_URL)'}`);
   console.log(`roles        ${roles.join(', ')}`);
+  lock.record({ urls: chain.devchain ? { ...urls, devchain: chain.rpcUrl } : urls });
 
   const code = await exitCode;
-  if (code === 0) {
-    await server.stop();
-    return 0;
-  }
-  // The database is gone: stopping may hang on it, so give the drain a bounded time.
+  // Bounded either way (the database may be gone and a stop hang on it; a loop or a module may be slow to
+  // let go): past the deadline anvil is killed by its PID, and exiting frees every other port.
   // Not unref()ed: a stop stuck on a dead connection may leave nothing else holding the process, which
   // would then end on its own with exit code 0.
-  await Promise.race([server.stop(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  let deadline: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    server.stop().then(() => true),
+    new Promise<false>((resolve) => (deadline = setTimeout(resolve, STOP_DEADLINE_MS, false))),
+  ]);
+  clearTimeout(deadline);
+  if (!stopped) {
+    console.error(`tollgate: the stop did not finish within ${STOP_DEADLINE_MS} ms; killing the devchain and exiting`);
+    killDevchains();
+  }
   return code;
 }
 
@@ -177,9 +225,39 @@ async function serve(config: Config, args: string[]): Promise<number> {
 async function runAdminCommand(config: Config, name: string, args: Record<string, unknown>): Promise<unknown> {
   const viaSocket = await callAdminSocket(config.dataDir, name, args);
   if (viaSocket !== null) return viaSocket;
-  // Nothing answers on this data dir's socket. If the api port is taken, an instance is most likely
-  // running on another data dir: what we would write here (a credential, a token signed with this
-  // dir's dev keys) would not work there. Say so instead.
+  // Nothing answers on this data dir's socket. Refused, touching nothing, when an instance holds the data dir
+  // anyway, or (the api port taken) one runs on another data dir; else we take the data dir as `serve` does,
+  // so no instance starts on it while we have it open.
+  await refusingHeldDataDir(() => assertDataDirFree(config.dataDir));
+  await refuseIfApiPortTaken(config);
+  const lock = await refusingHeldDataDir(() => acquireDataDirLock(config.dataDir, { command: process.argv.slice(2, 4).join(' ') }));
+  try {
+    return await runAdminCommandLocked(config, name, args);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Runs a lock step of the CLI; a data dir held by an instance whose socket did not answer is refused saying so. */
+async function refusingHeldDataDir<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    // Another CLI command holds it: the refusal as it stands says so. An instance holds it: say why we did not reach it.
+    if (!(error instanceof DataDirInUseError) || (error.holder && error.holder.command !== 'serve')) throw error;
+    throw new WrongInstanceError(
+      `data dir ${error.dataDir} is in use by a Tollgate instance (${error.holderDescription}), but its admin socket ` +
+        `${adminSocketPath(error.dataDir)} did not answer: it is starting or stopping, or hung.\n` +
+        'Retry once `tollgate status` answers, or stop that instance.',
+    );
+  }
+}
+
+/**
+ * The api port taken while nobody holds this data dir: an instance most likely runs on another data dir, and
+ * what we would write here (a credential, a token signed with this dir's dev keys) would not work there.
+ */
+async function refuseIfApiPortTaken(config: Config): Promise<void> {
   if (config.ports.api !== 0 && (await portInUse(config.host, config.ports.api))) {
     const dataDir = path.resolve(config.dataDir);
     throw new WrongInstanceError(
@@ -189,6 +267,9 @@ async function runAdminCommand(config: Config, name: string, args: Record<string
         `(npm start prints its data dir), or stop that instance to use ${dataDir}.`,
     );
   }
+}
+
+async function runAdminCommandLocked(config: Config, name: string, args: Record<string, unknown>): Promise<unknown> {
   const [{ default: pino }, { adminCommands }, { instantiateModules }, { createContext }, { moduleFactories }, { readBuildInfo }, { systemClock }, { openConfiguredDatabase }, { startChainService }] =
     await Promise.all([
       import('pino'),
@@ -262,7 +343,7 @@ main(process.argv.slice(2)).then(
       console.error(error.message);
       process.exit(2);
     }
-    if (error instanceof WrongInstanceError) {
+    if (error instanceof WrongInstanceError || error instanceof DataDirInUseError) {
       console.error(`tollgate: ${error.message}`);
       process.exit(3);
     }

@@ -15,6 +15,9 @@ import { LoopRunner } from './platform/jobs.js';
 import { readBuildInfo } from './modules/system/build-info.js';
 import { startChainService } from './chain/service.js';
 
+/** How long requests in flight at a stop may finish before their connections are cut. */
+const DRAIN_MS = 2_000;
+
 export interface RunningServer {
   ctx: AppContext;
   /** The instantiated modules (tests reach their admin commands through these). */
@@ -79,20 +82,22 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   }
 
   const origins: Partial<Record<OriginName, ZodApp>> = {};
-  const stops: Array<() => Promise<unknown>> = [];
+  const listening: ZodApp[] = [];
+  const stops: Array<() => Promise<unknown>> = [() => closeListeners(listening, DRAIN_MS)];
   try {
     for (const origin of ORIGINS) {
       if (!roles.includes(origin)) continue;
       const app = await buildOrigin(ctx, origin, modules);
       const address = await app.listen({ host: config.host, port: config.ports[origin] });
       origins[origin] = app;
-      stops.push(() => app.close());
+      listening.push(app);
       if (!config.publicUrls[origin]) ctx.urls[origin] = address;
     }
     const runner = new LoopRunner(database, log);
     if (roles.includes('worker')) runner.start(modules.flatMap((module) => module.loops ?? []));
     stops.push(() => runner.stop());
-    ctx.readiness.add('loops', async () => runner.check());
+    // Loops run on the worker role only (elsewhere the runner holds none and passes): they are its job.
+    ctx.readiness.add('loops', ['worker'], async () => runner.check());
     const loopGauge = (name: string, help: string, value: (loop: ReturnType<LoopRunner['report']>[number]) => number | null) =>
       ctx.metrics.gauge(name, help, ['loop'], (set) => {
         for (const loop of runner.report()) {
@@ -137,7 +142,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   };
 }
 
-// Listeners first (they drain in-flight requests), then loops, modules' children, the database.
+/**
+ * Every origin at once, so each port is free as soon as the stop begins: close() stops accepting and ends
+ * idle keep-alive connections; requests in flight get `drainMs`, then their connections are cut (a slow
+ * or stalled client must not hold the stop, and with it the chain and the database, open).
+ */
+async function closeListeners(apps: ZodApp[], drainMs: number): Promise<void> {
+  const cut = setTimeout(() => {
+    for (const app of apps) app.server.closeAllConnections();
+  }, drainMs);
+  try {
+    await Promise.all(apps.map((app) => app.close()));
+  } finally {
+    clearTimeout(cut);
+  }
+}
+
+// Listeners first (they drain in-flight requests, bounded), then loops, modules' children, the chain, the database.
 async function stopAll(stops: Array<() => Promise<unknown>>, modules: Module[], closeDatabase: () => Promise<void>, log: Logger) {
   for (const stop of stops) await stop().catch((error) => log.error({ err: error }, 'stop failed'));
   for (const module of [...modules].reverse()) {

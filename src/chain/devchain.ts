@@ -62,6 +62,23 @@ export interface DevchainOptions {
 
 const silentLogger: DevchainLogger = { info() {}, warn() {}, error() {} };
 
+/** The devchains this process runs, so a signal handler can reach them before the server object exists. */
+const liveDevchains = new Set<Devchain>();
+
+/**
+ * For the first SIGINT/SIGTERM, synchronously: no devchain of this process restarts anvil from now on. A
+ * signal sent to the process group also reaches anvil, whose exit would otherwise look like a crash and
+ * start a new anvil (holding its port) while the service is stopping.
+ */
+export function haltDevchainRestarts(): void {
+  for (const devchain of liveDevchains) devchain.haltRestarts();
+}
+
+/** Last resort of a stop that ran out of time: SIGKILL every anvil of this process by its PID. */
+export function killDevchains(): void {
+  for (const devchain of liveDevchains) devchain.kill();
+}
+
 export function devchainChain(rpcUrl: string): Chain {
   return defineChain({
     id: DEVCHAIN_CHAIN_ID,
@@ -98,6 +115,8 @@ export class Devchain {
   #port: number;
   #running: Running | null = null;
   #stopping = true;
+  /** Set by haltRestarts(): anvil's exit is no longer a crash to recover from. */
+  #halted = false;
   #restartTimer: NodeJS.Timeout | null = null;
   #restartAttempts = 0;
   #outputTail: string[] = [];
@@ -141,8 +160,10 @@ export class Devchain {
   async start(): Promise<void> {
     if (!this.#stopping) return;
     this.#stopping = false;
+    this.#halted = false;
     if (this.#port === 0) this.#port = await freePort();
     process.on('exit', this.#killOnExit);
+    liveDevchains.add(this);
     try {
       await this.#launch();
     } catch (err) {
@@ -186,23 +207,40 @@ export class Devchain {
     }
   }
 
-  /** Stops for good (no restart): SIGTERM so anvil dumps state, SIGKILL if it hangs. */
-  async stop(timeoutMs = 10_000): Promise<void> {
+  /**
+   * Stops for good (no restart): SIGTERM so anvil dumps state, SIGKILL if it has not exited within
+   * `timeoutMs` (a service stop releases anvil's port within its 5 s; the state is also dumped every second).
+   */
+  async stop(timeoutMs = 3_000): Promise<void> {
     this.#stopping = true;
+    this.haltRestarts();
     if (this.#clockTimer) clearInterval(this.#clockTimer);
     this.#clockTimer = null;
-    if (this.#restartTimer) clearTimeout(this.#restartTimer);
-    this.#restartTimer = null;
     process.off('exit', this.#killOnExit);
-    const running = this.#running;
-    if (!running) return;
-    running.proc.kill('SIGTERM');
-    if (!(await exitsWithin(running.exited, timeoutMs))) {
-      this.#log.warn(`devchain: anvil pid ${running.proc.pid} ignored SIGTERM; killing`);
-      running.proc.kill('SIGKILL');
-      await running.exited;
+    liveDevchains.delete(this);
+    const current = this.#running;
+    if (current) {
+      current.proc.kill('SIGTERM');
+      if (!(await exitsWithin(current.exited, timeoutMs))) {
+        this.#log.warn(`devchain: anvil pid ${current.proc.pid} ignored SIGTERM for ${timeoutMs} ms; killing`);
+        current.proc.kill('SIGKILL');
+        await current.exited;
+      }
     }
     if (this.#pidPath) await rm(this.#pidPath, { force: true });
+  }
+
+  /** No more restarts: an anvil exit from now on is final (stop() still stops a running one). Synchronous. */
+  haltRestarts(): void {
+    this.#halted = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+  }
+
+  /** SIGKILL to the running anvil, now (its port is free once the kernel has closed its sockets). */
+  kill(): void {
+    this.haltRestarts();
+    this.#running?.proc.kill('SIGKILL');
   }
 
   /** Mints `amount` USDG (a decimal string, up to 6 places) to `address` and tops up its gas. */
@@ -244,7 +282,7 @@ export class Devchain {
 
   // ---- process management ----
 
-  async #launch(): Promise<void> {
+  async #launch(restart = false): Promise<void> {
     const statePath = this.statePath;
     let reaped = false;
     if (statePath) {
@@ -264,8 +302,8 @@ export class Devchain {
       // --state = load at start + dump on exit; the interval covers crashes (SIGKILL skips the exit dump).
       args.push('--state', statePath, '--state-interval', String(this.#stateInterval));
     }
-    // stop() may have run while we awaited above; spawning now would leak a process.
-    if (this.#stopping) throw new Error('devchain stopped');
+    // stop() or a shutdown's haltRestarts() may have run while we awaited above; spawning now would leak a process.
+    if (this.#stopping || (restart && this.#halted)) throw new Error('devchain stopped');
     this.#outputTail = [];
     const proc = spawn(this.#anvilPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -290,7 +328,7 @@ export class Devchain {
   #onExit(running: Running, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.#running === running) this.#running = null;
     // Failures during startup are reported by #launch's caller; only a ready process is restarted.
-    if (this.#stopping || !running.ready) return;
+    if (this.#stopping || this.#halted || !running.ready) return;
     if (Date.now() - running.startedAt > 30_000) this.#restartAttempts = 0;
     this.#log.warn(`devchain: anvil exited unexpectedly (code ${code}, signal ${signal}); restarting`);
     this.#scheduleRestart();
@@ -301,11 +339,11 @@ export class Devchain {
     this.#restartAttempts += 1;
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
-      if (this.#stopping) return;
-      this.#launch().then(
+      if (this.#stopping || this.#halted) return;
+      this.#launch(true).then(
         () => this.#log.info(`devchain: anvil restarted, pid ${this.pid}`),
         (err: unknown) => {
-          if (this.#stopping) return;
+          if (this.#stopping || this.#halted) return;
           this.#log.error(`devchain: restart failed: ${String(err)}`);
           this.#scheduleRestart();
         },
