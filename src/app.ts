@@ -10,6 +10,7 @@ import { frameworkErrors, installErrorHandling } from './platform/http/error-han
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
 import { installRequestContext } from './platform/request-context.js';
+import { METRICS_CONTENT_TYPE, primaryOrigin } from './platform/metrics.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 
 const ORIGIN_TITLES: Record<OriginName, string> = {
@@ -79,27 +80,29 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
 }
 
 /**
- * Request metrics (route pattern, method, status, duration) and `GET /metrics` (Prometheus text).
- * The histogram's child per (route, method, status) is looked up once and kept: a request then
- * costs one map lookup and one observe.
+ * Request metrics (route pattern, method, status, duration) and `GET /metrics` (Prometheus text): this
+ * origin's request series, plus the process-wide ones on the primary origin (src/platform/metrics.ts).
+ * The counter and histogram children per (route, method, status) are looked up once and kept: a request
+ * then costs one map lookup, one inc and one observe.
  */
 function installMetrics(app: ZodApp, ctx: AppContext, origin: OriginName): void {
-  const { registry, httpRequests, httpDuration } = ctx.metrics;
-  const children = new Map<string, { count: ReturnType<typeof httpRequests.labels>; time: ReturnType<typeof httpDuration.labels> }>();
+  const { requests, duration } = ctx.metrics.http(origin);
+  const children = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof duration.labels> }>();
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const key = `${request.method} ${reply.statusCode} ${route}`;
     let child = children.get(key);
     if (!child) {
       const labels = { origin, method: request.method, route, status: String(reply.statusCode) };
-      children.set(key, (child = { count: httpRequests.labels(labels), time: httpDuration.labels(labels) }));
+      children.set(key, (child = { count: requests.labels(labels), time: duration.labels(labels) }));
     }
     child.count.inc();
     child.time.observe(reply.elapsedTime / 1000);
     done();
   });
+  const scrape = ctx.metrics.scraper(origin, origin === primaryOrigin(ctx.roles));
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    reply.type(registry.contentType);
-    return registry.metrics();
+    reply.type(METRICS_CONTENT_TYPE);
+    return scrape();
   });
 }

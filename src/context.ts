@@ -100,13 +100,13 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     relayerSigners: deps.chain.facilitatorSigners(), // every key of this node's relayer pool; none on a keyless node
     configured: config.facilitatorSigners,
   });
-  const metrics = createMetrics();
+  const metrics = createMetrics(database);
   const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls, keyedHash: (value) => hasher.hash(value) });
   return {
     ...deps,
     roles,
     ...x402,
-    readiness: baseReadiness(database, deps.chain, x402.facilitator),
+    readiness: baseReadiness(roles, database, deps.chain, x402.facilitator),
     metrics,
     services: {} as Services,
     db: database.db,
@@ -119,13 +119,18 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
   };
 }
 
-/** What every process depends on: a real query, the chain RPC answering, and the relayer's gas. */
-function baseReadiness(database: Database, chain: ChainService, facilitator: X402Parts['facilitator']): Readiness {
-  const readiness = new Readiness();
-  readiness.add('database', () => pingDatabase(database, 2_000));
-  readiness.add('chain', async () => ({ ok: true, detail: { block: Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 })) } }));
+/**
+ * What every process depends on: a real query, the chain RPC answering, and the relayer's gas. The
+ * database is every role's; the chain is the facilitator's (settling is its job) and the relay's (it
+ * reads the chain's time and verifies on chain for every request); the relayer keys are the
+ * facilitator's. An api or assets node without them still serves most routes: degraded, not unready.
+ */
+function baseReadiness(roles: readonly Role[], database: Database, chain: ChainService, facilitator: X402Parts['facilitator']): Readiness {
+  const readiness = new Readiness(roles);
+  readiness.add('database', 'every role', () => pingDatabase(database, 2_000));
+  readiness.add('chain', ['facilitator', 'relay'], async () => ({ ok: true, detail: { block: Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 })) } }));
   if (facilitator) {
-    readiness.add('relayer', async () => {
+    readiness.add('relayer', ['facilitator'], async () => {
       const keys = await facilitator.relayerStatus();
       const low = keys.filter((key) => key.lowGas).map((key) => key.address);
       // A lane whose oldest transaction outlived every replacement: its later settles wait behind the gap.

@@ -6,6 +6,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
+import { QueryTiming, timedClientClass, timedPgliteClass, type QueryObserver } from './db-timing.js';
 
 /** The drizzle handle every store uses; the same query builder over PGlite or node-postgres. */
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -14,6 +15,24 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export type Executor = Db | Tx;
 
 export type Notification = (payload: string) => void;
+
+/** Connections now (metrics). PGlite has one: busy while any call runs, the others wait for it. */
+export interface PoolStats {
+  max: number;
+  total: number;
+  idle: number;
+  /** Queries waiting for a connection. */
+  waiting: number;
+}
+
+export interface ListenOptions {
+  /**
+   * Told when notifications stop being received (false: the listening connection dropped, so any sent
+   * meanwhile are lost) and when they are again (true: reconnected and listening). Not called for the
+   * first subscription: listen() resolving means listening. PGlite is in-process and never drops it.
+   */
+  onListening?: (listening: boolean) => void;
+}
 
 export interface Database {
   readonly kind: 'pglite' | 'postgres';
@@ -27,8 +46,11 @@ export interface Database {
   withAdvisoryLock<T>(key: string, fn: () => Promise<T>): Promise<T>;
   /** Takes the lock if free and keeps it until release() or the connection drops; null if held elsewhere. */
   tryHoldAdvisoryLock(key: string): Promise<{ release(): Promise<void>; lost: Promise<void> } | null>;
-  listen(channel: string, onNotify: Notification): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: Notification, options?: ListenOptions): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
+  /** Told each statement's kind and duration (metrics); one observer, the last one set. */
+  observeQueries(observer: QueryObserver | null): void;
+  pool(): PoolStats;
   close(): Promise<void>;
 }
 
@@ -46,7 +68,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
 
 async function openPglite(dir: string | null): Promise<Database> {
   if (dir) fs.mkdirSync(path.dirname(dir), { recursive: true });
-  const client = dir ? new PGlite(dir) : new PGlite();
+  const timing = new QueryTiming();
+  const TimedPGlite = timedPgliteClass(timing);
+  const client: PGlite = dir ? new TimedPGlite(dir) : new TimedPGlite();
   await client.waitReady;
   const db = drizzlePglite({ client }) as unknown as Db;
   const held = new Map<string, Promise<void>>();
@@ -88,6 +112,13 @@ async function openPglite(dir: string | null): Promise<Database> {
     async notify(channel, payload) {
       await client.query('select pg_notify($1, $2)', [channel, payload]);
     },
+    observeQueries(observer) {
+      timing.observer = observer;
+    },
+    pool() {
+      const busy = timing.inFlight > 0 ? 1 : 0;
+      return { max: 1, total: 1, idle: 1 - busy, waiting: Math.max(0, timing.inFlight - 1) };
+    },
     async close() {
       await client.close();
     },
@@ -95,7 +126,8 @@ async function openPglite(dir: string | null): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  const timing = new QueryTiming();
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: timedClientClass(timing) });
   // A client that errors (server restart, database dropped) must not crash the process: idle ones
   // the pool replaces; a checked-out one between queries (a transaction, an advisory lock) would
   // otherwise emit an unhandled 'error'. Its caller's next query fails, and the watchdog sees it.
@@ -103,18 +135,53 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzlePg({ client: pool }) as unknown as Db;
   const listeners = new Map<string, Set<Notification>>();
+  const watchers = new Set<(listening: boolean) => void>();
   let listenClient: pg.Client | null = null;
+  let connecting: Promise<pg.Client> | null = null;
+  let reconnectTimer: NodeJS.Timeout | null = null;
+  let closed = false;
+  const tell = (listening: boolean) => watchers.forEach((fn) => fn(listening));
 
-  const ensureListenClient = async () => {
-    if (listenClient) return listenClient;
-    const client = new pg.Client({ connectionString: url });
+  // One connection carries every LISTEN of the process. When it drops it is reopened (with backoff) and
+  // listens to every channel again; subscribers hear of both, since notifications in between are lost.
+  const connectListener = async (): Promise<pg.Client> => {
+    const client = new pg.Client({ connectionString: url, keepAlive: true });
+    let ended = false;
     client.on('error', () => {});
-    await client.connect();
     client.on('notification', (message) => {
       for (const fn of listeners.get(message.channel) ?? []) fn(message.payload ?? '');
     });
+    client.once('end', () => {
+      ended = true;
+      if (listenClient !== client) return;
+      listenClient = null;
+      if (closed) return;
+      tell(false);
+      scheduleReconnect(LISTEN_RECONNECT_MIN_MS);
+    });
+    try {
+      await client.connect();
+      for (const channel of listeners.keys()) await client.query(`listen ${quoteIdent(channel)}`);
+      if (ended) throw new Error('the listening connection ended while it was being opened');
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
     listenClient = client;
     return client;
+  };
+  const ensureListenClient = (): Promise<pg.Client> =>
+    listenClient ? Promise.resolve(listenClient) : (connecting ??= connectListener().finally(() => (connecting = null)));
+  const scheduleReconnect = (delayMs: number) => {
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = null;
+      if (closed) return;
+      ensureListenClient().then(
+        () => tell(true),
+        () => scheduleReconnect(Math.min(delayMs * 2, LISTEN_RECONNECT_MAX_MS)),
+      );
+    }, delayMs);
+    reconnectTimer.unref();
   };
 
   return {
@@ -163,7 +230,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
         },
       };
     },
-    async listen(channel, onNotify) {
+    async listen(channel, onNotify, options = {}) {
       const client = await ensureListenClient();
       let set = listeners.get(channel);
       if (!set) {
@@ -172,19 +239,33 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
         await client.query(`listen ${quoteIdent(channel)}`);
       }
       set.add(onNotify);
+      const { onListening } = options;
+      if (onListening) watchers.add(onListening);
       return async () => {
         set.delete(onNotify);
+        if (onListening) watchers.delete(onListening);
       };
     },
     async notify(channel, payload) {
       await pool.query('select pg_notify($1, $2)', [channel, payload]);
     },
+    observeQueries(observer) {
+      timing.observer = observer;
+    },
+    pool: () => ({ max: poolSize, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
+      closed = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
+      await (connecting ?? Promise.resolve(null)).catch(() => null);
       await listenClient?.end().catch(() => {});
       await pool.end();
     },
   };
 }
+
+/** First wait before reopening a dropped listening connection; it doubles per failed try up to the max. */
+const LISTEN_RECONNECT_MIN_MS = 100;
+const LISTEN_RECONNECT_MAX_MS = 5_000;
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;

@@ -1,48 +1,107 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ORIGINS, type OriginName, type Role } from '../config.js';
+import type { Database } from './db.js';
+import type { QueryOperation } from './db-timing.js';
 
-// Prometheus metrics of one process: one registry per AppContext (tests build several apps in one
-// process, so nothing goes to prom-client's global registry). Every origin serves it at /metrics.
-// Labels are bounded: routes are route patterns (`/v1/events/:eventId/ack`), never raw URLs.
+// Prometheus metrics of one process: registries per AppContext (tests build several apps in one process,
+// so nothing goes to prom-client's global registry). Labels are bounded: routes are route patterns
+// (`/v1/events/:eventId/ack`), never raw URLs.
+//
+// Scraping every origin of every node sums correctly (docs/operations.md#metrics): each origin's /metrics
+// serves the request series of that origin only, and the process-wide series (process, database, outcomes,
+// loops, queues, chain) are served by the process's primary origin only, the first of ORIGINS it runs.
 
 type HttpLabel = 'origin' | 'method' | 'route' | 'status';
 
-export interface Metrics {
-  registry: Registry;
-  /** Request latency by origin, method, route pattern and status, in seconds. */
-  httpDuration: Histogram<HttpLabel>;
+/** One origin's request series, in a registry of its own: that origin's /metrics alone serves them. */
+export interface HttpMetrics {
   /** Requests by origin, method, route pattern and status. */
-  httpRequests: Counter<HttpLabel>;
+  requests: Counter<HttpLabel>;
+  /** Request latency by origin, method, route pattern and status, in seconds. */
+  duration: Histogram<HttpLabel>;
+}
+
+export interface Metrics {
+  /** The process-wide series: served by the primary origin only. */
+  registry: Registry;
+  /** The request series of `origin` (created at first use). */
+  http(origin: OriginName): HttpMetrics;
+  /**
+   * What `origin`'s /metrics serves: its request series, and the process-wide ones when it is the
+   * primary origin. Serving from the primary starts the default process metrics (once per process).
+   */
+  scraper(origin: OriginName, primary: boolean): () => Promise<string>;
   /** Adds a gauge whose value is read at scrape time (from memory or one cheap query). */
   gauge(name: string, help: string, labelNames: readonly string[], collect: (set: (labels: Record<string, string>, value: number) => void) => Promise<void> | void): void;
+  /** A counter; asked again by name, the same one (a part built twice on one context counts once). */
   counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L>;
-  /** A latency histogram in seconds (buckets from 1 ms to 30 s unless given). */
+  /** A latency histogram in seconds (buckets from 1 ms to 30 s unless given); the same one again by name. */
   histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets?: number[]): Histogram<L>;
 }
 
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Statements take from a fraction of a millisecond (PGlite, a local server) to seconds. */
+const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const QUERY_OPERATIONS: readonly QueryOperation[] = ['select', 'insert', 'update', 'delete', 'transaction', 'other'];
 
 /** Scrape-time collectors get this long; one that does not answer leaves its gauge empty, never hangs the scrape. */
 const COLLECT_TIMEOUT_MS = 2_000;
 
-export function createMetrics(): Metrics {
+/** The origin that serves the process-wide series: the first of ORIGINS the process runs (none on a worker-only node). */
+export function primaryOrigin(roles: readonly Role[]): OriginName | null {
+  return ORIGINS.find((origin) => roles.includes(origin)) ?? null;
+}
+
+/**
+ * prom-client's default metrics (CPU, memory, heap, event-loop lag, GC, handles) describe the process, not
+ * a context: one registry per process, so the event-loop monitor and the GC observer run once however many
+ * apps a test process builds. Created by the first primary origin, so a CLI command never starts them.
+ */
+let processRegistry: Registry | null = null;
+function defaultProcessMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export function createMetrics(database?: Database): Metrics {
   const registry = new Registry();
-  const httpRequests = new Counter({
-    name: 'tollgate_http_requests_total',
-    help: 'HTTP requests by origin, method, route pattern and status',
-    labelNames: ['origin', 'method', 'route', 'status'] as const,
-    registers: [registry],
-  });
-  const httpDuration = new Histogram({
-    name: 'tollgate_http_request_duration_seconds',
-    help: 'HTTP request latency by origin, method, route pattern and status',
-    labelNames: ['origin', 'method', 'route', 'status'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
-  return {
+  const origins = new Map<OriginName, { registry: Registry; http: HttpMetrics }>();
+  const originOf = (origin: OriginName) => {
+    let entry = origins.get(origin);
+    if (!entry) {
+      const own = new Registry();
+      const labelNames = ['origin', 'method', 'route', 'status'] as const;
+      const requests = new Counter({ name: 'tollgate_http_requests_total', help: 'HTTP requests by origin, method, route pattern and status', labelNames, registers: [own] });
+      const duration = new Histogram({
+        name: 'tollgate_http_request_duration_seconds',
+        help: 'HTTP request latency by origin, method, route pattern and status',
+        labelNames,
+        buckets: LATENCY_BUCKETS,
+        registers: [own],
+      });
+      origins.set(origin, (entry = { registry: own, http: { requests, duration } }));
+    }
+    return entry;
+  };
+  const existing = <M>(name: string) => registry.getSingleMetric(name) as M | undefined;
+
+  const metrics: Metrics = {
     registry,
-    httpRequests,
-    httpDuration,
+    http: (origin) => originOf(origin).http,
+    scraper(origin, primary) {
+      const own = originOf(origin).registry;
+      if (!primary) return () => own.metrics();
+      const defaults = defaultProcessMetrics();
+      return async () => {
+        const [http, shared, process] = await Promise.all([own.metrics(), registry.metrics(), defaults.metrics()]);
+        return http + shared + process;
+      };
+    },
     gauge(name, help, labelNames, collect) {
       new Gauge({
         name,
@@ -61,10 +120,28 @@ export function createMetrics(): Metrics {
       });
     },
     counter(name, help, labelNames) {
-      return new Counter({ name, help, labelNames, registers: [registry] });
+      return existing(name) ?? new Counter({ name, help, labelNames, registers: [registry] });
     },
     histogram(name, help, labelNames, buckets = LATENCY_BUCKETS) {
-      return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+      return existing(name) ?? new Histogram({ name, help, labelNames, buckets, registers: [registry] });
     },
   };
+  if (database) registerDatabaseMetrics(metrics, database);
+  return metrics;
+}
+
+/**
+ * Query latency by statement kind (each query costs one observe on a child looked up once) and the
+ * connection pool, read at scrape time.
+ */
+function registerDatabaseMetrics(metrics: Metrics, database: Database): void {
+  const duration = metrics.histogram('tollgate_db_query_duration_seconds', 'Database statement latency by kind (select, insert, update, delete, transaction, other)', ['operation'], QUERY_BUCKETS);
+  const byOperation = new Map(QUERY_OPERATIONS.map((operation) => [operation, duration.labels({ operation })]));
+  database.observeQueries((operation, seconds) => byOperation.get(operation)!.observe(seconds));
+  const pool = (name: string, help: string, value: (stats: ReturnType<Database['pool']>) => number) =>
+    metrics.gauge(name, help, [], (set) => set({}, value(database.pool())));
+  pool('tollgate_db_pool_max_connections', 'Connections the pool may open (DATABASE_POOL_SIZE; 1 for PGlite)', (stats) => stats.max);
+  pool('tollgate_db_pool_connections', 'Connections open now (PGlite: its one)', (stats) => stats.total);
+  pool('tollgate_db_pool_idle_connections', 'Open connections not running a query or transaction', (stats) => stats.idle);
+  pool('tollgate_db_pool_waiting_queries', 'Queries waiting for a connection', (stats) => stats.waiting);
 }

@@ -1,5 +1,7 @@
 // GET /metrics on every origin: Prometheus text, parsed with a real Prometheus text parser, with the
 // requests just made counted by route pattern and status, the queue depth, and the worker's loops.
+// Each origin serves its own request series; the process-wide ones come from the api origin (the
+// primary: metrics-origins.test.ts checks that the scrapes add up).
 // @ts-expect-error: the parser ships no types
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,12 +59,14 @@ describe('/metrics', () => {
       expect(families.get('tollgate_http_request_duration_seconds')?.type, origin).toBe('HISTOGRAM');
       const http = families.get('tollgate_http_requests_total');
       expect(http?.type, origin).toBe('COUNTER');
-      expect(find(http, { origin: 'api', method: 'GET', route: '/health', status: '200' })?.value).toBe('3');
-      expect(find(http, { origin: 'facilitator', method: 'GET', route: '/health', status: '200' })?.value).toBe('1');
-      // Route patterns, never raw URLs: both ids land on one series.
-      expect(find(http, { origin: 'api', method: 'GET', route: '/v1/events/:eventId', status: '404' })?.value).toBe('2');
-      expect(http!.metrics.some((sample) => sample.labels.route?.includes(unknownEvent))).toBe(false);
+      expect(http!.metrics.every((sample) => sample.labels.origin === origin), origin).toBe(true);
     }
+    const api = (await scrape('api')).get('tollgate_http_requests_total');
+    expect(find(api, { origin: 'api', method: 'GET', route: '/health', status: '200' })?.value).toBe('3');
+    expect(find((await scrape('facilitator')).get('tollgate_http_requests_total'), { origin: 'facilitator', method: 'GET', route: '/health', status: '200' })?.value).toBe('1');
+    // Route patterns, never raw URLs: both ids land on one series.
+    expect(find(api, { origin: 'api', method: 'GET', route: '/v1/events/:eventId', status: '404' })?.value).toBe('2');
+    expect(api!.metrics.some((sample) => sample.labels.route?.includes(unknownEvent))).toBe(false);
   });
 
   it('shows queue depth, lease expiries and the health of every background loop', async () => {
@@ -79,6 +83,9 @@ describe('/metrics', () => {
     expect(find(depth, { state: 'leased' })?.value).toBe('2');
     expect(find(depth, { state: 'dead' })?.value).toBe('0');
     expect(families.get('tollgate_queue_lease_expiries')?.metrics[0].value).toBe('0');
+    // The queue's own depth (it is among the 20 deepest: the only one with events).
+    const own = families.get('tollgate_queue_depth');
+    expect(['ready', 'delayed', 'leased'].map((state) => find(own, { queue: queue.data.id, state })?.value)).toEqual(['3', '0', '2']);
 
     const failures = families.get('tollgate_loop_consecutive_failures');
     for (const loop of ['events.sweeper', 'events.scheduler']) {
@@ -98,13 +105,13 @@ describe('/metrics', () => {
     const requirements = requirementsFor(app);
     expect((await settle(app, await signAuthorization(broke, requirements), requirements)).body).toMatchObject({ success: false });
 
-    const families = await scrape('facilitator');
+    const families = await scrape('api');
     const settlements = families.get('tollgate_facilitator_settlements_total');
     expect(find(settlements, { outcome: 'settled', reason: '' })?.value).toBe('1');
     expect(find(settlements, { outcome: 'failed', reason: 'invalid_exact_evm_insufficient_balance' })?.value).toBe('1');
     expect(families.get('tollgate_facilitator_duration_seconds')?.type).toBe('HISTOGRAM');
     expect(families.get('tollgate_facilitator_client_duration_seconds')?.type).toBe('HISTOGRAM');
-    const text = await (await fetch(`${app.urls.facilitator}/metrics`)).text();
+    const text = await (await fetch(`${app.urls.api}/metrics`)).text();
     // The paid endpoint's verify and settle (in-process here) and the engine's two settles and one verify.
     expect(text).toContain('tollgate_facilitator_client_duration_seconds_count{facilitator="local",operation="settle",outcome="ok"} 1');
     expect(text).toContain('tollgate_facilitator_duration_seconds_count{operation="settle",outcome="rejected"} 1');

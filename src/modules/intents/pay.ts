@@ -7,6 +7,7 @@ import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, typ
 import { CONDITIONS, settlementRecordOf, TX_HASH_UNIQUE } from './reconcile.js';
 import type { SettlementBody } from './schemas.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
+import { intentOutcomes, type IntentOutcomes } from './metrics.js';
 import type { IntentRow, IntentsStore } from './store.js';
 import { paymentUrlOf, settlementBody } from './views.js';
 
@@ -31,11 +32,16 @@ const NONCE_ALREADY_USED = 'invalid_exact_evm_nonce_already_used';
  * then the facilitator's settle, the one step that can move money.
  */
 export class PayService {
+  /** Counts the moves this service makes (metrics.ts). */
+  private readonly outcome: IntentOutcomes;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly store: IntentsStore,
     private readonly rail: PaymentRail,
-  ) {}
+  ) {
+    this.outcome = intentOutcomes(ctx.metrics);
+  }
 
   async pay(request: PayRequest): Promise<PayAnswer> {
     const limits = this.ctx.config.intents.payLimits;
@@ -96,21 +102,22 @@ export class PayService {
         if (outcome.reason === NONCE_ALREADY_USED) {
           // The facilitator settled this authorization before our claim (e.g. it paid another x402
           // purchase) and says success once: it cannot also pay this intent. Nothing was sent again.
-          await this.store.reopen(intent.id, authorization.id, null, now, 'used_elsewhere');
+          if (await this.store.reopen(intent.id, authorization.id, null, now, 'used_elsewhere')) this.outcome('pay', 'reopened');
           throw intentErrors.authorizationAlreadyUsed('This authorization was already settled for another payment; sign a new one');
         }
         const failure = { code: outcome.reason, message: outcome.message };
-        await this.store.fail(intent.id, authorization.id, failure, now);
+        if (await this.store.fail(intent.id, authorization.id, failure, now)) this.outcome('pay', 'failed');
         const current = await this.store.byId(intent.id);
         if (current?.status === 'settled') return this.settledAnswer(current);
         throw intentErrors.settlementFailed(failure, this.rail.encodeResponse(outcome.response));
       }
       case 'unavailable':
-        await this.store.release(intent.id, authorization.id, now);
+        if (await this.store.release(intent.id, authorization.id, now)) this.outcome('pay', 'released');
         throw intentErrors.facilitatorUnavailable();
       case 'unknown':
         if (outcome.transaction) await this.store.recordPendingHash(authorization.id, outcome.transaction, now);
         await this.store.note(intent.id, authorization.id, CONDITIONS.unknown, now);
+        this.outcome('pay', 'unknown');
         throw intentErrors.settlementResultUnknown();
     }
   }
@@ -119,11 +126,12 @@ export class PayService {
   private async recordSettled(intent: IntentRow, authorization: { id: string; payer: string }, transaction: string): Promise<PayAnswer> {
     const now = this.ctx.clock.now();
     try {
-      await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now);
+      // False when reconciliation moved it first: its move, counted there.
+      if (await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now)) this.outcome('pay', 'settled');
       crashPoint('intent.after-commit');
     } catch (error) {
       if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
-      await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now);
+      if (await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now)) this.outcome('pay', 'failed');
       throw intentErrors.paymentAlreadyUsed();
     }
     // Reconciliation may have settled it first; either way the stored row is the answer.
@@ -139,7 +147,7 @@ export class PayService {
     if (intent.status === 'settled') return intent;
     const now = this.ctx.clock.now();
     if (intent.status === 'pending' && intent.expiresAt <= now) {
-      await this.store.expire(intent.id, now);
+      if (await this.store.expire(intent.id, now)) this.outcome('expiry', 'expired');
       intent = { ...intent, status: 'expired' };
     }
     if (intent.status === 'expired') throw intentErrors.expired(intent.expiresAt);

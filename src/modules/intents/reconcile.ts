@@ -3,6 +3,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { ChainOutcome, ExpectedAuthorization, PaymentChain } from './payments.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { IntentRow, IntentsStore } from './store.js';
+import { noIntentOutcomes, type IntentOutcomes } from './metrics.js';
 
 export const TX_HASH_UNIQUE = 'payment_intents_transaction_hash_unique';
 
@@ -38,6 +39,8 @@ export class Reconciler {
     private readonly chain: PaymentChain,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Counts the moves reconciliation makes (metrics.ts). */
+    private readonly outcome: IntentOutcomes = noIntentOutcomes,
   ) {}
 
   /** The intent after reconciliation, or 'unavailable' when the chain cannot be read. */
@@ -65,10 +68,10 @@ export class Reconciler {
     }
     const now = this.clock.now();
     if (outcome.kind === 'paid' && ours) await this.settleFrom(intent, authorization.id, authorization.payer, outcome);
-    else if (outcome.kind === 'paid') await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now);
-    else if (outcome.kind === 'spent') await this.store.fail(intent.id, authorization.id, CONDITIONS.mismatch, now);
+    else if (outcome.kind === 'paid') this.moved(await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now), 'failed');
+    else if (outcome.kind === 'spent') this.moved(await this.store.fail(intent.id, authorization.id, CONDITIONS.mismatch, now), 'failed');
     // validBefore has passed on chain and the token never used it: it can never move money now.
-    else if (outcome.kind === 'dead') await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now);
+    else if (outcome.kind === 'dead') this.moved(await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now), 'reopened');
     // Used, but its transaction is not final (or not found) yet: a reorg could still drop it.
     else if (outcome.used) await this.store.note(intent.id, authorization.id, CONDITIONS.notFinal, now);
     return (await this.store.byId(intent.id)) ?? intent;
@@ -77,10 +80,14 @@ export class Reconciler {
   private async settleFrom(intent: IntentRow, authorizationId: string, payer: string, paid: { transactionHash: string; blockTimestamp: number }) {
     const now = this.clock.now();
     try {
-      await this.store.settle(intent.id, authorizationId, { hash: paid.transactionHash, payer, settledAt: new Date(paid.blockTimestamp * 1000) }, now);
+      this.moved(await this.store.settle(intent.id, authorizationId, { hash: paid.transactionHash, payer, settledAt: new Date(paid.blockTimestamp * 1000) }, now), 'settled');
     } catch (error) {
       if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
-      await this.store.fail(intent.id, authorizationId, CONDITIONS.alreadyUsed, now);
+      this.moved(await this.store.fail(intent.id, authorizationId, CONDITIONS.alreadyUsed, now), 'failed');
     }
+  }
+
+  private moved(moved: boolean, outcome: 'settled' | 'failed' | 'reopened'): void {
+    if (moved) this.outcome('reconcile', outcome);
   }
 }

@@ -11,6 +11,7 @@ import { paymentChainOf, paymentRailOf } from './gateway.js';
 import { PayService } from './pay.js';
 import type { PaymentChain, PaymentRail } from './payments.js';
 import { Reconciler } from './reconcile.js';
+import { intentOutcomes } from './metrics.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { checkoutViewSchema, createIntentBody, intentIdParams, intentSchema, projectIntentsQuery, settlementBodySchema } from './schemas.js';
 import { IntentsService } from './service.js';
@@ -42,7 +43,7 @@ export const intentsModule: ModuleFactory = createIntentsModule();
 
 function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
   const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock, intentEventSinkOf(ctx));
-  const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log);
+  const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log, intentOutcomes(ctx.metrics));
   const service = new IntentsService(ctx, store, reconciler);
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));
   ctx.services.intents = service;

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
+import { intentOutcomes } from './metrics.js';
 import type { Reconciler } from './reconcile.js';
 import type { IntentsStore } from './store.js';
 
@@ -16,6 +17,7 @@ export function reconciliationLoop(ctx: AppContext, store: IntentsStore, reconci
   const { intervalMs, graceSeconds } = ctx.config.intents.reconcile;
   // Where this pass over the settling intents has got to; null starts a new pass.
   let cursor: { since: Date; id: string } | null = null;
+  const outcome = intentOutcomes(ctx.metrics);
   return {
     name: 'intents-reconcile',
     intervalMs,
@@ -23,6 +25,7 @@ export function reconciliationLoop(ctx: AppContext, store: IntentsStore, reconci
     async run(signal) {
       const now = ctx.clock.now();
       const expired = await store.expireDue(now, EXPIRY_BATCH);
+      outcome('expiry', 'expired', expired);
       const due = await store.settlingSince(new Date(now.getTime() - graceSeconds * 1000), cursor, BATCH);
       let unavailable = 0;
       for (const intent of due) {

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError, conflict } from '../../platform/http/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId } from '../../platform/ids.js';
+import { currentRequestId } from '../../platform/request-context.js';
 import type { SafeFetchOptions, SafeResponse } from '../../platform/safe-fetch.js';
 import { chooseRequirement, parseChallenge } from './challenge.js';
 import { forwardedRequest, resourceOf } from './forward.js';
@@ -16,6 +17,7 @@ import type { SpendGuard } from './spend-guard.js';
 import { planAuthorization } from '../../x402/short-lived-scheme.js';
 import { WalletsStore, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
+import { payAndCallOutcomes, type PayAndCallOutcomes } from './metrics.js';
 import { paymentView } from './views.js';
 
 export type SafeFetch = (url: string, options?: SafeFetchOptions) => Promise<SafeResponse>;
@@ -33,6 +35,7 @@ export type PayAndCallResult =
  */
 export class PayAndCall {
   private readonly store: WalletsStore;
+  private readonly outcomes: PayAndCallOutcomes;
 
   constructor(
     private readonly ctx: AppContext,
@@ -42,14 +45,30 @@ export class PayAndCall {
     private readonly guard: SpendGuard,
   ) {
     this.store = new WalletsStore(ctx.db);
+    this.outcomes = payAndCallOutcomes(ctx.metrics);
   }
 
   async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string = newId()): Promise<PayAndCallResult> {
+    try {
+      const result = await this.attempt(wallet, credentialId, input, paymentId);
+      this.outcomes.answered(result);
+      return result;
+    } catch (error) {
+      this.outcomes.failed(error);
+      throw error;
+    }
+  }
+
+  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string): Promise<PayAndCallResult> {
     if (wallet.status !== 'active' || !wallet.keyRef) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
     const { maxBodyBytes, timeoutMs } = this.ctx.config.payAndCall;
     const request = forwardedRequest(input.headers, input.body, maxBodyBytes);
+    // The id of the request that asked (the caller's own X-Request-Id when it sent one) goes upstream on
+    // both requests, and is in the log line of the payment: one id across our logs and the seller's.
+    const requestId = currentRequestId();
+    if (requestId !== undefined) request.headers['x-request-id'] = requestId;
     const send = (url: string, headers: Record<string, string>, options: SafeFetchOptions = {}) =>
       this.fetch(url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
 
@@ -93,6 +112,8 @@ export class PayAndCall {
       throw error;
     }
     crashPoint('pay-and-call.after-sign');
+    // The root logger adds the request's id (reqId) to the line.
+    this.ctx.log.info({ paymentId: row.id, walletId: wallet.id, resource: row.resource, amount: requirement.amount, network: requirement.network }, 'pay-and-call sending a signed payment');
 
     let paid: SafeResponse;
     try {

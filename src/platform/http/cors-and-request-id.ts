@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 
-// Headers browsers may send to, and read from, x402 endpoints.
-const REQUEST_HEADERS = 'authorization, content-type, payment-signature, x-payment, idempotency-key';
+// Headers browsers may send to, and read from, x402 endpoints. A page may name its own request id
+// (x-request-id, adopted when well formed) and read the one each answer carries.
+const REQUEST_HEADERS = 'authorization, content-type, payment-signature, x-payment, idempotency-key, x-request-id';
 const EXPOSED_HEADERS = 'payment-required, payment-response, x-payment-response, x-request-id, retry-after';
 const METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS';
 
