@@ -27,16 +27,19 @@ declare module '../../context.js' {
   }
 }
 
-export function projectsModule(ctx: AppContext): Module {
+export async function projectsModule(ctx: AppContext): Promise<Module> {
   const service = new ProjectsService(ctx);
   ctx.services.projects = service;
   ctx.auth.register('project_key', service.resolveKey);
+  // Key lookups are cached per node once this node hears the other nodes' key changes (key-cache.ts).
+  const stopKeyCache = await service.keyCache.start(ctx.database);
   const signedIn = ctx.auth.guard(['identity']);
   const security = [{ bearer: [] }];
 
   return {
     name: 'projects',
     adminCommands: projectAdminCommands(service),
+    close: stopKeyCache,
     routes: {
       api: (app) => {
         app.get(

@@ -9,6 +9,7 @@ import { notFound } from '../../platform/http/errors.js';
 import { isoDate } from '../../platform/http/schemas.js';
 import { newId } from '../../platform/ids.js';
 import { projectErrors } from './errors.js';
+import { ProjectKeyCache, scopeTag, type KeyScope } from './key-cache.js';
 import type { ApiKeyView, MerchantView, ProjectView } from './schemas.js';
 import { ProjectsStore, type ApiKeyRow, type MerchantRow, type ProjectRow } from './store.js';
 
@@ -19,9 +20,13 @@ export class ProjectsService {
   private readonly store: ProjectsStore;
   private readonly touchKey: (id: string, now?: Date) => void;
 
+  /** This node's cache of key lookups; the module starts its listener (until then it is bypassed). */
+  readonly keyCache: ProjectKeyCache;
+
   constructor(private readonly ctx: AppContext) {
     this.store = new ProjectsStore(ctx.db);
     this.touchKey = createUsageToucher((id, now) => this.store.touchKey(id, now));
+    this.keyCache = new ProjectKeyCache(ctx.metrics);
   }
 
   async list(userId: string): Promise<ProjectView[]> {
@@ -62,7 +67,7 @@ export class ProjectsService {
   /** Revokes a key at once (the next request with it is 401); revoking twice answers it revoked. */
   async revokeApiKey(userId: string, projectId: string, keyId: string): Promise<ApiKeyView> {
     await this.requireOwned(userId, projectId);
-    const row = await this.store.revokeKey(projectId, keyId);
+    const row = await this.changingKeys({ keyId }, (store) => store.revokeKey(projectId, keyId));
     if (!row) throw notFound('API key not found', 'api_key_not_found');
     return apiKeyView(row);
   }
@@ -155,23 +160,49 @@ export class ProjectsService {
     return this.store.ownersOfMerchantPayTo(getAddress(payTo), network, asset);
   }
 
-  /** Credential resolver for project API keys (disabled keys resolve, and the guard answers 403). */
+  /**
+   * Credential resolver for project API keys (disabled keys resolve, and the guard answers 403). Read
+   * through this node's cache: every write below that changes a principal drops it on every node.
+   */
   resolveKey = async (secretHash: string): Promise<PrincipalOf<'project_key'> | null> => {
+    const principal = await this.keyCache.get(secretHash, () => this.lookupKey(secretHash));
+    if (principal) this.touchKey(principal.keyId, this.ctx.clock.now());
+    return principal;
+  };
+
+  private async lookupKey(secretHash: string): Promise<PrincipalOf<'project_key'> | null> {
     const row = await this.store.keyByHash(secretHash);
     if (!row) return null;
-    this.touchKey(row.keyId, this.ctx.clock.now());
     return {
       kind: 'project_key',
       projectId: row.projectId,
       keyId: row.keyId,
       disabled: row.keyStatus !== 'active' || row.projectStatus !== 'active',
     };
-  };
+  }
 
   // Operator actions (admin socket): there is no self-service disable in the spec.
-  setProjectStatus = (projectId: string, status: 'active' | 'disabled') => this.store.setProjectStatus(projectId, status, this.ctx.clock.now());
-  setKeyStatus = (keyId: string, status: 'active' | 'disabled' | 'revoked') => this.store.setKeyStatus(keyId, status);
+  setProjectStatus = (projectId: string, status: 'active' | 'disabled') =>
+    this.changingKeys({ projectId }, (store) => store.setProjectStatus(projectId, status, this.ctx.clock.now()));
+  setKeyStatus = (keyId: string, status: 'active' | 'disabled' | 'revoked') => this.changingKeys({ keyId }, (store) => store.setKeyStatus(keyId, status));
   setMerchantEnabled = (merchantId: string, enabled: boolean) => this.store.setMerchantEnabled(merchantId, enabled, this.ctx.clock.now());
+
+  /**
+   * Every write that changes what a key lookup answers goes through here: the write and the NOTIFY of
+   * its scope in one transaction (other nodes drop their entries once it commits, never before), then
+   * this node drops its own at once, so the caller's next request sees the change even before this
+   * node's listener hears the notification. Creating a key needs none: misses are never cached.
+   */
+  private async changingKeys<T>(scope: KeyScope, write: (store: ProjectsStore) => Promise<T>): Promise<T> {
+    const result = await this.ctx.db.transaction(async (tx) => {
+      const store = new ProjectsStore(tx);
+      const changed = await write(store);
+      if (changed) await store.announceKeyChange(scopeTag(scope));
+      return changed;
+    });
+    this.keyCache.invalidate(scope);
+    return result;
+  }
 
   /** The user's project; 404 project_not_found otherwise (another module's owner-only routes use it too). */
   async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {

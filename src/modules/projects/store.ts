@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
+import { PROJECT_KEYS_CHANNEL } from './key-cache.js';
 import { merchants, projectApiKeys, projects } from './tables.js';
 
 export type ProjectRow = typeof projects.$inferSelect;
@@ -82,8 +83,8 @@ export class ProjectsStore {
     return row;
   }
 
-  // Every project-key request runs this lookup (never cached: revocation is immediate), so it is
-  // prepared once per connection instead of built and planned each time.
+  // A project-key request runs this lookup when the key is not in the node's cache (key-cache.ts), so it
+  // is prepared once per connection instead of built and planned each time.
   private keyByHashPrepared: ReturnType<ProjectsStore['prepareKeyByHash']> | null = null;
   private keyByHashQuery() {
     return (this.keyByHashPrepared ??= this.prepareKeyByHash());
@@ -102,6 +103,14 @@ export class ProjectsStore {
       .update(projectApiKeys)
       .set({ lastUsedAt: now })
       .where(and(eq(projectApiKeys.id, keyId), or(isNull(projectApiKeys.lastUsedAt), lt(projectApiKeys.lastUsedAt, sql`${now}::timestamptz - interval '60 seconds'`))));
+  }
+
+  /**
+   * Tells every node's key cache that the keys of this tag changed. Run it in the writing transaction:
+   * PostgreSQL delivers a NOTIFY only if that commits, and only after, so no node can re-read the old row.
+   */
+  async announceKeyChange(tag: string): Promise<void> {
+    await this.db.execute(sql`select pg_notify(${PROJECT_KEYS_CHANNEL}, ${tag})`);
   }
 
   async setProjectStatus(projectId: string, status: string, now: Date): Promise<boolean> {
