@@ -18,6 +18,8 @@ export interface BackgroundLoop {
 export interface LoopState {
   name: string;
   intervalMs: number;
+  /** Runs on one node of the cluster at a time (BackgroundLoop.leader). */
+  leader: boolean;
   /** A leader loop runs only on the node holding its lock; elsewhere it is idle by design. */
   active: boolean;
   /** When a run last ended without throwing (or when the loop became active). */
@@ -50,7 +52,7 @@ export class LoopRunner {
 
   start(loops: BackgroundLoop[]): void {
     for (const loop of loops) {
-      this.states.set(loop.name, { name: loop.name, intervalMs: loop.intervalMs, active: false, lastOkAt: null, consecutiveFailures: 0, lastRunAt: null, lastError: null });
+      this.states.set(loop.name, { name: loop.name, intervalMs: loop.intervalMs, leader: loop.leader === true, active: false, lastOkAt: null, consecutiveFailures: 0, lastRunAt: null, lastError: null });
       this.running.push(this.spin(loop));
     }
   }
@@ -73,6 +75,7 @@ export class LoopRunner {
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     return [...this.states.values()].map((state) => ({
       name: state.name,
+      leader: state.leader,
       active: state.active,
       intervalMs: state.intervalMs,
       lastRunAt: iso(state.lastRunAt),

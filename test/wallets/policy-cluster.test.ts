@@ -10,12 +10,11 @@
 //   every 200 answer's payment is settled, and the budget the crash held is free again (a second burst
 //   spends it exactly to the limit).
 // PostgreSQL only: PGlite is one process per data dir, so there is no cluster to run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { count, eq } from 'drizzle-orm';
 import { createPublicClient, http, parseAbiItem, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -26,9 +25,8 @@ import { ensureMulticall3 } from '../../src/chain/multicall3.js';
 import { walletPayments } from '../../src/modules/wallets/tables.js';
 import { reportCounts } from '../fuzz/tenants.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { freePort } from './helpers.js';
+import { freePort, kill9, NodeProcesses } from '../helpers/cluster-nodes.js';
 
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const NETWORK = 'eip155:4663';
 const PRICE = 100n; // the ping's price, atomic USDG
 const LIMIT = 10n * PRICE;
@@ -68,7 +66,7 @@ let pub: PublicClient;
 let testDb: TestDatabase;
 const nodes: Node[] = [];
 /** Every serve process this file started, by pid: each is stopped in afterAll. */
-const started: Node[] = [];
+const processes = new NodeProcesses();
 const dirs: string[] = [];
 const counts = {
   ops: 0,
@@ -85,65 +83,8 @@ const counts = {
 
 /** `tollgate serve` (every role) on the node's data dir, ports and environment; resolves once it printed its origins. */
 async function serve(node: Omit<Node, 'child' | 'exited' | 'output' | 'api'>): Promise<Node> {
-  const child = spawn(process.execPath, [bin, 'serve'], { env: { ...process.env, ...node.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const record = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout!.on('data', record);
-  child.stderr!.on('data', record);
-  const exited = new Promise<string | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
-  const running: Node = { ...node, api: `http://127.0.0.1:${node.apiPort}`, child, exited, output: () => output.slice(-20_000) };
-  started.push(running);
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', () => /^roles/m.test(output) && resolve());
-    void exited.then((code) => reject(new Error(`node ${node.index + 1} exited (${code}) before it was ready:\n${output}`)));
-  });
-  return running;
-}
-
-/** Running (a zombie or a pid gone is not). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) [ZX]/s.test(stat);
-  } catch {
-    return false;
-  }
-}
-
-/** The processes under `pid`, as /proc has them now. */
-function descendantsOf(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const walk = (parent: number) => (parents.get(parent) ?? []).forEach((child) => (found.push(child), walk(child)));
-  walk(pid);
-  return found;
-}
-
-/** kill -9 of the node and everything it started (children first listed, so none is missed once reparented). */
-async function kill9(node: Node): Promise<void> {
-  const children = descendantsOf(node.child.pid!);
-  process.kill(node.child.pid!, 'SIGKILL');
-  for (const pid of children) if (alive(pid)) process.kill(pid, 'SIGKILL');
-  expect(await node.exited).toBe('SIGKILL');
-}
-
-async function stop(node: Node): Promise<void> {
-  if (!alive(node.child.pid!)) return;
-  node.child.kill('SIGTERM');
-  const code = await Promise.race([node.exited, sleep(10_000).then(() => 'timeout' as const)]);
-  if (code === 'timeout') await kill9(node);
+  const served = await processes.serve({ label: `node ${node.index + 1}`, env: node.env });
+  return { ...node, api: `http://127.0.0.1:${node.apiPort}`, child: served.child, exited: served.exited, output: served.output };
 }
 
 // A timeline on stdout, which vitest shows only when a test fails (silent: 'passed-only').
@@ -294,7 +235,7 @@ describe.skipIf(!process.env.DATABASE_URL)('wallet spend policy across four serv
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(started.map((node) => stop(node).catch(() => undefined)));
+    await processes.stopAll();
     await chain?.stop();
     await testDb?.close();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });

@@ -4,6 +4,7 @@ import { ChainUnavailableError } from '../../chain/errors.js';
 import { ApiError, tooManyRequests } from '../../platform/http/errors.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
+import { ChainSettlementReconciler } from '../../x402/facilitator/chain-reconciler.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
 import { facilitatorRequestSchema, parseFacilitatorRequest } from '../../x402/payload.js';
@@ -21,21 +22,32 @@ export function facilitatorModule(ctx: AppContext): Module {
     if (ctx.roles.includes('facilitator')) {
       throw new Error('the facilitator role needs a relayer key: set FACILITATOR_PRIVATE_KEYS (a pool) or FACILITATOR_PRIVATE_KEY (CHAIN_RPC_URL is set, so no dev key is generated)');
     }
-    return { name: 'facilitator' };
+    // A keyless worker (the keys live on the facilitator nodes, which run no loops) still resolves the
+    // settlements a dead facilitator node left open, from the chain alone.
+    const reconciler = new ChainSettlementReconciler({
+      db: ctx.db,
+      clock: ctx.clock,
+      client: ctx.chain.publicClient,
+      blockTime: ctx.chain.blockTime,
+      log: ctx.log.child({ component: 'facilitator' }),
+      reconcileAfterMs: ctx.config.facilitatorReconcileAfterMs,
+    });
+    return { name: 'facilitator', loops: [reconcileLoop(() => reconciler.reconcileOpen())] };
   }
   return {
     name: 'facilitator',
     routes: { facilitator: (app) => routes(app, ctx, facilitator) },
-    loops: [
-      {
-        name: 'x402-settlement-reconcile',
-        intervalMs: 5_000,
-        leader: true,
-        run: async () => (await facilitator.reconcileOpen()).checked === 50,
-      },
-    ],
+    loops: [reconcileLoop(() => facilitator.reconcileOpen())],
   };
 }
+
+/** One leader in the cluster resolves open settlements, whichever kind of node leads. */
+const reconcileLoop = (reconcileOpen: () => Promise<{ checked: number }>) => ({
+  name: 'x402-settlement-reconcile',
+  intervalMs: 5_000,
+  leader: true,
+  run: async () => (await reconcileOpen()).checked === 50,
+});
 
 const unavailable = (error: unknown) =>
   error instanceof ChainUnavailableError ? new ApiError(503, 'chain_unavailable', 'The chain RPC did not answer; nothing was sent', undefined, { 'retry-after': '5' }) : error;

@@ -255,12 +255,7 @@ export class Facilitator {
 
   /** Resolves one open row from the chain; returns the final row, or null while undecidable. */
   async reconcile(row: SettlementRow): Promise<SettlementRow | null> {
-    const verdict = await chainVerdict(this.#client, row, this.#blockTime);
-    if (verdict.kind === 'pending') return null;
-    const response = verdict.kind === 'settled' ? success(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
-    const final = await this.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
-    this.#log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
-    return final;
+    return reconcileFromChain({ client: this.#client, ledger: this.ledger, blockTime: this.#blockTime, log: this.#log }, row);
   }
 
   /**
@@ -540,6 +535,23 @@ const alreadyUsed = (payer?: string): VerifyResponse => ({
   invalidMessage: 'the authorization is already used or being settled',
   payer,
 });
+
+/**
+ * Resolves one open row from the chain alone (the receipt of its hash, else the authorization's state and
+ * log, pinned to one block) and records the outcome; null while undecidable. It sends nothing, so a node
+ * without a relayer key runs it too (chain-reconciler.ts).
+ */
+export async function reconcileFromChain(
+  deps: { client: PublicClient; ledger: SettlementLedger; blockTime: BlockClock; log: Logger },
+  row: SettlementRow,
+): Promise<SettlementRow | null> {
+  const verdict = await chainVerdict(deps.client, row, deps.blockTime);
+  if (verdict.kind === 'pending') return null;
+  const response = verdict.kind === 'settled' ? success(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
+  const final = await deps.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
+  deps.log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
+  return final;
+}
 
 const success = (row: SettlementRow, transaction: Hash): SettleResponse => ({
   success: true,
