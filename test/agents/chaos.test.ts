@@ -105,7 +105,7 @@ function freePort(): Promise<number> {
   });
 }
 
-/** A data dir, and a database of its own when DATABASE_URL names a server (as test/crash/crash-points.test.ts). */
+/** A data dir, and a database of its own when DATABASE_URL names a server (as test/crash/harness.ts). */
 async function freshData(): Promise<Data> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-chaos-'));
   dirs.push(dataDir);
