@@ -23,7 +23,7 @@ beforeAll(async () => {
   });
   closedPort = await freePort();
   app = await buildWalletsApp({
-    env: { PAY_AND_CALL_ALLOW_HOSTS: `${upstream.host}, 127.0.0.1:${closedPort}`, PAY_AND_CALL_TIMEOUT_MS: '600', PAY_AND_CALL_MAX_BODY_BYTES: '1024' },
+    env: { PAY_AND_CALL_ALLOW_HOSTS: `${upstream.host}, 127.0.0.1:${closedPort}`, PAY_AND_CALL_TIMEOUT_MS: '3000', PAY_AND_CALL_MAX_BODY_BYTES: '1024' },
   });
   const mgmt = await app.mgmtSecret();
   ({ wallet, secret } = await createWallet(app, mgmt, 'payer'));
@@ -169,7 +169,7 @@ describe('validation', () => {
 
 describe('upstream failures', () => {
   it('answers 504 when the upstream times out', async () => {
-    routes.set('/slow', (_req, res) => void setTimeout(() => res.writeHead(200).end('late'), 2_000));
+    routes.set('/slow', (_req, res) => void setTimeout(() => res.writeHead(200).end('late'), 6_000));
     const answer = await pay({ url: url('/slow') });
     expect(answer.status).toBe(504);
     expect(answer.body.code).toBe(1013);
@@ -288,7 +288,7 @@ describe('paying', () => {
   });
 
   it('answers 504 with the payment (unknown) when the paid retry times out', async () => {
-    routes.set('/slow-paid', async (req, res) => ((await checkPayment(req)) ? void setTimeout(() => res.writeHead(200).end('late'), 2_000) : challenge(res, [requirement('10')])));
+    routes.set('/slow-paid', async (req, res) => ((await checkPayment(req)) ? void setTimeout(() => res.writeHead(200).end('late'), 6_000) : challenge(res, [requirement('10')])));
     const answer = await pay({ url: url('/slow-paid'), maxPayment: maxPayment('10') });
     expect(answer.status).toBe(504);
     expect(answer.body.data.payment).toMatchObject({ status: 'unknown', amount: '10' });
