@@ -17,8 +17,9 @@ afterAll(async () => {
 });
 
 describe('concurrent consumers', () => {
-  // A correctness test, not a timing one: 30,000 single-event statements take ~60 s on PGlite on a slow 2-vCPU VM.
-  it(`${CONSUMERS} consumers over ${EVENTS} events: each acked exactly once, none lost`, { timeout: 240_000 }, async () => {
+  // A correctness test, not a timing one: 30,000 single-event statements take ~60 s on PGlite on a slow 2-vCPU VM
+  // (and four times that while the VM runs a dozen other processes).
+  it(`${CONSUMERS} consumers over ${EVENTS} events: each acked exactly once, none lost`, { timeout: 480_000 }, async () => {
     const queue = await h.queues.create(PROJECT, { name: 'load', defaultLeaseSeconds: 300, maxAttempts: 5 });
     const now = h.clock.now();
     // Bulk seed (one statement keeps the test quick); ids are UUIDv7-shaped like the service's.

@@ -17,7 +17,7 @@ afterAll(async () => {
   await app?.close();
 });
 
-type Method = 'GET' | 'POST' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 async function call(method: Method, url: string, body?: unknown, credential: string | null = key) {
   const response = await app.origins.api!.inject({
     method,
@@ -58,7 +58,9 @@ describe('event queues over HTTP', () => {
     });
     expect(created.body.data.id).toMatch(/^[0-9a-f-]{36}$/);
     const defaults = await call('POST', '/v1/event-queues', { name: 'defaults' });
-    expect(defaults.body.data).toMatchObject({ defaultLeaseSeconds: 30, maxAttempts: 5 });
+    expect(defaults.body.data).toMatchObject({ defaultLeaseSeconds: 30, maxAttempts: 5, retentionSeconds: 7 * 24 * 3600 });
+    const kept = await call('POST', '/v1/event-queues', { name: 'kept an hour', retentionSeconds: 3600 });
+    expect(kept.body.data).toMatchObject({ retentionSeconds: 3600 });
 
     const duplicate = await call('POST', '/v1/event-queues', { name: 'orders' });
     expect(duplicate.status).toBe(409);
@@ -77,6 +79,9 @@ describe('event queues over HTTP', () => {
       { name: 'a', defaultLeaseSeconds: 10.5 },
       { name: 'a', maxAttempts: 0 },
       { name: 'a', maxAttempts: 101 },
+      { name: 'a', retentionSeconds: 59 },
+      { name: 'a', retentionSeconds: 90 * 24 * 3600 + 1 },
+      { name: 'a', retentionSeconds: 60.5 },
     ]) {
       const response = await call('POST', '/v1/event-queues', body);
       expect(response.status, JSON.stringify(body)).toBe(400);
@@ -112,6 +117,29 @@ describe('event queues over HTTP', () => {
     expect((await call('GET', `/v1/events/${event.id}`)).status).toBe(404);
   });
 
+  it('changes the retention of a queue (PATCH, extension); nothing else changes', async () => {
+    const queue = await newQueue({ defaultLeaseSeconds: 40 });
+    const changed = await call('PATCH', `/v1/event-queues/${queue.id}`, { retentionSeconds: 60 });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ code: 0, message: 'Event queue updated', data: { id: queue.id, retentionSeconds: 60, defaultLeaseSeconds: 40 } });
+    expect((await call('GET', `/v1/event-queues/${queue.id}`)).body.data.retentionSeconds).toBe(60);
+
+    for (const body of [{}, { retentionSeconds: 59 }, { retentionSeconds: 60, maxAttempts: 3 }, { retentionSeconds: '60' }]) {
+      const refused = await call('PATCH', `/v1/event-queues/${queue.id}`, body);
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      expect(refused.body.code).toBe(1000);
+    }
+    for (const [url, credential] of [
+      [`/v1/event-queues/${queue.id}`, otherKey],
+      ['/v1/event-queues/not-a-uuid', key],
+      ['/v1/event-queues/019cbb4b-4c00-7000-8000-000000000000', key],
+    ]) {
+      const missing = await call('PATCH', url, { retentionSeconds: 60 }, credential);
+      expect(missing.status, url).toBe(404);
+      expect(missing.body).toMatchObject({ code: 1004, data: { reason: 'queue_not_found' } });
+    }
+  });
+
   it('answers 401 without a valid project key on every events endpoint', async () => {
     const id = '019cbb4b-4c00-7000-8000-000000000000';
     const endpoints: Array<[Method, string, unknown?]> = [
@@ -119,6 +147,7 @@ describe('event queues over HTTP', () => {
       ['GET', '/v1/event-queues'],
       ['GET', `/v1/event-queues/${id}`],
       ['DELETE', `/v1/event-queues/${id}`],
+      ['PATCH', `/v1/event-queues/${id}`, { retentionSeconds: 60 }],
       ['POST', `/v1/event-queues/${id}/events`, { payload: {} }],
       ['POST', `/v1/event-queues/${id}/claim`, {}],
       ['GET', `/v1/event-queues/${id}/dead-events`],
@@ -171,6 +200,7 @@ describe('event queues over HTTP', () => {
     ]) {
       expect(spec.paths[path], path).toBeDefined();
     }
+    expect(spec.paths['/v1/event-queues/{queueId}'].patch).toBeDefined();
   });
 });
 
@@ -259,6 +289,26 @@ describe('publishing and consuming over HTTP', () => {
     for (const body of [{}, { leaseToken: '' }, { leaseToken: 'x', retryDelaySeconds: -1 }, { leaseToken: 'x', error: 'e'.repeat(2001) }]) {
       expect((await call('POST', `/v1/events/${event.id}/nack`, body)).status, JSON.stringify(body)).toBe(400);
     }
+  });
+
+  it('the worker purges finished events once the queue retention has passed; stats follow', async () => {
+    const queue = await newQueue({ retentionSeconds: 60 });
+    const event = await publish(queue.id);
+    const claimed = (await claim(queue.id))!;
+    expect((await call('POST', `/v1/events/${event.id}/ack`, { leaseToken: claimed.leaseToken })).status).toBe(200);
+    const waiting = await publish(queue.id);
+    expect((await call('GET', `/v1/event-queues/${queue.id}/stats`)).body.data.depth).toMatchObject({ ready: 1, acked: 1 });
+
+    clock.advance(61_000);
+    // The leader loop `events.retention` runs every 5 s.
+    let status = 200;
+    for (let i = 0; i < 150 && status === 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await call('GET', `/v1/events/${event.id}`)).status;
+    }
+    expect(status).toBe(404);
+    expect((await call('GET', `/v1/events/${waiting.id}`)).status).toBe(200);
+    expect((await call('GET', `/v1/event-queues/${queue.id}/stats`)).body.data.depth).toMatchObject({ ready: 1, acked: 0 });
   });
 
   it('validates claim and heartbeat bounds', async () => {

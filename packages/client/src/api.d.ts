@@ -54,7 +54,7 @@ export interface paths {
         };
         /**
          * Readiness: database, chain RPC, relayer gas, background loops
-         * @description 200 when every check passes, 503 with the same body naming the failing checks otherwise. Not cached.
+         * @description 503 when a check critical for one of this node's roles fails (the message names the failing checks); 200 otherwise, with status degraded when non-critical checks fail (docs/operations.md#readiness). Not cached.
          */
         get: {
             parameters: {
@@ -75,11 +75,21 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
+                                /** @description false only when a check critical for one of this node's roles fails */
                                 ready: boolean;
+                                /**
+                                 * @description degraded: only non-critical checks fail, the node still serves (200)
+                                 * @enum {string}
+                                 */
+                                status: "ready" | "degraded" | "unready";
+                                /** @description names of the failing checks, critical or not */
+                                failing: string[];
                                 checks: {
                                     [key: string]: {
                                         ok: boolean;
                                         ms: number;
+                                        /** @description whether a failure of this check means this node cannot serve one of its roles */
+                                        critical: boolean;
                                         reason?: string;
                                         detail?: {
                                             [key: string]: unknown;
@@ -100,11 +110,21 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
+                                /** @description false only when a check critical for one of this node's roles fails */
                                 ready: boolean;
+                                /**
+                                 * @description degraded: only non-critical checks fail, the node still serves (200)
+                                 * @enum {string}
+                                 */
+                                status: "ready" | "degraded" | "unready";
+                                /** @description names of the failing checks, critical or not */
+                                failing: string[];
                                 checks: {
                                     [key: string]: {
                                         ok: boolean;
                                         ms: number;
+                                        /** @description whether a failure of this check means this node cannot serve one of its roles */
+                                        critical: boolean;
                                         reason?: string;
                                         detail?: {
                                             [key: string]: unknown;
@@ -3480,6 +3500,8 @@ export interface paths {
                                 status: "active";
                                 defaultLeaseSeconds: number;
                                 maxAttempts: number;
+                                /** @description finished events are purged this long after they finished (extension) */
+                                retentionSeconds: number;
                                 /** @description ISO 8601 */
                                 createdAt: string;
                                 /** @description ISO 8601 */
@@ -3559,6 +3581,11 @@ export interface paths {
                         defaultLeaseSeconds?: number;
                         /** @default 5 */
                         maxAttempts?: number;
+                        /**
+                         * @description how long finished events (acked, dead, expired, superseded) are kept after they finished, then purged (extension)
+                         * @default 604800
+                         */
+                        retentionSeconds?: number;
                     };
                 };
             };
@@ -3579,6 +3606,8 @@ export interface paths {
                                 status: "active";
                                 defaultLeaseSeconds: number;
                                 maxAttempts: number;
+                                /** @description finished events are purged this long after they finished (extension) */
+                                retentionSeconds: number;
                                 /** @description ISO 8601 */
                                 createdAt: string;
                                 /** @description ISO 8601 */
@@ -3682,6 +3711,8 @@ export interface paths {
                                 status: "active";
                                 defaultLeaseSeconds: number;
                                 maxAttempts: number;
+                                /** @description finished events are purged this long after they finished (extension) */
+                                retentionSeconds: number;
                                 /** @description ISO 8601 */
                                 createdAt: string;
                                 /** @description ISO 8601 */
@@ -3831,7 +3862,105 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change how long an event queue keeps finished events (retentionSeconds, extension) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    queueId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description how long finished events (acked, dead, expired, superseded) are kept after they finished, then purged (extension) */
+                        retentionSeconds: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                name: string;
+                                /** @enum {string} */
+                                status: "active";
+                                defaultLeaseSeconds: number;
+                                maxAttempts: number;
+                                /** @description finished events are purged this long after they finished (extension) */
+                                retentionSeconds: number;
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/projects/{projectId}/event-queues": {
@@ -3869,6 +3998,8 @@ export interface paths {
                                 status: "active";
                                 defaultLeaseSeconds: number;
                                 maxAttempts: number;
+                                /** @description finished events are purged this long after they finished (extension) */
+                                retentionSeconds: number;
                                 /** @description ISO 8601 */
                                 createdAt: string;
                                 /** @description ISO 8601 */

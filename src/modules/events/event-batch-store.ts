@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { jsonText } from '../../platform/db-types.js';
 import { CLAIMABLE, EventStore, toEventRow, type EventRow, type RawEventRow } from './event-store.js';
 import { rowsOf } from '../../platform/sql-rows.js';
+import { tally } from './counts.js';
 
 // The batch statements of events: one statement per request, whatever its size. Each keeps the
 // single-event statement's concurrency argument (event-store.ts): a claim locks with SKIP LOCKED and
@@ -117,10 +118,13 @@ export class EventBatchStore extends EventStore {
     const { ids, leases } = leaseArrays(input.items);
     const rows = await rowsOf<{ id: string }>(
       this.db,
-      sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
-          returning e.id`,
+      sql`with done as (
+            update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
+            from ${this.commitMode}
+            where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
+            returning e.id, e.queue_id, e.status
+          ), tallied as (${tally(sql`done`)})
+          select id from done`,
     );
     return new Set(rows.map((row) => row.id));
   }
@@ -139,14 +143,17 @@ export class EventBatchStore extends EventStore {
     const exhausted = sql`e.attempts >= e.max_attempts`;
     const rows = await rowsOf<RawEventRow>(
       this.db,
-      sql`update events e set
-                 status = case when ${exhausted} then 'dead' else 'available' end,
-                 available_at = case when ${exhausted} then e.available_at else ${now} + make_interval(secs => ${delay}) end,
-                 finished_at = case when ${exhausted} then ${now} end,
-                 last_error = ${errors}::jsonb ->> (${slot} - 1), lease_expires_at = null, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
-          returning e.*`,
+      sql`with done as (
+            update events e set
+                   status = case when ${exhausted} then 'dead' else 'available' end,
+                   available_at = case when ${exhausted} then e.available_at else ${now} + make_interval(secs => ${delay}) end,
+                   finished_at = case when ${exhausted} then ${now} end,
+                   last_error = ${errors}::jsonb ->> (${slot} - 1), lease_expires_at = null, updated_at = ${now}
+            from ${this.commitMode}
+            where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
+            returning e.*
+          ), tallied as (${tally(sql`done`)})
+          select * from done`,
     );
     return rows.map(toEventRow);
   }

@@ -103,6 +103,8 @@ export class EventService {
     return this.waitForClaim(projectId, queueId, options, {
       attempt: () => this.tryClaim(projectId, queueId, options.leaseSeconds ?? null),
       release: (claimed) => this.unclaim(queueId, [claimed]),
+      // tryClaim's statement tells an empty queue from a missing one (and throws for the latter).
+      checksQueue: true,
     });
   }
 
@@ -114,10 +116,10 @@ export class EventService {
     projectId: string,
     queueId: string,
     options: ClaimOptions,
-    claim: { attempt: () => Promise<T | null>; release: (value: T) => Promise<void> },
+    claim: { attempt: () => Promise<T | null>; release: (value: T) => Promise<void>; checksQueue?: boolean },
   ): Promise<T | null> {
     if (!UUID_PATTERN.test(queueId)) throw queueNotFound();
-    let queueChecked = false;
+    let queueChecked = claim.checksQueue === true;
     // Claims waiting here means the queue is idle: this claim will queue up without trying, so make
     // sure first that the queue is the caller's (the line is per queue, not per project).
     if (this.waiters.waitingCount(queueId) > 0) {
@@ -152,24 +154,32 @@ export class EventService {
     await this.store.recordLeaseExpiries(queueId, count);
   }
 
-  /** One claim without waiting; also the batch claim's path for events of capped schedules. */
+  /**
+   * One claim without waiting (one statement unless a capped schedule is met); also the batch claim's
+   * path for events of capped schedules. Null when there is nothing to claim; 404 when the project has
+   * no such queue.
+   */
   async tryClaim(projectId: string, queueId: string, leaseSeconds: number | null): Promise<Claimed | null> {
     const skipSchedules: string[] = [];
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const { token, hash } = this.hasher.issueToken();
       const now = this.clock.now();
       const attempt = await this.store.claimNext({ projectId, queueId, leaseSeconds, tokenHash: hash, now, skipSchedules });
-      if (attempt.kind === 'none') return null;
-      let leased: { row: EventRow; tookOver: boolean } | null = attempt.kind === 'claimed' ? attempt : null;
+      if (attempt.kind === 'none') {
+        if (!attempt.queueFound) throw queueNotFound();
+        return null;
+      }
+      // claimNext counted its own takeover; the capped path counts here.
+      let leased: { row: EventRow } | null = attempt.kind === 'claimed' ? attempt : null;
       if (attempt.kind === 'capped') {
         const capped = await this.claimUnderCap(attempt.eventId, attempt.scheduleId, leaseSeconds, hash, now);
         if (capped === 'full') skipSchedules.push(attempt.scheduleId);
-        else leased = capped;
+        else if (capped) {
+          if (capped.tookOver) await this.recordTakeovers(queueId, 1);
+          leased = capped;
+        }
       }
-      if (leased) {
-        if (leased.tookOver) await this.recordTakeovers(queueId, 1);
-        return { event: leased.row, leaseToken: token, leaseExpiresAt: leased.row.leaseExpiresAt! };
-      }
+      if (leased) return { event: leased.row, leaseToken: token, leaseExpiresAt: leased.row.leaseExpiresAt! };
     }
     return null;
   }

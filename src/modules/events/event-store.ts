@@ -2,10 +2,13 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import { jsonText } from '../../platform/db-types.js';
+import { COUNTS_OF, tally } from './counts.js';
 
 // SQL of events. Every state change is ONE conditional UPDATE (status, token hash and expiry in its
 // WHERE), so two racing calls can never both win: the loser matches no row and is told why.
 // Statements are kept plain (`returning *`, few joins): on PGlite planning dominates their cost.
+// A statement that finishes events (or un-finishes them: redrive) also adds to the queue's terminal
+// counts in a CTE of its own (counts.ts), so stats never count finished events.
 
 export type EventStatus = 'available' | 'leased' | 'acked' | 'dead' | 'expired' | 'superseded';
 
@@ -112,7 +115,16 @@ export type ClaimAttempt =
   /** `tookOver`: the event was leased before and that lease ran out (a lease expiry). */
   | { kind: 'claimed'; row: EventRow; tookOver: boolean }
   | { kind: 'capped'; eventId: string; scheduleId: string }
-  | { kind: 'none' };
+  /** Nothing to lease; `queueFound` false: the project has no such queue. */
+  | { kind: 'none'; queueFound: boolean };
+
+/** claimNext's one row: the leased event's columns (null when none), and what to do otherwise. */
+type ClaimRow = { [K in keyof RawEventRow]: RawEventRow[K] | null } & {
+  prior_status: EventStatus | null;
+  queue_found: boolean;
+  capped_id: string | null;
+  capped_schedule_id: string | null;
+};
 
 export interface LeaseInput {
   eventId: string;
@@ -227,11 +239,13 @@ export class EventStore {
       sql`with picked as (
             select id from events where queue_id = ${input.queueId} and project_id = ${input.projectId} and status = 'dead' ${named}
             order by id limit ${input.limit} for update skip locked
-          )
+          ), moved as (
           update events e set status = 'available', attempts = 0, available_at = ${now}, expires_at = null,
                  lease_token_hash = null, lease_expires_at = null, finished_at = null, updated_at = ${now}
           from picked where e.id = picked.id and e.status = 'dead'
-          returning e.id`,
+          returning e.id, e.queue_id, 'dead'::text as status
+          ), tallied as (${tally(sql`moved`, -1)})
+          select id from moved`,
     );
     return rows.map((row) => row.id).sort();
   }
@@ -239,38 +253,25 @@ export class EventStore {
   /**
    * Depth by state as readers see it (a lease that ran out counts as what the sweeper will make of
    * it, as in records.effectiveStatus), the age of the oldest ready event, and the queue's count of
-   * leases that ran out. Counted over the (queue_id, status) index; cost grows with the queue's history.
+   * leases that ran out. Only open events are counted, over the claim index (its partial predicate:
+   * `available`/`leased`); finished ones come from the queue's terminal counts. The cost follows the
+   * queue's backlog, never its history.
    */
   async stats(projectId: string, queueId: string, at: Date): Promise<QueueStatsRow | null> {
     const now = this.at(at);
-    const state = sql`case when e.status = 'leased' and e.lease_expires_at <= ${now} then
-                             case when e.attempts >= e.max_attempts then 'dead'
-                                  when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
-                                  else 'available' end
-                           else e.status end`;
     const rows = await rowsOf<Omit<QueueStatsRow, 'leaseExpiries'> & { leaseExpiries: string }>(
       this.db,
-      sql`select q.lease_expiries::text as "leaseExpiries", s.*
-          from event_queues q, lateral (
-            select count(*) filter (where st = 'available' and e.available_at <= ${now})::int as ready,
-                   count(*) filter (where st = 'available' and e.available_at > ${now})::int as delayed,
-                   count(*) filter (where st = 'leased')::int as leased,
-                   count(*) filter (where st = 'acked')::int as acked,
-                   count(*) filter (where st = 'dead')::int as dead,
-                   count(*) filter (where st = 'expired')::int as expired,
-                   count(*) filter (where st = 'superseded')::int as superseded,
-                   extract(epoch from ${now} - min(e.available_at) filter (where st = 'available' and e.available_at <= ${now}))::float8
-                     as "oldestReadyAgeSeconds"
-            from events e, lateral (select ${state} as st) as effective
-            where e.queue_id = q.id
-          ) as s
+      sql`select q.lease_expiries::text as "leaseExpiries", o.ready, o.delayed, o.leased, f.acked,
+                 f.dead + o.lapsed_dead as dead, f.expired + o.lapsed_expired as expired, f.superseded,
+                 o."oldestReadyAgeSeconds"
+          from event_queues q, lateral ${OPEN_DEPTH(now)} as o, lateral ${COUNTS_OF(sql`q.id`)} as f
           where q.id = ${queueId} and q.project_id = ${projectId}`,
     );
     // The counter is a bigint: drivers return it as text.
     return rows[0] ? { ...rows[0], leaseExpiries: Number(rows[0].leaseExpiries) } : null;
   }
 
-  /** Open events of all queues by state, and all queues' lease expiries (for /metrics). */
+  /** Open events of all queues by state, dead ones (their counts), and all queues' lease expiries (for /metrics). */
   async openTotals(at: Date): Promise<{ ready: number; delayed: number; leased: number; dead: number; leaseExpiries: number }> {
     const now = this.at(at);
     const [row] = await rowsOf<{ ready: number; delayed: number; leased: number; dead: number; leaseExpiries: string }>(
@@ -278,17 +279,20 @@ export class EventStore {
       sql`select (select count(*) from events where status = 'available' and available_at <= ${now})::int as ready,
                  (select count(*) from events where status = 'available' and available_at > ${now})::int as delayed,
                  (select count(*) from events where status = 'leased')::int as leased,
-                 (select count(*) from events where status = 'dead')::int as dead,
+                 (select coalesce(sum(dead), 0) from event_queue_counts)::int as dead,
                  (select coalesce(sum(lease_expiries), 0) from event_queues)::text as "leaseExpiries"`,
     );
     return { ready: row.ready, delayed: row.delayed, leased: row.leased, dead: row.dead, leaseExpiries: Number(row.leaseExpiries) };
   }
 
   /**
-   * One statement: lock the oldest claimable event of the project's queue (SKIP LOCKED) and lease
-   * it. An event of a schedule with a concurrency cap is not leased here: when nothing was leased, a
-   * second look reports the oldest such event (`capped`), for the caller to lease under the schedule's
-   * row lock. `none` also covers "no such queue in this project".
+   * One statement, whatever the outcome: lock the oldest claimable event of the project's queue (SKIP
+   * LOCKED) and lease it, reading the queue's default lease in the same join. A lease that ran out and
+   * is taken over here is counted in the queue's `lease_expiries` by the same statement. An event of a
+   * schedule with a concurrency cap is not leased here: when nothing was leased, the statement reports
+   * the oldest such event (`capped`), for the caller to lease under the schedule's row lock. When
+   * nothing was leased it also says whether the queue is the project's (`none` with `queueFound`), so
+   * an empty claim needs no second query to tell "no work" from "no such queue".
    */
   async claimNext(input: {
     projectId: string;
@@ -306,19 +310,35 @@ export class EventStore {
       where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} ${skip} ${filter}
       order by e.available_at, e.id limit 1`;
     const capped = sql`exists (select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null)`;
-    const leaseEnd = LEASE_END(now, input.leaseSeconds, sql`e.queue_id`);
-    const claimed = await rowsOf<RawEventRow & { prior_status: EventStatus }>(
+    const leaseEnd = sql`${now} + make_interval(secs => coalesce(${input.leaseSeconds}::int, q.default_lease_seconds))`;
+    // `not exists (select 1 from claimed)` is evaluated once (an init plan): the capped look runs
+    // only when nothing was leased, and the takeover count only when a lapsed lease was taken.
+    const [row] = await rowsOf<ClaimRow>(
       this.db,
-      sql`update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = ${input.tokenHash},
-                 lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
-          from (${oldest(sql``)} for update skip locked) as head, ${this.commitMode}
-          where e.id = head.id and (e.schedule_id is null or not ${capped})
-          returning e.*, head.status as prior_status`,
+      sql`with q as (
+            select id, default_lease_seconds from event_queues where id = ${input.queueId} and project_id = ${input.projectId}
+          ), head as (
+            ${oldest(sql``)} for update skip locked
+          ), claimed as (
+            update events e set status = 'leased', attempts = e.attempts + 1, lease_token_hash = ${input.tokenHash},
+                   lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
+            from head, q, ${this.commitMode}
+            where e.id = head.id and (e.schedule_id is null or not ${capped})
+            returning e.*, head.status as prior_status
+          ), taken_over as (
+            update event_queues set lease_expiries = lease_expiries + 1
+            where id = ${input.queueId} and exists (select 1 from claimed where prior_status = 'leased')
+          )
+          select c.*, exists (select 1 from q) as queue_found, held.id as capped_id, held.schedule_id as capped_schedule_id
+          from (select 1) as one
+          left join claimed as c on true
+          left join lateral (
+            ${oldest(sql`and e.schedule_id is not null and ${capped} and not exists (select 1 from claimed)`)}
+          ) as held on true`,
     );
-    if (claimed[0]) return { kind: 'claimed', row: toEventRow(claimed[0]), tookOver: claimed[0].prior_status === 'leased' };
-    // Empty, or the oldest event is held back for its schedule's cap: look (without locking) for one.
-    const [held] = await rowsOf<{ id: string; schedule_id: string }>(this.db, oldest(sql`and e.schedule_id is not null and ${capped}`));
-    return held ? { kind: 'capped', eventId: held.id, scheduleId: held.schedule_id } : { kind: 'none' };
+    if (row.id) return { kind: 'claimed', row: toEventRow(row as RawEventRow), tookOver: row.prior_status === 'leased' };
+    if (row.capped_id) return { kind: 'capped', eventId: row.capped_id, scheduleId: row.capped_schedule_id! };
+    return { kind: 'none', queueFound: row.queue_found };
   }
 
   /** Leases one specific event if it is still claimable (the capped-schedule path, inside its lock). */
@@ -377,10 +397,13 @@ export class EventStore {
     const now = this.at(input.now);
     const rows = await rowsOf<RawEventRow>(
       this.db,
-      sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
-          returning e.*`,
+      sql`with done as (
+            update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
+            from ${this.commitMode}
+            where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
+            returning e.*
+          ), tallied as (${tally(sql`done`)})
+          select * from done`,
     );
     return rows[0] ? toEventRow(rows[0]) : null;
   }
@@ -395,15 +418,18 @@ export class EventStore {
     const delay = sql`coalesce(${input.retryDelaySeconds}::int, least(power(${input.backoff.base}::int, e.attempts), ${input.backoff.cap}::int))`;
     const rows = await rowsOf<RawEventRow>(
       this.db,
-      sql`update events e set
-                 status = case when ${exhausted} then 'dead' else 'available' end,
-                 available_at = case when ${exhausted} then e.available_at
-                                     else ${now} + make_interval(secs => ${delay}) end,
-                 finished_at = case when ${exhausted} then ${now} end,
-                 last_error = ${input.error}, lease_expires_at = null, updated_at = ${now}
-          from ${this.commitMode}
-          where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
-          returning e.*`,
+      sql`with done as (
+            update events e set
+                   status = case when ${exhausted} then 'dead' else 'available' end,
+                   available_at = case when ${exhausted} then e.available_at
+                                       else ${now} + make_interval(secs => ${delay}) end,
+                   finished_at = case when ${exhausted} then ${now} end,
+                   last_error = ${input.error}, lease_expires_at = null, updated_at = ${now}
+            from ${this.commitMode}
+            where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
+            returning e.*
+          ), tallied as (${tally(sql`done`)})
+          select * from done`,
     );
     return rows[0] ? toEventRow(rows[0]) : null;
   }
@@ -429,12 +455,12 @@ export class EventStore {
                  last_error = 'lease_expired: no ack or nack before ' || to_char(e.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                  updated_at = ${now}
           from due, ${this.commitMode} where e.id = due.id
-          returning e.queue_id
+          returning e.queue_id, e.status
           ), counted as (
             select queue_id, count(*)::int as swept from swept group by queue_id
           ), recorded as (
             update event_queues q set lease_expiries = q.lease_expiries + counted.swept from counted where q.id = counted.queue_id
-          )
+          ), tallied as (${tally(sql`swept`)})
           select swept from counted`,
     );
     return rows.reduce((sum, row) => sum + Number(row.swept), 0);
@@ -453,12 +479,14 @@ export class EventStore {
       sql`with due as (
             select id from events where status = 'available' and expires_at is not null and expires_at <= ${now}
             order by expires_at limit ${limit} for update skip locked
-          )
+          ), aged as (
           update events e set status = 'expired', finished_at = ${now},
                  last_error = 'max_event_age_exceeded: not delivered before ' || to_char(e.expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                  updated_at = ${now}
           from due, ${this.commitMode} where e.id = due.id
-          returning e.id`,
+          returning e.id, e.queue_id, e.status
+          ), tallied as (${tally(sql`aged`)})
+          select id from aged`,
     );
     return rows.length;
   }
@@ -467,3 +495,23 @@ export class EventStore {
 /** The caller holds the event's current lease: leased, same token, not yet expired. */
 const LEASE_HELD = (tokenHash: string, now: SQL) =>
   sql`e.status = 'leased' and e.lease_token_hash = ${tokenHash} and e.lease_expires_at > ${now}`;
+
+/**
+ * A queue's open events (alias `q` for the queue) by the state a reader sees now: ready, delayed,
+ * leased, and lapsed leases that already count as dead or expired. `status in ('available',
+ * 'leased')` matches the claim index's predicate, so the planner counts over that index alone.
+ */
+const OPEN_DEPTH = (now: SQL) => sql`(
+  select count(*) filter (where st = 'available' and e.available_at <= ${now})::int as ready,
+         count(*) filter (where st = 'available' and e.available_at > ${now})::int as delayed,
+         count(*) filter (where st = 'leased')::int as leased,
+         count(*) filter (where st = 'dead')::int as lapsed_dead,
+         count(*) filter (where st = 'expired')::int as lapsed_expired,
+         extract(epoch from ${now} - min(e.available_at) filter (where st = 'available' and e.available_at <= ${now}))::float8
+           as "oldestReadyAgeSeconds"
+  from events e, lateral (select case when e.status = 'leased' and e.lease_expires_at <= ${now} then
+                                   case when e.attempts >= e.max_attempts then 'dead'
+                                        when e.expires_at is not null and e.expires_at <= ${now} then 'expired'
+                                        else 'available' end
+                                 else e.status end as st) as effective
+  where e.queue_id = q.id and e.status in ('available', 'leased'))`;

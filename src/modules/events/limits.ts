@@ -7,6 +7,9 @@ export const LIMITS = {
   defaultLeaseSeconds: 30,
   maxAttempts: { min: 1, max: 100 },
   defaultMaxAttempts: 5,
+  /** How long finished events (acked, dead, expired, superseded) are kept: 1 minute to 90 days. */
+  retentionSeconds: { min: 60, max: 90 * 24 * 3600 },
+  defaultRetentionSeconds: 7 * 24 * 3600,
   waitSeconds: { min: 0, max: 30 },
   delaySeconds: { min: 0, max: 7 * 24 * 3600 },
   retryDelaySeconds: { min: 0, max: 24 * 3600 },
@@ -38,3 +41,6 @@ export const NOTIFY_WINDOW_MS = 20;
 
 /** The LISTEN/NOTIFY channel that says "queue <id> has a new available event". */
 export const EVENTS_CHANNEL = 'tollgate_events';
+
+/** The retention purge: rows deleted per statement, and statements per run (the loop runs again at once while full). */
+export const PURGE = { batch: 1000, statementsPerRun: 4 } as const;

@@ -1,9 +1,16 @@
 import type { AppContext } from '../../context.js';
+import { QueueDepthStore } from './depth-store.js';
 import type { EventsServices } from './services.js';
 
-/** Queue depth by state and lease expiries, over all queues (no per-queue label: bounded series), read at scrape time. */
-export function registerEventMetrics(ctx: Pick<AppContext, 'metrics'>, { events }: EventsServices): void {
-  // Both gauges read one query: a scrape collects them together, so they share the one in flight.
+/** Queues with a depth series of their own: the deepest ones, so the label stays bounded however many queues tenants make. */
+export const DEEPEST_QUEUES = 20;
+
+/**
+ * Queue depth by state and lease expiries over all queues, and the depth of each of the deepest
+ * DEEPEST_QUEUES queues (label: queue id), read at scrape time.
+ */
+export function registerEventMetrics(ctx: Pick<AppContext, 'metrics' | 'db'>, { events }: EventsServices): void {
+  // Both totals gauges read one query: a scrape collects them together, so they share the one in flight.
   let inFlight: ReturnType<typeof events.openTotals> | null = null;
   const totals = () => (inFlight ??= events.openTotals().finally(() => (inFlight = null)));
   ctx.metrics.gauge('tollgate_queue_events', 'Open events of all queues by state (ready, delayed, leased, dead)', ['state'], async (set) => {
@@ -12,5 +19,13 @@ export function registerEventMetrics(ctx: Pick<AppContext, 'metrics'>, { events 
   });
   ctx.metrics.gauge('tollgate_queue_lease_expiries', 'Leases that ran out without ack or nack, over all queues, since each was created', [], async (set) => {
     set({}, (await totals()).leaseExpiries);
+  });
+  const depths = new QueueDepthStore(ctx.db);
+  ctx.metrics.gauge('tollgate_queue_depth', `Open events of each of the ${DEEPEST_QUEUES} deepest queues by state (ready, delayed, leased)`, ['queue', 'state'], async (set) => {
+    for (const { queueId, ready, delayed, leased } of await depths.deepest(DEEPEST_QUEUES)) {
+      set({ queue: queueId, state: 'ready' }, ready);
+      set({ queue: queueId, state: 'delayed' }, delayed);
+      set({ queue: queueId, state: 'leased' }, leased);
+    }
   });
 }

@@ -43,6 +43,8 @@ async function createEventsModule(ctx: AppContext, options: EventsOptions = {}):
     loops: [
       { name: 'events.scheduler', intervalMs: 1000, leader: true, run: async () => (await services.scheduler.tick()).more },
       { name: 'events.sweeper', intervalMs: 1000, run: () => services.sweeper.sweep() },
+      // Leader only: concurrent purgers would contend for the same oldest rows.
+      { name: 'events.retention', intervalMs: 5000, leader: true, run: async () => (await services.retention.purge()).more },
     ],
     async close() {
       services.waiters.close();

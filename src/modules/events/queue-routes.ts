@@ -5,7 +5,7 @@ import { envelope } from '../../platform/http/render.js';
 import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
 import { queueRecord } from './records.js';
-import { createQueueBody, deletedSchema, queueParams, queueSchema, queueStatsSchema } from './schemas.js';
+import { createQueueBody, deletedSchema, queueParams, queueSchema, queueStatsSchema, updateQueueBody } from './schemas.js';
 import type { EventsServices } from './services.js';
 
 const tags = ['events'];
@@ -42,6 +42,22 @@ export function registerQueueRoutes(app: ZodApp, ctx: AppContext, { queues, even
     '/v1/event-queues/:queueId',
     { onRequest, schema: { tags, security, summary: 'Get an event queue', params: queueParams, response: { 200: envelopeSchema(queueSchema), ...errors } } },
     async (request) => envelope(queueRecord(await queues.get(projectOf(request), request.params.queueId))),
+  );
+
+  app.patch(
+    '/v1/event-queues/:queueId',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Change how long an event queue keeps finished events (retentionSeconds, extension)',
+        params: queueParams,
+        body: updateQueueBody,
+        response: { 200: envelopeSchema(queueSchema), ...errors },
+      },
+    },
+    async (request) => envelope(queueRecord(await queues.setRetention(projectOf(request), request.params.queueId, request.body.retentionSeconds)), 'Event queue updated'),
   );
 
   app.delete(

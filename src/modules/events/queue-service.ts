@@ -2,15 +2,18 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { queueNameTaken, queueNotFound } from './errors.js';
+import { LIMITS } from './limits.js';
 import { DuplicateQueueNameError, QueueStore, type QueueRow } from './queue-store.js';
 
 export interface CreateQueueInput {
   name: string;
   defaultLeaseSeconds: number;
   maxAttempts: number;
+  /** Default: LIMITS.defaultRetentionSeconds (7 days). */
+  retentionSeconds?: number;
 }
 
-/** Event queues of a project. A queue is immutable after creation; delete removes its events too. */
+/** Event queues of a project. Only the retention changes after creation; delete removes its events too. */
 export class QueueService {
   private readonly store: QueueStore;
 
@@ -23,7 +26,16 @@ export class QueueService {
 
   async create(projectId: string, input: CreateQueueInput): Promise<QueueRow> {
     const now = this.clock.now();
-    const row: QueueRow = { id: newId(now.getTime()), projectId, status: 'active', leaseExpiries: 0, createdAt: now, updatedAt: now, ...input };
+    const row: QueueRow = {
+      id: newId(now.getTime()),
+      projectId,
+      status: 'active',
+      leaseExpiries: 0,
+      createdAt: now,
+      updatedAt: now,
+      ...input,
+      retentionSeconds: input.retentionSeconds ?? LIMITS.defaultRetentionSeconds,
+    };
     try {
       return await this.store.insert(row);
     } catch (error) {
@@ -35,6 +47,13 @@ export class QueueService {
 
   async get(projectId: string, queueId: string): Promise<QueueRow> {
     const row = UUID_PATTERN.test(queueId) ? await this.store.get(projectId, queueId) : null;
+    if (!row) throw queueNotFound();
+    return row;
+  }
+
+  /** Sets how long the queue keeps finished events; the next purge applies it to events already finished. */
+  async setRetention(projectId: string, queueId: string, retentionSeconds: number): Promise<QueueRow> {
+    const row = UUID_PATTERN.test(queueId) ? await this.store.update(projectId, queueId, { retentionSeconds, updatedAt: this.clock.now() }) : null;
     if (!row) throw queueNotFound();
     return row;
   }

@@ -1,7 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
-import { eventQueues } from './tables.js';
+import { eventQueueCounts, eventQueues } from './tables.js';
 
 export type QueueRow = typeof eventQueues.$inferSelect;
 
@@ -43,12 +43,30 @@ export class QueueStore {
     return this.db.select().from(eventQueues).where(eq(eventQueues.projectId, projectId)).orderBy(desc(eventQueues.id));
   }
 
-  /** Deletes the queue; its events and schedules go with it (foreign keys cascade). */
-  async delete(projectId: string, id: string): Promise<boolean> {
-    const rows = await this.db
-      .delete(eventQueues)
+  /** Changes what may change after creation (the retention); null when the project has no such queue. */
+  async update(projectId: string, id: string, changes: { retentionSeconds: number; updatedAt: Date }): Promise<QueueRow | null> {
+    const [row] = await this.db
+      .update(eventQueues)
+      .set(changes)
       .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.id, id)))
-      .returning({ id: eventQueues.id });
-    return rows.length > 0;
+      .returning();
+    return row ?? null;
+  }
+
+  /**
+   * Deletes the queue; its events and schedules go with it (foreign keys cascade), then its terminal
+   * counts (no foreign key, tables.ts). A second statement on purpose: the cascade waits for acks in
+   * flight on the queue's events, and the next statement's snapshot sees the counter rows they wrote.
+   */
+  async delete(projectId: string, id: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const rows = await tx
+        .delete(eventQueues)
+        .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.id, id)))
+        .returning({ id: eventQueues.id });
+      if (rows.length === 0) return false;
+      await tx.delete(eventQueueCounts).where(eq(eventQueueCounts.queueId, id));
+      return true;
+    });
   }
 }

@@ -10,6 +10,7 @@ export const queueRecord = (row: QueueRow) => ({
   status: row.status as 'active',
   defaultLeaseSeconds: row.defaultLeaseSeconds,
   maxAttempts: row.maxAttempts,
+  retentionSeconds: row.retentionSeconds,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 });

@@ -3,6 +3,7 @@ import type { Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import { eventSchedules } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
+import { tally } from './counts.js';
 
 export type ScheduleRow = typeof eventSchedules.$inferSelect;
 export type OverlapPolicy = 'all' | 'skip' | 'latest';
@@ -217,9 +218,13 @@ export class ScheduleStore {
       if (open.length > 0) return 'skipped';
     } else if (schedule.overlapPolicy === 'latest') {
       await this.db.execute(
-        sql`update events set status = 'superseded', finished_at = ${now}, updated_at = ${now},
-                   last_error = 'superseded: a newer tick of the schedule was enqueued'
-            where schedule_id = ${schedule.id} and status = 'available'`,
+        sql`with dropped as (
+              update events set status = 'superseded', finished_at = ${now}, updated_at = ${now},
+                     last_error = 'superseded: a newer tick of the schedule was enqueued'
+              where schedule_id = ${schedule.id} and status = 'available'
+              returning queue_id, status
+            ), tallied as (${tally(sql`dropped`)})
+            select 1`,
       );
     }
 

@@ -10,11 +10,18 @@ export const jsonObject = z.record(z.string(), z.unknown()).describe(`JSON objec
 
 // ---- queues
 
+const retention = int(LIMITS.retentionSeconds).describe(
+  'how long finished events (acked, dead, expired, superseded) are kept after they finished, then purged (extension)',
+);
+
 export const createQueueBody = z.object({
   name: z.string().min(LIMITS.queueName.min).max(LIMITS.queueName.max),
   defaultLeaseSeconds: int(LIMITS.leaseSeconds).default(LIMITS.defaultLeaseSeconds),
   maxAttempts: int(LIMITS.maxAttempts).default(LIMITS.defaultMaxAttempts),
+  retentionSeconds: retention.default(LIMITS.defaultRetentionSeconds),
 });
+
+export const updateQueueBody = z.object({ retentionSeconds: retention }).strict();
 
 export const queueSchema = z.object({
   id: z.string(),
@@ -22,6 +29,7 @@ export const queueSchema = z.object({
   status: z.enum(['active']),
   defaultLeaseSeconds: z.number().int(),
   maxAttempts: z.number().int(),
+  retentionSeconds: z.number().int().describe('finished events are purged this long after they finished (extension)'),
   createdAt: timestamp,
   updatedAt: timestamp,
 });

@@ -3,6 +3,7 @@ import { systemClock } from '../../platform/clock.js';
 import { EventBatchService } from './event-batch-service.js';
 import { EventService } from './event-service.js';
 import { QueueService } from './queue-service.js';
+import { Retention } from './retention.js';
 import { Scheduler } from './scheduler.js';
 import { ScheduleService } from './schedule-service.js';
 import { Sweeper } from './sweeper.js';
@@ -17,6 +18,7 @@ export interface EventsServices {
   schedules: ScheduleService;
   scheduler: Scheduler;
   sweeper: Sweeper;
+  retention: Retention;
   waiters: ClaimWaiters;
   notifier: QueueNotifier;
 }
@@ -42,6 +44,7 @@ export function createEventsServices(ctx: Pick<AppContext, 'database' | 'clock' 
     schedules: new ScheduleService(database.db, clock),
     scheduler: new Scheduler(database.db, clock, ctx.log, (queueId) => events.announce(queueId)),
     sweeper: new Sweeper(database.db, clock, storeOptions),
+    retention: new Retention(database.db, clock, storeOptions),
     waiters,
     notifier,
   };

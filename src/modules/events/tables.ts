@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, pgTable, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, pgTable, primaryKey, smallint, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../../platform/db-types.js';
+import { LIMITS } from './limits.js';
 
 // Tables of the Events area. Project ids are the projects module's ids, kept as text without a
 // foreign key: a module owns its tables, and events must not depend on another module's schema.
@@ -17,6 +18,8 @@ export const eventQueues = pgTable(
     maxAttempts: integer('max_attempts').notNull(),
     /** Leases of this queue's events that ran out without ack or nack (sweeper and claim takeovers count them). */
     leaseExpiries: bigint('lease_expiries', { mode: 'number' }).notNull().default(0),
+    /** Finished events (acked, dead, expired, superseded) are purged this long after they finished. */
+    retentionSeconds: integer('retention_seconds').notNull().default(LIMITS.defaultRetentionSeconds),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -108,9 +111,34 @@ export const events = pgTable(
     index('events_schedule_open_idx')
       .on(t.scheduleId)
       .where(sql`${t.scheduleId} is not null and ${t.status} in ('available', 'leased')`),
-    // Lists by status (dead events) and the queue foreign key's cascading delete.
-    index('events_queue_status_idx').on(t.queueId, t.status, t.id),
+    // The retention purge (finished events of a queue, oldest first: finished_at is set exactly while
+    // an event is terminal) and the queue foreign key's cascading delete (queue_id leads).
+    index('events_queue_finished_idx').on(t.queueId, t.finishedAt),
+    // Dead letters of a queue, newest first (list, redrive).
+    index('events_dead_idx').on(t.queueId, t.id).where(sql`${t.status} = 'dead'`),
     index('events_leased_idx').on(t.availableAt).where(sql`${t.status} = 'leased'`),
     index('events_expiring_idx').on(t.expiresAt).where(sql`${t.status} = 'available' and ${t.expiresAt} is not null`),
   ],
+);
+
+/**
+ * How many events of a queue are in each terminal state, so stats never count history. Every
+ * statement that moves events into or out of a terminal state (ack, nack, sweeps, supersede, redrive,
+ * purge) adds its delta here in the same statement (counts.ts). A queue's count is the sum of its
+ * slots: each database backend writes its own slot (pid modulo the slots), so concurrent acks of one
+ * queue do not wait on one row's lock until each other's commit. No foreign key: an insert here
+ * would take a key-share lock on the queue row, which a concurrent queue delete (waiting for the
+ * ack's event row) holds: a deadlock. The queue delete removes its rows instead.
+ */
+export const eventQueueCounts = pgTable(
+  'event_queue_counts',
+  {
+    queueId: uuid('queue_id').notNull(),
+    slot: smallint('slot').notNull(),
+    acked: bigint('acked', { mode: 'number' }).notNull().default(0),
+    dead: bigint('dead', { mode: 'number' }).notNull().default(0),
+    expired: bigint('expired', { mode: 'number' }).notNull().default(0),
+    superseded: bigint('superseded', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'event_queue_counts_pkey', columns: [t.queueId, t.slot] })],
 );
