@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireDataDirLock } from '../../src/platform/data-dir-lock.js';
+import { alive } from '../helpers/cluster-nodes.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dirs: string[] = [];
@@ -69,14 +70,6 @@ function run(args: string[], dataDir: string): Promise<{ code: number | null; st
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function blockNumber(rpc: string): Promise<bigint> {
   const response = await fetch(rpc, {
