@@ -91,9 +91,9 @@ describe('the settlement reconciler of a node without a relayer key', () => {
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(0);
   });
 
-  it('is the facilitator module of a keyless node: one leader loop, x402-settlement-reconcile', async () => {
+  it('is the facilitator module of a keyless node: one leader loop of its own, x402-settlement-reconcile-chain', async () => {
     const module = facilitatorModule({ ...app.ctx, facilitator: null, roles: ['worker'] });
-    expect(module.loops?.map((loop) => [loop.name, loop.leader])).toEqual([['x402-settlement-reconcile', true]]);
+    expect(module.loops?.map((loop) => [loop.name, loop.leader])).toEqual([['x402-settlement-reconcile-chain', true]]);
     expect(module.routes).toBeUndefined();
   });
 });

@@ -32,18 +32,22 @@ export function facilitatorModule(ctx: AppContext): Module {
       log: ctx.log.child({ component: 'facilitator' }),
       reconcileAfterMs: ctx.config.facilitatorReconcileAfterMs,
     });
-    return { name: 'facilitator', loops: [reconcileLoop(() => reconciler.reconcileOpen())] };
+    return { name: 'facilitator', loops: [reconcileLoop('x402-settlement-reconcile-chain', () => reconciler.reconcileOpen())] };
   }
   return {
     name: 'facilitator',
     routes: { facilitator: (app) => routes(app, ctx, facilitator) },
-    loops: [reconcileLoop(() => facilitator.reconcileOpen())],
+    loops: [reconcileLoop('x402-settlement-reconcile', () => facilitator.reconcileOpen())],
   };
 }
 
-/** One leader in the cluster resolves open settlements, whichever kind of node leads. */
-const reconcileLoop = (reconcileOpen: () => Promise<{ checked: number }>) => ({
-  name: 'x402-settlement-reconcile',
+/**
+ * One leader per kind: a keyed node's loop also takes over claims whose node died before sending, which a
+ * keyless one cannot; under one name a keyless leader would keep every keyed node from ever doing that. Both
+ * may resolve the same row; the first outcome written stands.
+ */
+const reconcileLoop = (name: string, reconcileOpen: () => Promise<{ checked: number }>) => ({
+  name,
   intervalMs: 5_000,
   leader: true,
   run: async () => (await reconcileOpen()).checked === 50,

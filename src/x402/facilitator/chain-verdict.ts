@@ -43,15 +43,7 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
     ({ block, used } = await pinnedState(client, row));
   }
   if (used) {
-    const logs = await client.getContractEvents({
-      address: row.asset as `0x${string}`,
-      abi: eip3009Abi,
-      eventName: 'AuthorizationUsed',
-      args: { authorizer: row.payer as `0x${string}`, nonce: row.nonce as `0x${string}` },
-      fromBlock: BigInt(row.fromBlock),
-      toBlock: block.number,
-    });
-    const log = logs.find((l) => !l.removed && getAddress(l.address) === getAddress(row.asset));
+    const log = await nonceLog(client, row, 'AuthorizationUsed', block.number);
     if (log?.transactionHash) {
       const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
       const verdict = judgeReceipt(receipt, expected);
@@ -59,10 +51,14 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
         ? { kind: 'settled', txHash: log.transactionHash, logIndex: verdict.logIndex }
         : { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: log.transactionHash };
     }
+    // Used, and no log says by what: only a found cancellation is a verdict. An RPC behind a load balancer
+    // can answer the state from a synced backend and the logs from a lagging one (an empty list, no error);
+    // calling that "failed" would record as failed a transfer that moved. Ask again next pass.
+    if (!(await nonceLog(client, row, 'AuthorizationCanceled', block.number))) return { kind: 'pending' };
     return ownFailure ?? {
       kind: 'failed',
       reason: Reason.nonceAlreadyUsed,
-      message: 'the authorization was used or canceled outside this settlement',
+      message: 'the authorization was canceled by its payer; nothing moved',
       txHash: null,
     };
   }
@@ -76,6 +72,19 @@ export async function chainVerdict(client: PublicClient, row: SettlementRow, cat
     };
   }
   return { kind: 'pending' };
+}
+
+/** The authorization's log of one kind between the settlement's first block and `toBlock`, if any. */
+async function nonceLog(client: PublicClient, row: SettlementRow, eventName: 'AuthorizationUsed' | 'AuthorizationCanceled', toBlock: bigint) {
+  const logs = await client.getContractEvents({
+    address: row.asset as `0x${string}`,
+    abi: eip3009Abi,
+    eventName,
+    args: { authorizer: row.payer as `0x${string}`, nonce: row.nonce as `0x${string}` },
+    fromBlock: BigInt(row.fromBlock),
+    toBlock,
+  });
+  return logs.find((l) => !l.removed && getAddress(l.address) === getAddress(row.asset)) ?? null;
 }
 
 /** The latest block, and the authorization's state at exactly that block. */
