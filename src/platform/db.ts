@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -141,6 +142,8 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let reconnectTimer: NodeJS.Timeout | null = null;
   let closed = false;
   const tell = (listening: boolean) => watchers.forEach((fn) => fn(listening));
+  let heartbeat: { token: string; heard: () => void } | null = null;
+  let heartbeatTimer: NodeJS.Timeout | null = null;
 
   // One connection carries every LISTEN of the process. When it drops it is reopened (with backoff) and
   // listens to every channel again; subscribers hear of both, since notifications in between are lost.
@@ -149,6 +152,11 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     let ended = false;
     client.on('error', () => {});
     client.on('notification', (message) => {
+      if (message.channel === LISTEN_HEARTBEAT_CHANNEL) {
+        const pending = heartbeat as { token: string; heard: () => void } | null;
+        if (pending && pending.token === message.payload) pending.heard();
+        return;
+      }
       for (const fn of listeners.get(message.channel) ?? []) fn(message.payload ?? '');
     });
     client.once('end', () => {
@@ -161,14 +169,34 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     });
     try {
       await client.connect();
-      for (const channel of listeners.keys()) await client.query(`listen ${quoteIdent(channel)}`);
+      for (const channel of [LISTEN_HEARTBEAT_CHANNEL, ...listeners.keys()]) await client.query(`listen ${quoteIdent(channel)}`);
       if (ended) throw new Error('the listening connection ended while it was being opened');
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
     }
     listenClient = client;
+    heartbeatTimer ??= setInterval(() => void beat(), LISTEN_HEARTBEAT_MS).unref();
     return client;
+  };
+  // A connection a NAT or load balancer dropped silently never ends: notifications just stop (TCP keepalive
+  // notices after hours). So the listener notifies itself every couple of seconds; one not heard back in
+  // time counts as a drop, and the connection is replaced.
+  const beat = async () => {
+    const client = listenClient;
+    if (!client || heartbeat) return;
+    const token = randomUUID();
+    const heard = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), LISTEN_HEARTBEAT_TIMEOUT_MS);
+      heartbeat = { token, heard: () => (clearTimeout(timer), resolve(true)) };
+      client.query('select pg_notify($1, $2)', [LISTEN_HEARTBEAT_CHANNEL, token]).catch(() => {});
+    });
+    heartbeat = null;
+    if (heard || listenClient !== client || closed) return;
+    listenClient = null;
+    tell(false);
+    (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    scheduleReconnect(LISTEN_RECONNECT_MIN_MS);
   };
   const ensureListenClient = (): Promise<pg.Client> =>
     listenClient ? Promise.resolve(listenClient) : (connecting ??= connectListener().finally(() => (connecting = null)));
@@ -256,6 +284,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     async close() {
       closed = true;
       if (reconnectTimer) clearTimeout(reconnectTimer);
+      if (heartbeatTimer) clearInterval(heartbeatTimer);
       await (connecting ?? Promise.resolve(null)).catch(() => null);
       await listenClient?.end().catch(() => {});
       await pool.end();
@@ -266,6 +295,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
 /** First wait before reopening a dropped listening connection; it doubles per failed try up to the max. */
 const LISTEN_RECONNECT_MIN_MS = 100;
 const LISTEN_RECONNECT_MAX_MS = 5_000;
+/** How often the listening connection proves it still delivers, and how long its own notification may take. */
+const LISTEN_HEARTBEAT_MS = 2_000;
+const LISTEN_HEARTBEAT_TIMEOUT_MS = 3_000;
+const LISTEN_HEARTBEAT_CHANNEL = 'tollgate_listen_heartbeat';
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
