@@ -180,6 +180,13 @@ async function serveLocked(config: Config, roles: Role[], lock: DataDirLock): Pr
       // Synchronously, before an anvil exit can be handled: the signal may have reached anvil's process
       // group too, and a restarted anvil would hold its port (and the stop) open.
       haltDevchainRestarts();
+      // The stop below is bounded, but a signal during startup waits for startup first (migrations, anvil):
+      // past the deadline from the signal itself, anvil goes by its PID and the process exits anyway.
+      setTimeout(() => {
+        console.error(`tollgate: not stopped ${STOP_DEADLINE_MS} ms after ${signal}; killing the devchain and exiting`);
+        killDevchains();
+        process.exit(0);
+      }, STOP_DEADLINE_MS + 500);
       console.log(`${signal}: draining requests and stopping`);
       resolve(0);
     };

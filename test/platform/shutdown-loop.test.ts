@@ -132,4 +132,39 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM, a
     }
     console.log(timings.join('\n'));
   }, 150_000);
+
+  it(`a signal while startup waits (on a database that never answers) still ends it within ${STOP_BUDGET_MS} ms`, async () => {
+    // A server that accepts connections and never says a word: startup hangs in its first query.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const earlyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-stopearly-'));
+    const child = spawn(process.execPath, [bin, 'serve'], {
+      env: {
+        ...process.env,
+        TOLLGATE_DATA_DIR: earlyDir,
+        DATABASE_URL: `postgres://tollgate@127.0.0.1:${(silent.address() as net.AddressInfo).port}/tollgate`,
+        API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0', LOG_LEVEL: 'warn',
+      },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    current = child;
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      // The lock is the first step; once instance.json is there, startup is under way.
+      while (!fs.existsSync(path.join(earlyDir, 'instance.json'))) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(output, 'it started anyway').not.toMatch(/^roles/m);
+      const signalledAt = Date.now();
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, STOP_BUDGET_MS, 'still running'))]);
+      expect(code, `not ended ${Date.now() - signalledAt} ms after the signal`).toBe(0);
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+      silent.close();
+      fs.rmSync(earlyDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
