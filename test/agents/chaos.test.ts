@@ -14,7 +14,6 @@
 //   probe with the persisted tokens and are left alone.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +25,7 @@ import { loadConfig } from '../../src/config.js';
 import { AgentSecrets } from '../../src/modules/agents/agent-secrets.js';
 import { openConfiguredDatabase } from '../../src/platform/configured-database.js';
 import { reportCounts } from '../fuzz/tenants.js';
+import { freePort } from '../wallets/helpers.js';
 import { cli } from '../helpers/cli.js';
 import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-stand-in.js';
 import { startProviderStandIn } from './provider-stand-in.js';
@@ -93,16 +93,6 @@ async function adminQuery(statement: string) {
   } finally {
     await client.end();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A data dir, and a database of its own when DATABASE_URL names a server (as test/crash/harness.ts). */

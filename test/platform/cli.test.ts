@@ -2,10 +2,10 @@
 // refusal (naming the data dir it used and how to point it elsewhere) when it would act on a data
 // dir that no running instance uses while another instance holds the api port.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../wallets/helpers.js';
 import { cli, dataDirs } from '../helpers/cli.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
@@ -13,15 +13,6 @@ import { startServer } from '../../src/server.js';
 const dirs = dataDirs();
 afterAll(dirs.removeAll);
 const dataDir = () => dirs.create();
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('tollgate CLI', () => {
   it('answers --help for every command without touching any data dir', { timeout: 120_000 }, async () => {

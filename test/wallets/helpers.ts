@@ -47,14 +47,24 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free now, for a process that must listen on a known port (and keep it across a restart). Picked below
+ * Linux's ephemeral range (32768-60999): a port-0 listener or an outgoing connection elsewhere in the suite
+ * can take any port of that range between this pick and the listen (a crash test once failed EADDRINUSE so).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt += 1) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+    if (attempt >= 50) throw new Error('no free port below the ephemeral range after 50 tries');
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
