@@ -220,7 +220,8 @@ describe.skipIf(browserMissing)('acting from the dashboard', () => {
     await page.getByLabel('Order reference').fill('order-44');
     await page.getByRole('button', { name: 'Create intent' }).click();
     await expect.poll(count, soon).toBe(3);
-    expect(await required()).toBe(false);
+    // The row is in the database before the page has its answer: wait for the page, not the database.
+    await expect.poll(required, soon).toBe(false);
     expect(await page.getByLabel('Project API key').inputValue()).toBe('');
 
     await page.getByRole('button', { name: 'Sign out' }).click();
