@@ -5,10 +5,19 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Address, Hex, PublicClient } from 'viem';
+import { parseAbi, prepareEncodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import { rpcCall } from './rpc.js';
 
 export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
+
+export const aggregate3Abi = parseAbi([
+  'struct Call3 { address target; bool allowFailure; bytes callData; }',
+  'struct Result { bool success; bytes returnData; }',
+  'function aggregate3(Call3[] calls) payable returns (Result[] returnData)',
+]);
+/** Prepared once: viem's encodeFunctionData would hash the signature on every call. */
+export const aggregate3Fn = prepareEncodeFunctionData({ abi: aggregate3Abi, functionName: 'aggregate3' });
+export type Call3 = { target: Address; allowFailure: boolean; callData: Hex };
 
 function findArtifact(): string {
   let dir = dirname(fileURLToPath(import.meta.url));

@@ -7,6 +7,11 @@ export const CRASH_POINTS = [
   'settle.after-broadcast',
   'settle.after-receipt',
   'settle.after-commit',
+  // a settlement batch (several settles in one Multicall3 transaction): sent, no caller has recorded its hash;
+  // every caller recorded it and waits for the receipt; the first caller's outcome is final, the others' not
+  'batch.after-broadcast',
+  'batch.receipt-wait',
+  'batch.after-some-rows',
   // any paid endpoint of ours (ping): the x402 resource-server flow
   'x402.after-verify',
   'x402.after-settle',

@@ -48,6 +48,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
             confirmationTimeoutMs: config.facilitatorConfirmationTimeoutMs,
             replaceAfterMs: config.facilitatorReplacement.replaceAfterMs,
             maxReplacements: config.facilitatorReplacement.maxReplacements,
+            batch: config.facilitatorBatch,
             lowGasWei: config.facilitatorLowGasWei,
             observer: facilitatorObserver(deps.metrics),
             ...deps.facilitatorOptions,

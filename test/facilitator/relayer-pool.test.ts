@@ -69,7 +69,8 @@ describe('relayer key configuration', () => {
 describe('a pool of four dev relayers', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await buildTestApp({ roles: ['facilitator'], env: { FACILITATOR_RELAYER_COUNT: '4' } });
+    // Unbatched: how single sends spread over lanes (batches per lane: batch.test.ts).
+    app = await buildTestApp({ roles: ['facilitator'], env: { FACILITATOR_RELAYER_COUNT: '4', FACILITATOR_BATCH_MAX_CALLS: '1' } });
   });
   afterAll(async () => {
     await app?.close();

@@ -76,7 +76,10 @@ export async function signAuthorization(
 
 export const nonceOf = (payload: PaymentPayload) => (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
 
-/** Every Transfer the token emitted for this authorization's transactions (AuthorizationUsed -> its tx). */
+/**
+ * Every Transfer this authorization made: per AuthorizationUsed log of it, the token's Transfer from the payer
+ * right after it (a settlement batch carries other payers' transfers beside it, which are not this one's).
+ */
 export async function transfersForNonce(app: TestApp, payer: Address, nonce: Hex): Promise<number> {
   const client = app.ctx.chain.publicClient;
   const asset = app.ctx.chain.asset.address;
@@ -84,7 +87,9 @@ export async function transfersForNonce(app: TestApp, payer: Address, nonce: Hex
   let transfers = 0;
   for (const log of used) {
     const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
-    transfers += receipt.logs.filter((l) => l.address.toLowerCase() === asset.toLowerCase() && l.topics[0] === TRANSFER_TOPIC).length;
+    transfers += receipt.logs.filter(
+      (l) => l.address.toLowerCase() === asset.toLowerCase() && l.topics[0] === TRANSFER_TOPIC && l.logIndex === log.logIndex + 1 && BigInt(l.topics[1]!) === BigInt(payer),
+    ).length;
   }
   return transfers;
 }

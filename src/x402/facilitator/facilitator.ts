@@ -8,19 +8,19 @@
 // payment-identifier included (the id is not signed: anyone can copy it onto copies of a payment).
 import { x402Facilitator, type PendingSettlementStore } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
-import type { FacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator';
-import { createPublicClient, getAddress, http, type Address, type Chain, type Hash, type PublicClient } from 'viem';
+import { createPublicClient, getAddress, http, type Address, type Chain, type Hash, type PublicClient, type TransactionReceipt } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
 import { eip3009Abi, transferWithAuthorizationTypes } from '../../chain/eip3009.js';
 import { createBlockClock, type BlockClock } from '../../chain/block-clock.js';
 import { ChainUnavailableError, isTransportError } from '../../chain/errors.js';
+import { MULTICALL3_ADDRESS } from '../../chain/multicall3.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import type { SettlementRow } from '../tables.js';
-import { newCallContext, runInCall, type SettleAttempt } from './call-context.js';
+import { currentCall, newCallContext, runInCall, type SettleAttempt } from './call-context.js';
 import { chainVerdict } from './chain-verdict.js';
 import { keyOf, keyString, SettlementLedger, type Answerer, type SettlementKey } from './ledger.js';
 import { PAYMENT_IDENTIFIER, paymentIdOf } from './payment-id.js';
@@ -28,11 +28,13 @@ import { PgPendingSettlementStore } from './pending-store.js';
 import type { Eip3009Payload } from '../payload.js';
 import { timeBounds, type Refusal } from './bounds.js';
 import { payloadHashOf, precheck } from './precheck.js';
-import { QuickChecker, type QuickCheck } from './quick-check.js';
+import { QuickChecker, transferWithAuthorizationData, type QuickCheck } from './quick-check.js';
 import { judgeReceipt } from './receipt.js';
 import { ownWords, Reason } from './reasons.js';
 import { RelayerPool, type RelayerStatus } from './relayer-pool.js';
-import { createFacilitatorSigner, type SignerHooks } from './signer.js';
+import { stripUndefined } from './sender.js';
+import { createFacilitatorSigner, type FacilitatorSigner, type SignerHooks } from './signer.js';
+import { DEFAULT_BATCH, SettlementBatcher, type BatchPolicy } from './batcher.js';
 
 export interface FacilitatorDeps {
   db: Db;
@@ -59,6 +61,8 @@ export interface FacilitatorOptions {
   replaceAfterMs?: number;
   /** Replacements per stuck transaction at most (default 5). */
   maxReplacements?: number;
+  /** Settles batched per relayer lane into Multicall3 transactions (batcher.ts); `maxCalls: 1` turns it off. */
+  batch?: Partial<BatchPolicy>;
   /** relayerStatus() flags a key whose balance is below this (default 0.01 ETH). */
   lowGasWei?: bigint;
   hooks?: SignerHooks;
@@ -94,7 +98,8 @@ interface SettleRequest {
 
 export class Facilitator {
   readonly ledger: SettlementLedger;
-  readonly signer: FacilitatorEvmSigner;
+  readonly signer: FacilitatorSigner;
+  readonly batcher: SettlementBatcher;
   readonly #sdk: x402Facilitator;
   readonly #client: PublicClient;
   readonly #network: string;
@@ -140,9 +145,11 @@ export class Facilitator {
       lowGasWei: options.lowGasWei,
       log: deps.log,
     });
+    this.batcher = new SettlementBatcher(this.#relayers, { ...DEFAULT_BATCH, ...stripUndefined(options.batch ?? {}) }, deps.log);
     this.signer = createFacilitatorSigner({
       client: this.#client,
       relayers: this.#relayers,
+      batcher: this.batcher,
       confirmationTimeoutMs: options.confirmationTimeoutMs ?? 30_000,
       hooks: options.hooks,
     });
@@ -380,7 +387,8 @@ export class Facilitator {
     const call = newCallContext(attempt);
     let result: SettleResponse;
     try {
-      result = await runInCall(call, () => this.#sdk.settle(payload, requirements));
+      // Plainly valid (just simulated with a 65-byte signature): sent as is. Anything else: the SDK's settle, which re-verifies.
+      result = await runInCall(call, () => (gasLimit !== undefined ? this.#settleSimulated(payload, requirements, gasLimit) : this.#sdk.settle(payload, requirements)));
       if (!result.success) result = { ...result, errorMessage: ownWords(result.errorReason) };
       crashPoint('settle.after-receipt');
     } catch (error) {
@@ -422,9 +430,50 @@ export class Facilitator {
       if (verdict?.kind === 'settled') {
         result = success(row, verdict.txHash);
         transferLogIndex = verdict.logIndex;
+      } else if (attempt.receipt && isBatch(attempt.receipt)) {
+        result = await this.#batchCallFailure(row, payload, requirements, attempt.txHash!);
       }
     }
     return this.#finishOwned(row, result, transferLogIndex, answer);
+  }
+
+  /**
+   * The settle of a payment the quick check has just simulated (an EOA's 65-byte signature, every check
+   * passed on chain): its transferWithAuthorization goes to the batcher as is, without the SDK's second
+   * verify (a JavaScript signature recovery per payment). Answers as the SDK's settle would; #execute
+   * judges the receipt by this authorization's own logs either way.
+   */
+  async #settleSimulated(payload: PaymentPayload, requirements: PaymentRequirements, gas: bigint): Promise<SettleResponse> {
+    const eip3009 = payload.payload as unknown as Eip3009Payload;
+    const payer = getAddress(eip3009.authorization.from);
+    const network = requirements.network;
+    let hash: Hash;
+    try {
+      // A payer with code checks the signature with its own code, with all the gas a batch forwards: alone.
+      const code = await this.signer.getCode({ address: payer });
+      const alone = code !== undefined || currentCall()?.rpcFailure !== undefined;
+      hash = await this.signer.sendSettlement({ to: getAddress(requirements.asset), data: transferWithAuthorizationData(eip3009), gas, payer, alone });
+    } catch {
+      // #execute tells apart what this was from the call context (taken over, uncertain, nothing sent).
+      return failure(network, Reason.transactionFailed, 'settlement transaction not sent', payer);
+    }
+    let receipt: { status: string };
+    try {
+      receipt = await this.signer.waitForTransactionReceipt({ hash });
+    } catch (error) {
+      return failure(network, Reason.settlementPending, error instanceof Error ? error.message.split('\n')[0]! : 'receipt not seen yet', payer, hash);
+    }
+    return receipt.status === 'success' ? { success: true, transaction: hash, network, payer } : failure(network, Reason.transactionFailed, 'settlement transaction reverted', payer, hash);
+  }
+
+  /**
+   * This authorization's call failed inside a batch that mined (the others' did not fail with it), and no
+   * other transaction used it: nothing moved. The payment is checked again for the reason to give.
+   */
+  async #batchCallFailure(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, txHash: Hash): Promise<SettleResponse> {
+    const verdict = await this.#schemeVerify(keyOf(row), payload, requirements).catch(() => null);
+    if (verdict && !verdict.isValid) return failure(row.network, verdict.invalidReason ?? Reason.transactionFailed, verdict.invalidMessage ?? 'invalid payment', row.payer, txHash);
+    return failure(row.network, Reason.transactionFailed, 'its call in the settlement batch failed; nothing moved', row.payer, txHash);
   }
 
   /**
@@ -465,6 +514,7 @@ export class Facilitator {
   /** The claiming settle's answer: its outcome, unless a front-run or a stranger's retry was answered first. */
   async #finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number, answer: 'owner' | 'nobody' = 'owner'): Promise<SettleResponse> {
     const final = await this.ledger.finish(keyOf(row), { status: response.success ? 'settled' : 'failed', response, transferLogIndex });
+    if (final.txHash && this.batcher.isBatch(final.txHash as Hash)) crashPoint('batch.after-some-rows');
     crashPoint('settle.after-commit');
     if (answer === 'nobody') {
       await this.ledger.disown(keyOf(row), row.claimToken);
@@ -578,5 +628,8 @@ function followReplacements(store: PgPendingSettlementStore, relayers: RelayerPo
     delete: () => store.delete(),
   };
 }
+
+/** A Multicall3 transaction: a batch of settlements (batcher.ts), each call judged by its own logs. */
+const isBatch = (receipt: TransactionReceipt) => receipt.to?.toLowerCase() === MULTICALL3_ADDRESS.toLowerCase();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -17,7 +17,7 @@ import {
   type PublicClient,
 } from 'viem';
 import { isTransportError } from '../../chain/errors.js';
-import { MULTICALL3_ADDRESS } from '../../chain/multicall3.js';
+import { aggregate3Abi, aggregate3Fn, MULTICALL3_ADDRESS, type Call3 } from '../../chain/multicall3.js';
 import type { Eip3009Payload } from '../payload.js';
 
 export type QuickCheck = 'valid' | 'used' | 'unknown';
@@ -31,13 +31,6 @@ const transferFn = prepareEncodeFunctionData({
   abi: parseAbi(['function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)']),
   functionName: 'transferWithAuthorization',
 });
-const aggregate3Abi = parseAbi([
-  'struct Call3 { address target; bool allowFailure; bytes callData; }',
-  'struct Result { bool success; bytes returnData; }',
-  'function aggregate3(Call3[] calls) payable returns (Result[] returnData)',
-]);
-const aggregate3Fn = prepareEncodeFunctionData({ abi: aggregate3Abi, functionName: 'aggregate3' });
-
 // The exact scheme's own margin: validBefore must leave 6 s for the transaction to land.
 const VALID_BEFORE_MARGIN_S = 6n;
 const TRUE_WORD = `0x${'0'.repeat(63)}1`;
@@ -45,7 +38,6 @@ const TRUE_WORD = `0x${'0'.repeat(63)}1`;
 // simulated transfers (~75k gas each) stay far below any eth_call gas cap.
 const MAX_BATCH = 32;
 
-type Call3 = { target: Address; allowFailure: boolean; callData: Hex };
 interface Pending {
   calls: [Call3, Call3];
   resolve(result: QuickCheck): void;
@@ -113,21 +105,21 @@ export class QuickChecker {
 }
 
 function transferCalls(asset: Address, eip3009: Eip3009Payload): [Call3, Call3] {
+  const from = getAddress(eip3009.authorization.from);
+  return [
+    { target: asset, allowFailure: true, callData: encodeFunctionData({ ...stateFn, args: [from, eip3009.authorization.nonce as Hex] }) },
+    { target: asset, allowFailure: true, callData: transferWithAuthorizationData(eip3009) },
+  ];
+}
+
+/** The transferWithAuthorization call (v, r, s form) for a 65-byte signature: what is simulated here is what a settle sends. */
+export function transferWithAuthorizationData(eip3009: Eip3009Payload): Hex {
   const auth = eip3009.authorization;
   const { r, s, v, yParity } = parseSignature(eip3009.signature as Hex);
-  const from = getAddress(auth.from);
-  const nonce = auth.nonce as Hex;
-  return [
-    { target: asset, allowFailure: true, callData: encodeFunctionData({ ...stateFn, args: [from, nonce] }) },
-    {
-      target: asset,
-      allowFailure: true,
-      callData: encodeFunctionData({
-        ...transferFn,
-        args: [from, getAddress(auth.to), BigInt(auth.value), BigInt(auth.validAfter), BigInt(auth.validBefore), nonce, Number(v ?? BigInt(yParity + 27)), r, s],
-      }),
-    },
-  ];
+  return encodeFunctionData({
+    ...transferFn,
+    args: [getAddress(auth.from), getAddress(auth.to), BigInt(auth.value), BigInt(auth.validAfter), BigInt(auth.validBefore), auth.nonce as Hex, Number(v ?? BigInt(yParity + 27)), r, s],
+  });
 }
 
 /** The scheme's off-chain checks, in its order; a 65-byte ECDSA signature (contract signers go the long way). */

@@ -63,10 +63,11 @@ export class RelayerPool {
 
   /** Sends on the least-busy lane; its hash (see RelayerSender.send for errors). */
   send(tx: RelayerTx, options: SendOptions = {}): Promise<Hash> {
-    return this.#pick().send(tx, options);
+    return this.pickLane().send(tx, options);
   }
 
-  #pick(): RelayerSender {
+  /** The least-busy lane (queued sends plus unmined transactions; ties go round the pool). */
+  pickLane(): RelayerSender {
     const n = this.lanes.length;
     const start = this.#next;
     this.#next = (this.#next + 1) % n;
@@ -82,6 +83,12 @@ export class RelayerPool {
   waitForReceipt(hash: Hash, timeoutMs: number): Promise<TransactionReceipt> | null {
     const lane = this.lanes.find((l) => l.tracks(hash));
     return lane ? lane.waitMined(hash, timeoutMs) : null;
+  }
+
+  /** Settles when whichever version of this transaction mines; null when no lane sent it. */
+  whenMined(hash: Hash): Promise<void> | null {
+    const lane = this.lanes.find((l) => l.tracks(hash));
+    return lane ? lane.whenMined(hash) : null;
   }
 
   /** The newest version's hash of the transaction `hash` belongs to (itself when never replaced). */

@@ -83,6 +83,8 @@ interface InFlight {
   done: boolean;
   mined: Promise<void>;
   markMined: () => void;
+  /** The one receipt wait every caller of this transaction shares (a batch has many callers). */
+  waiting?: Promise<TransactionReceipt>;
 }
 
 // Mined entries stay findable by any of their hashes for a while: a waiter may ask after the watch saw it mined.
@@ -148,9 +150,24 @@ export class RelayerSender {
    * The receipt of whichever version of this transaction mines. Throws viem's receipt timeout after
    * `timeoutMs` (the lane keeps watching and replacing it in the background all the same).
    */
-  async waitMined(hash: Hash, timeoutMs: number): Promise<TransactionReceipt> {
+  waitMined(hash: Hash, timeoutMs: number): Promise<TransactionReceipt> {
     const entry = this.#byHash.get(hash) ?? this.#recent.get(hash);
-    if (!entry) throw new WaitForTransactionReceiptTimeoutError({ hash });
+    if (!entry) return Promise.reject(new WaitForTransactionReceiptTimeoutError({ hash }));
+    if (entry.waiting) return entry.waiting;
+    const waiting = this.#waitMined(entry, hash, timeoutMs);
+    entry.waiting = waiting;
+    // Shared while it runs; a later caller (after a timeout, say) starts its own.
+    void waiting.catch(() => undefined).finally(() => entry.waiting === waiting && (entry.waiting = undefined));
+    return waiting;
+  }
+
+  /** Settles when whichever version of this transaction mines (or at once when it is not this lane's). */
+  whenMined(hash: Hash): Promise<void> {
+    const entry = this.#byHash.get(hash) ?? this.#recent.get(hash);
+    return entry ? entry.mined : Promise.resolve();
+  }
+
+  async #waitMined(entry: InFlight, hash: Hash, timeoutMs: number): Promise<TransactionReceipt> {
     // Automine answers at once: ask before waiting.
     const newest = await this.#receipt(entry.hashes[entry.hashes.length - 1]);
     if (newest) {
@@ -378,4 +395,4 @@ export function bumpFees(old: Fees, market: Fees): Fees {
   return { maxPriorityFeePerGas, maxFeePerGas: max(bump(old.maxFeePerGas), marketMax, maxPriorityFeePerGas) };
 }
 
-const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+export const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -13,6 +13,7 @@ import {
   encodeFunctionData,
   TransactionReceiptNotFoundError,
   type Abi,
+  type Address,
   type Hash,
   type Hex,
   type PublicClient,
@@ -22,6 +23,7 @@ import { eip3009Abi } from '../../chain/eip3009.js';
 import { isTransportError } from '../../chain/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { currentCall } from './call-context.js';
+import type { SettlementBatcher } from './batcher.js';
 import type { RelayerPool } from './relayer-pool.js';
 import { BroadcastUncertainError } from './sender.js';
 
@@ -35,8 +37,10 @@ export interface SignerHooks {
 export interface SignerOptions {
   /** Reads (may batch JSON-RPC calls). */
   client: PublicClient;
-  /** The relayer keys: each send takes the least-busy lane. */
+  /** The relayer keys (addresses, receipts of what they sent). */
   relayers: RelayerPool;
+  /** Where sends go: batches per lane (a batcher with maxCalls 1 sends each alone). */
+  batcher: SettlementBatcher;
   confirmationTimeoutMs: number;
   hooks?: SignerHooks;
 }
@@ -51,12 +55,91 @@ const REVERT_WORDS: Record<string, string> = {
   InvalidSignature: 'invalid signature',
 };
 
-export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmSigner {
-  const { client, relayers } = options;
+/** One settlement call to send: `alone` keeps it out of batches (see batcher.ts). */
+export interface SettlementCall {
+  to: Address;
+  data: Hex;
+  /** The limit to use; estimated when absent (and no simulated limit is on the call). */
+  gas?: bigint;
+  payer: string;
+  alone?: boolean;
+}
+
+export type FacilitatorSigner = FacilitatorEvmSigner & { sendSettlement(call: SettlementCall): Promise<Hash> };
+
+export function createFacilitatorSigner(options: SignerOptions): FacilitatorSigner {
+  const { client, relayers, batcher } = options;
   const noteFailure = (error: unknown) => {
     const call = currentCall();
     if (call && isTransportError(error)) call.rpcFailure ??= error;
   };
+
+  /**
+   * Sends one settlement call through the batcher, recording its hash in the ledger before returning it.
+   * Estimation is the last pre-broadcast check (a revert here means nothing was sent), unless the settle
+   * simulated this very transfer a moment ago and passes a limit.
+   */
+  async function sendSettlement(call: SettlementCall): Promise<Hash> {
+    const attempt = currentCall()?.settle;
+    let gas: bigint;
+    try {
+      // Any lane's address will do: estimation depends on the sender only through its balance, and every lane has gas.
+      gas = call.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: relayers.addresses[0], to: call.to, data: call.data })) * GAS_HEADROOM_PERCENT) / 100n;
+    } catch (error) {
+      noteFailure(error);
+      throw describeRevert(error);
+    }
+    // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
+    // then the new owner sends, not this one.
+    await options.hooks?.beforeSend?.();
+    if (attempt && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {
+      currentCall()!.claimLost = true;
+      throw new ClaimTakenOverError('the settlement claim was taken over by another settle; nothing was sent');
+    }
+    let hash: Hash;
+    try {
+      hash = await batcher.send(
+        { to: call.to, data: call.data, gas },
+        {
+          payer: call.payer,
+          alone: call.alone,
+          // A stuck send re-sent with higher fees: retries and the reconciler follow the new hash.
+          onReplaced: attempt
+            ? async (replacement) => {
+                attempt.txHash = replacement;
+                await attempt.ledger.recordBroadcast(attempt.key, replacement);
+              }
+            : undefined,
+        },
+      );
+    } catch (error) {
+      if (error instanceof BroadcastUncertainError && attempt) {
+        attempt.txHash = error.hash;
+        attempt.uncertain = true;
+        await attempt.ledger.recordBroadcast(attempt.key, error.hash);
+        attempt.recorded = true;
+      } else {
+        // Nothing was sent (a read failed, or the node refused the transaction).
+        noteFailure(error);
+        const current = currentCall();
+        if (current) current.sendFailure ??= error;
+      }
+      throw error;
+    }
+    if (attempt) attempt.txHash = hash;
+    try {
+      await options.hooks?.afterBroadcast?.(hash);
+    } catch (error) {
+      if (attempt) attempt.crash = error;
+      throw error;
+    }
+    crashPoint('settle.after-broadcast');
+    if (attempt) {
+      await attempt.ledger.recordBroadcast(attempt.key, hash);
+      attempt.recorded = true;
+    }
+    return hash;
+  }
 
   return {
     getAddresses: () => relayers.addresses,
@@ -86,77 +169,22 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorEvmS
       return code;
     },
 
-    async writeContract(args) {
-      const attempt = currentCall()?.settle;
+    writeContract(args) {
       const data = concat([
         encodeFunctionData({ abi: args.abi as Abi, functionName: args.functionName, args: args.args }),
         ...(args.dataSuffix ? [args.dataSuffix] : []),
       ]);
-      // Estimation is the last pre-broadcast check (a revert here means nothing was sent), unless the
-      // settle simulated this very transfer a moment ago and passes a limit.
-      let gas: bigint;
-      try {
-        // Any lane's address will do: estimation depends on the sender only through its balance, and every lane has gas.
-        gas = args.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: relayers.addresses[0], to: args.address, data })) * GAS_HEADROOM_PERCENT) / 100n;
-      } catch (error) {
-        noteFailure(error);
-        throw describeRevert(error);
-      }
-      // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
-      // then the new owner sends, not this one.
-      await options.hooks?.beforeSend?.();
-      if (attempt && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {
-        currentCall()!.claimLost = true;
-        throw new ClaimTakenOverError('the settlement claim was taken over by another settle; nothing was sent');
-      }
-      let hash: Hash;
-      try {
-        hash = await relayers.send(
-          { to: args.address, data, gas },
-          {
-            // A stuck send re-sent with higher fees: retries and the reconciler follow the new hash.
-            onReplaced: attempt
-              ? async (replacement) => {
-                  attempt.txHash = replacement;
-                  await attempt.ledger.recordBroadcast(attempt.key, replacement);
-                }
-              : undefined,
-          },
-        );
-      } catch (error) {
-        if (error instanceof BroadcastUncertainError && attempt) {
-          attempt.txHash = error.hash;
-          attempt.uncertain = true;
-          await attempt.ledger.recordBroadcast(attempt.key, error.hash);
-          attempt.recorded = true;
-        } else {
-          // Nothing was sent (a read failed, or the node refused the transaction).
-          noteFailure(error);
-          const call = currentCall();
-          if (call) call.sendFailure ??= error;
-        }
-        throw error;
-      }
-      if (attempt) attempt.txHash = hash;
-      try {
-        await options.hooks?.afterBroadcast?.(hash);
-      } catch (error) {
-        if (attempt) attempt.crash = error;
-        throw error;
-      }
-      crashPoint('settle.after-broadcast');
-      if (attempt) {
-        await attempt.ledger.recordBroadcast(attempt.key, hash);
-        attempt.recorded = true;
-      }
-      return hash;
+      // The SDK's path: payloads that were not plainly valid (contract signers among them) go out alone.
+      return sendSettlement({ to: args.address, data, gas: args.gas, payer: String((args.args as unknown[])[0]), alone: true });
     },
 
+    sendSettlement,
     sendTransaction: async () => {
       throw new Error('smart-wallet deployment (ERC-6492) is not supported by this facilitator');
     },
 
     async waitForTransactionReceipt({ hash }) {
+      if (batcher.isBatch(hash)) crashPoint('batch.receipt-wait');
       // Whichever version mined (the original or a replacement) is the settlement transaction.
       const receipt = await (relayers.waitForReceipt(hash, options.confirmationTimeoutMs) ?? receiptOf(client, hash, options.confirmationTimeoutMs));
       const attempt = currentCall()?.settle;
