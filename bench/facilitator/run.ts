@@ -1,17 +1,19 @@
 // Facilitator throughput on the devchain, all in one run, several rounds (median and spread), each round on
 // a fresh server, devchain and database:
 // - verify over HTTP and as direct calls (no chain write);
-// - settle (one transferWithAuthorization each) with ONE relayer key vs a pool of BENCH_KEYS keys, as direct
-//   calls into two engines built the same way, plus settle over HTTP (the server's pool);
-// - the same 1-key vs pool settles through an RPC that answers BENCH_RPC_DELAY_MS late (a hosted node's
-//   round trip: there the one-key send queue, not the CPU, is the limit);
-// - the devchain's own ceiling: pre-signed transferWithAuthorization transactions from BENCH_KEYS fresh keys
-//   sent straight to anvil (node:http keep-alive, raw JSON-RPC), timed until every one is mined.
-// Targets: pool >= 2x one key; pool settles >= 50 % of the ceiling; verify >= 2,000/s (see bench/RESULTS.md).
+// - the devchain's own ceiling: pre-signed transferWithAuthorization transactions from BENCH_CEILING_KEYS fresh
+//   keys sent straight to anvil (node:http keep-alive, raw JSON-RPC), timed until every one is mined;
+// - settle as direct calls into engines built the same way, for each of BENCH_KEY_SETS relayer keys, batched
+//   (Multicall3, the shipped defaults) and unbatched (FACILITATOR_BATCH_MAX_CALLS 1), on loopback and through an
+//   RPC that answers BENCH_RPC_DELAY_MS late (a hosted node's round trip); plus batched settle over HTTP;
+// - p50/p99 latency of each at BENCH_CONCURRENCY in flight.
+// Targets (issue 30): batched >= 50 % of the ceiling; batched >= 5x unbatched; p50 <= 300 ms batched at 64 in flight.
 // Run: npx tsx bench/facilitator/run.ts
-// Env: BENCH_ROUNDS (default 3), BENCH_VERIFY (payloads per verify round, default 4000), BENCH_SETTLE (default 600),
-//      BENCH_KEYS (default 4), BENCH_RPC_DELAY_MS (default 20; 0 skips those rounds), BENCH_DELAY_SETTLE (default 300),
-//      BENCH_CONCURRENCY (default 64), BENCH_PAYERS (default 32), DATABASE_URL (PostgreSQL instead of PGlite).
+// Env: BENCH_ROUNDS (default 3), BENCH_VERIFY (payloads per verify round, default 2000), BENCH_SETTLE (batched
+//      settles per row, default 1200), BENCH_UNBATCHED (default 300), BENCH_KEY_SETS (default 1,4,16),
+//      BENCH_CEILING_KEYS (default 4), BENCH_RPC_DELAY_MS (default 20; 0 skips those rows), BENCH_CONCURRENCY
+//      (default 64), BENCH_PAYERS (default 64), BENCH_BATCH_WAIT_MS / BENCH_BATCH_MAX (override the defaults),
+//      DATABASE_URL (PostgreSQL instead of PGlite).
 import fs from 'node:fs';
 import http, { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,19 +32,25 @@ import { signAuthorization } from '../../test/x402/support.js';
 import { machine } from '../lib.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const verifyCount = Number(process.env.BENCH_VERIFY ?? 4000);
-const settleCount = Number(process.env.BENCH_SETTLE ?? 600);
-const keyCount = Number(process.env.BENCH_KEYS ?? 4);
+const verifyCount = Number(process.env.BENCH_VERIFY ?? 2000);
+const settleCount = Number(process.env.BENCH_SETTLE ?? 1200);
+const unbatchedCount = Number(process.env.BENCH_UNBATCHED ?? 300);
+const keySets = (process.env.BENCH_KEY_SETS ?? '1,4,16').split(',').map(Number);
+const ceilingKeyCount = Number(process.env.BENCH_CEILING_KEYS ?? 4);
 const rpcDelayMs = Number(process.env.BENCH_RPC_DELAY_MS ?? 20);
-const delaySettleCount = Number(process.env.BENCH_DELAY_SETTLE ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const payerCount = Number(process.env.BENCH_PAYERS ?? 32);
+const payerCount = Number(process.env.BENCH_PAYERS ?? 64);
+const batchOverride = {
+  waitMs: process.env.BENCH_BATCH_WAIT_MS ? Number(process.env.BENCH_BATCH_WAIT_MS) : undefined,
+  maxCalls: process.env.BENCH_BATCH_MAX ? Number(process.env.BENCH_BATCH_MAX) : undefined,
+};
+const maxKeys = Math.max(...keySets);
 const LIFTED = '1000000000';
 
 const log = pino({ level: 'warn' });
 const results = new Map<string, Row[]>();
 const record = (row: Row) => results.set(row.label, [...(results.get(row.label) ?? []), row]);
-console.log(`machine: ${machine()}; load average ${uptimeLoad()}; concurrency ${concurrency}; ${payerCount} payers; ${keyCount} relayer keys; ${rounds} rounds`);
+console.log(`machine: ${machine()}; load average ${uptimeLoad()}; concurrency ${concurrency}; ${payerCount} payers; keys ${keySets.join('/')}; ${rounds} rounds`);
 // Each round on a fresh server, devchain and database: anvil slows down as a long run piles up blocks
 // (seen as falling rates round after round in one process), which would favour whichever side ran first.
 for (let round = 1; round <= rounds; round += 1) {
@@ -52,21 +60,32 @@ for (let round = 1; round <= rounds; round += 1) {
 
 const summary = [...results.entries()].map(([label, rows]) => {
   const rates = rows.map((r) => r.perSecond).sort((a, b) => a - b);
-  return { label, rates, median: median(rates), okAll: rows.every((r) => r.ok === r.count), p50: median(rows.map((r) => r.p50)) };
+  return { label, rates, median: median(rates), okAll: rows.every((r) => r.ok === r.count), p50: median(rows.map((r) => r.p50)), p99: median(rows.map((r) => r.p99)) };
 });
-const med = (label: string) => summary.find((s) => s.label === label)?.median ?? NaN;
-console.log(['', `| operation | rounds (per second) | median /s | spread (min–max) | all ok | p50 ms (median) |`, '|---|---|---|---|---|---|',
-  ...summary.map((s) => `| ${s.label} | ${s.rates.map((r) => r.toFixed(0)).join(' / ')} | **${s.median.toFixed(0)}** | ${s.rates[0].toFixed(0)}–${s.rates[s.rates.length - 1].toFixed(0)} | ${s.okAll ? 'yes' : 'NO'} | ${Number.isNaN(s.p50) ? '—' : s.p50.toFixed(1)} |`)].join('\n'));
-const poolRate = med(`settle, direct, ${keyCount} keys`);
-const ratio = poolRate / med('settle, direct, 1 key');
-const ofCeiling = poolRate / med(`ceiling: pre-signed transfers, ${keyCount} keys`);
-console.log(`\n${keyCount} keys vs 1 key (direct settles, loopback devchain): ${ratio.toFixed(2)}x — ${ratio >= 2 ? 'PASS' : 'MISS'} (target >= 2x)`);
-if (rpcDelayMs > 0) {
-  const slowRatio = med(`settle, RPC +${rpcDelayMs} ms, ${keyCount} keys`) / med(`settle, RPC +${rpcDelayMs} ms, 1 key`);
-  console.log(`${keyCount} keys vs 1 key (direct settles, RPC +${rpcDelayMs} ms): ${slowRatio.toFixed(2)}x — ${slowRatio >= 2 ? 'PASS' : 'MISS'} (target >= 2x)`);
+const ms = (v: number) => (Number.isNaN(v) ? '—' : v.toFixed(0));
+console.log(['', `| operation | rounds (per second) | median /s | spread (min–max) | all ok | p50 ms | p99 ms |`, '|---|---|---|---|---|---|---|',
+  ...summary.map((s) => `| ${s.label} | ${s.rates.map((r) => r.toFixed(0)).join(' / ')} | **${s.median.toFixed(0)}** | ${s.rates[0].toFixed(0)}–${s.rates[s.rates.length - 1].toFixed(0)} | ${s.okAll ? 'yes' : 'NO'} | ${ms(s.p50)} | ${ms(s.p99)} |`)].join('\n'));
+// Ratios per round (same round, same devchain), then their median and spread.
+const perRound = (a: string, b: string) => (results.get(a) ?? []).map((row, i) => row.perSecond / (results.get(b)?.[i]?.perSecond ?? NaN)).sort((x, y) => x - y);
+const verdict = (name: string, ratios: number[], target: number, unit: 'x' | '%') => {
+  const show = (v: number) => (unit === '%' ? `${(v * 100).toFixed(0)} %` : `${v.toFixed(2)}x`);
+  const m = median(ratios);
+  console.log(`${name}: ${show(m)} (rounds ${ratios.map(show).join(', ')}) — ${m >= target ? 'PASS' : 'MISS'} (target >= ${show(target)})`);
+};
+const ceilingLabel = `ceiling: pre-signed transfers, ${ceilingKeyCount} keys`;
+console.log('');
+for (const keys of keySets) {
+  verdict(`batched vs ceiling, ${keys} keys`, perRound(settleLabel(keys, true, false), ceilingLabel), 0.5, '%');
+  verdict(`batched vs unbatched, ${keys} keys, loopback`, perRound(settleLabel(keys, true, false), settleLabel(keys, false, false)), 5, 'x');
+  if (rpcDelayMs > 0) verdict(`batched vs unbatched, ${keys} keys, RPC +${rpcDelayMs} ms`, perRound(settleLabel(keys, true, true), settleLabel(keys, false, true)), 5, 'x');
 }
-console.log(`${keyCount}-key settles vs the devchain ceiling: ${(ofCeiling * 100).toFixed(0)} % — ${ofCeiling >= 0.5 ? 'PASS' : 'MISS'} (target >= 50 %)`);
+const p50 = summary.find((s) => s.label === settleLabel(Math.min(...keySets), true, false))?.p50 ?? NaN;
+console.log(`p50 settle latency, batched, ${concurrency} in flight (${Math.min(...keySets)} key): ${p50.toFixed(0)} ms — ${p50 <= 300 ? 'PASS' : 'MISS'} (target <= 300 ms)`);
 console.log(`load average at the end: ${uptimeLoad()}`);
+
+function settleLabel(keys: number, batched: boolean, slow: boolean): string {
+  return `settle, ${batched ? 'batched' : 'unbatched'}, ${keys} key${keys === 1 ? '' : 's'}${slow ? `, RPC +${rpcDelayMs} ms` : ''}`;
+}
 
 async function runRound(round: number): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-facilitator-'));
@@ -80,7 +99,7 @@ async function runRound(round: number): Promise<void> {
     FACILITATOR_PORT: '0',
     DEVCHAIN_PORT: '0',
     LOG_LEVEL: 'warn',
-    FACILITATOR_RELAYER_COUNT: String(keyCount),
+    FACILITATOR_RELAYER_COUNT: String(maxKeys),
     FACILITATOR_SETTLE_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_VERIFY_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_SETTLE_LIMIT_PER_PAYER: LIFTED,
@@ -103,20 +122,18 @@ async function runRound(round: number): Promise<void> {
     });
     const sign = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => signAuthorization(payers[i % payers.length], requirements)));
 
-    // Two engines built the same way, one key vs the pool (the server's own engine is the pool too).
+    // Engines built the same way, one per (keys, batching, RPC): the server's own engine is the batched full pool.
     const pool = ctx.chain.relayers;
-    const engine = (relayers: typeof pool, rpcUrl = ctx.chain.rpcUrl) =>
-      new Facilitator({ db: ctx.db, clock: ctx.clock, log, chain: { ...ctx.chain, rpcUrl }, relayer: relayers }, { reconcileAfterMs: config.facilitatorReconcileAfterMs });
-    const oneKey = engine([pool[0]]);
-    const poolKeys = engine(pool);
-    // The slow-RPC pair: every JSON-RPC request to anvil answered rpcDelayMs late.
-    let slowOne: Facilitator | null = null;
-    let slowPool: Facilitator | null = null;
+    const engine = (keys: number, batched: boolean, rpcUrl = ctx.chain.rpcUrl) =>
+      new Facilitator(
+        { db: ctx.db, clock: ctx.clock, log, chain: { ...ctx.chain, rpcUrl }, relayer: pool.slice(0, keys) },
+        { reconcileAfterMs: config.facilitatorReconcileAfterMs, batch: batched ? batchOverride : { maxCalls: 1 } },
+      );
+    // The slow RPC: every JSON-RPC request to anvil answered rpcDelayMs late.
+    let slowUrl: string | null = null;
     if (rpcDelayMs > 0) {
       proxy = await delayProxy(ctx.chain.rpcUrl, rpcDelayMs);
-      const slowUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-      slowOne = engine([pool[0]], slowUrl);
-      slowPool = engine(pool, slowUrl);
+      slowUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     }
 
     // node:http with keep-alive: a lighter load generator than fetch, which shares the 2 cores with the server.
@@ -133,27 +150,25 @@ async function runRound(round: number): Promise<void> {
 
     // Warm-up: JIT, connections, the SDK's asset-code cache, every lane's fee cache.
     await measure('warm-up verify', await sign(200), overHttp('verify'));
-    await measure('warm-up settle', await sign(64), direct(poolKeys, 'settle'));
-    await measure('warm-up settle', await sign(16), direct(oneKey, 'settle'));
-    const ceilingKeys = Array.from({ length: keyCount }, () => privateKeyToAccount(generatePrivateKey()));
+    await measure('warm-up settle', await sign(128), overHttp('settle'));
+    const ceilingKeys = Array.from({ length: ceilingKeyCount }, () => privateKeyToAccount(generatePrivateKey()));
     for (const key of ceilingKeys) await devchain.fundGas(key.address);
 
     record(await measure('verify over HTTP', await sign(verifyCount), overHttp('verify')));
     record(await measure('verify, direct call', await sign(verifyCount), direct(ctx.facilitator!, 'verify')));
     record(await ceiling(server, ceilingKeys, await sign(settleCount)));
-    // Alternate which side goes first, so a drift in machine load does not favour one.
-    const pair = [
-      async () => record(await measure('settle, direct, 1 key', await sign(settleCount), direct(oneKey, 'settle'))),
-      async () => record(await measure(`settle, direct, ${keyCount} keys`, await sign(settleCount), direct(poolKeys, 'settle'))),
-    ];
-    for (const run of round % 2 ? pair : pair.reverse()) await run();
-    record(await measure(`settle over HTTP, ${keyCount} keys`, await sign(settleCount), overHttp('settle')));
-    if (slowOne && slowPool) {
-      const slow = [
-        async () => record(await measure(`settle, RPC +${rpcDelayMs} ms, 1 key`, await sign(delaySettleCount), direct(slowOne!, 'settle'))),
-        async () => record(await measure(`settle, RPC +${rpcDelayMs} ms, ${keyCount} keys`, await sign(delaySettleCount), direct(slowPool!, 'settle'))),
-      ];
-      for (const run of round % 2 ? slow : slow.reverse()) await run();
+    record(await measure(`settle over HTTP, batched, ${maxKeys} keys`, await sign(settleCount), overHttp('settle')));
+    // Each (keys, RPC) pair batched and unbatched back to back, which first alternating per round, so a drift in
+    // machine load does not favour one side.
+    for (const slow of slowUrl ? [false, true] : [false]) {
+      for (const keys of keySets) {
+        const pair = [true, false].map((batched) => async () => {
+          const f = engine(keys, batched, slow ? slowUrl! : undefined);
+          await measure('warm-up settle', await sign(16), direct(f, 'settle'));
+          record(await measure(settleLabel(keys, batched, slow), await sign(batched ? settleCount : unbatchedCount), direct(f, 'settle')));
+        });
+        for (const run of round % 2 ? pair : pair.reverse()) await run();
+      }
     }
     agent.destroy();
   } finally {
@@ -171,6 +186,7 @@ interface Row {
   ok: number;
   perSecond: number;
   p50: number;
+  p99: number;
 }
 
 async function measure(label: string, payloads: PaymentPayload[], call: (p: PaymentPayload) => Promise<boolean>): Promise<Row> {
@@ -191,7 +207,7 @@ async function measure(label: string, payloads: PaymentPayload[], call: (p: Paym
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  const row = { label, count: payloads.length, ok, perSecond: payloads.length / seconds, p50: pct(0.5) };
+  const row = { label, count: payloads.length, ok, perSecond: payloads.length / seconds, p50: pct(0.5), p99: pct(0.99) };
   console.log(`${label}: ${ok}/${payloads.length} ok in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s (p50 ${pct(0.5).toFixed(1)} ms, p99 ${pct(0.99).toFixed(1)} ms)`);
   return row;
 }
@@ -254,7 +270,7 @@ async function ceiling(server: RunningServer, keys: ReturnType<typeof privateKey
   agent.destroy();
   const moved = (await ctx.chain.devchain!.balanceOf(requirementsPayTo(payloads[0]))) - balanceBefore;
   const ok = Number(moved / BigInt((payloads[0].payload as { authorization: { value: string } }).authorization.value));
-  const row = { label: `ceiling: pre-signed transfers, ${keys.length} keys`, count: raws.length, ok, perSecond: raws.length / seconds, p50: NaN };
+  const row = { label: `ceiling: pre-signed transfers, ${keys.length} keys`, count: raws.length, ok, perSecond: raws.length / seconds, p50: NaN, p99: NaN };
   console.log(`${row.label}: ${ok}/${raws.length} moved in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s${refused ? ` (${refused} refused)` : ''}`);
   return row;
 }

@@ -7,7 +7,7 @@
 import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, TransactionReceiptNotFoundError, type Address, type Hex, type Log, type PublicClient } from 'viem';
 import { getBlock, getBlockNumber, getLogs, getTransactionReceipt, readContract } from 'viem/actions';
 import { eip3009Abi } from './eip3009.js';
-import { pairPaymentLogs } from './indexer/pair-logs.js';
+import { pairPaymentLogs, type PairedPayment } from './indexer/pair-logs.js';
 import type { PaymentUse } from './payment-uses.js';
 
 const authorizationUsed = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
@@ -37,7 +37,7 @@ export function judgePayment(receipt: { status: string; logs: readonly Log[] }, 
   const asset = getAddress(expected.asset);
   const payer = getAddress(expected.payer);
   const nonce = expected.nonce.toLowerCase();
-  const own = pairPaymentLogs(receipt.logs, new Set([asset.toLowerCase()])).find((p) => p.payer === payer && p.nonce === nonce);
+  const own = pairedOnce(receipt.logs, asset).find((p) => p.payer === payer && p.nonce === nonce);
   if (own) {
     const exact = isAddressEqual(own.recipient, expected.payTo as Address) && own.value === BigInt(expected.amount);
     return exact ? { kind: 'paid', logIndex: own.logIndex } : { kind: 'mismatch', recipient: own.recipient, value: own.value };
@@ -45,6 +45,16 @@ export function judgePayment(receipt: { status: string; logs: readonly Log[] }, 
   const replayed = parseEventLogs({ abi: eip3009Abi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, asset)) as Log[], eventName: 'AuthorizationAlreadyUsed' });
   if (replayed.some((l) => isAddressEqual(l.args.authorizer, payer) && l.args.nonce.toLowerCase() === nonce)) return { kind: 'already_used' };
   return { kind: 'absent' };
+}
+
+// A settlement batch's receipt is judged once per payment in it, by the same logs: pair them once.
+const pairedByLogs = new WeakMap<readonly Log[], Map<Address, PairedPayment[]>>();
+function pairedOnce(logs: readonly Log[], asset: Address): PairedPayment[] {
+  let byAsset = pairedByLogs.get(logs);
+  if (!byAsset) pairedByLogs.set(logs, (byAsset = new Map()));
+  let pairs = byAsset.get(asset);
+  if (!pairs) byAsset.set(asset, (pairs = pairPaymentLogs(logs, new Set([asset.toLowerCase()]))));
+  return pairs;
 }
 
 /** The claim row of a judged payment (see PaymentUses). */

@@ -87,7 +87,7 @@ export async function freshData(): Promise<Data> {
   return { dataDir, databaseUrl: url.toString(), apiPort };
 }
 
-export async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance> {
+export async function serve(data: Data, crashAt?: CrashPoint, env: Record<string, string> = {}): Promise<Instance> {
   const child = spawn(process.execPath, [bin, 'serve'], {
     env: {
       ...process.env,
@@ -107,6 +107,7 @@ export async function serve(data: Data, crashAt?: CrashPoint): Promise<Instance>
       CREDITS_RECONCILE_AFTER_SECONDS: '1',
       CREDITS_SWEEP_INTERVAL_MS: '300',
       TOLLGATE_CRASH_POINT: crashAt ?? '',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -186,6 +187,7 @@ export const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storag
   storage: CRASH_POINTS.filter((p) => p.startsWith('storage.')),
   payAndCall: CRASH_POINTS.filter((p) => p.startsWith('pay-and-call.')),
   settle: CRASH_POINTS.filter((p) => p.startsWith('settle.')),
+  batch: CRASH_POINTS.filter((p) => p.startsWith('batch.')),
   x402: CRASH_POINTS.filter((p) => p.startsWith('x402.')),
   intent: [...CRASH_POINTS.filter((p) => p.startsWith('intent.')), 'settle.after-broadcast', 'settle.after-receipt'],
 };

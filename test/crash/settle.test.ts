@@ -43,6 +43,44 @@ describe('crash points', () => {
     pointDone();
   }, 120_000);
 
+  it.each(flows.batch)('a settlement batch killed at %s: every payment in it moves at most once, and each is recorded from the chain', async (point) => {
+    const data = await freshData();
+    // A window long enough for the four settles below to share one Multicall3 transaction.
+    const first = await serve(data, point, { FACILITATOR_BATCH_WAIT_MS: '400' });
+    const payers = Array.from({ length: 4 }, () => privateKeyToAccount(generatePrivateKey()));
+    for (const payer of payers) await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '1' });
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    const requirements = requirementsFor(payTo);
+    const payloads = await Promise.all(payers.map((payer) => signAuthorization(payer, requirements)));
+    const nonceOf = (payload: (typeof payloads)[number]) => (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const settleAt = (instance: { facilitator: string }, payload: (typeof payloads)[number]) =>
+      fetch(`${instance.facilitator}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }) });
+    const crash = await sendThroughCrash(first, async () => (await Promise.all(payloads.map((p) => settleAt(first, p))))[0]!);
+    expect(crash).toEqual({ answer: 'connection lost', code: 137 });
+
+    const second = await serve(data);
+    try {
+      const moved = await Promise.all(payers.map((payer, i) => movedFor(second.rpc, payer.address, nonceOf(payloads[i]!), payTo)));
+      // Killed after the batch went out: every payment in it moved, in one transaction, once.
+      expect(moved.map((m) => m.transfers)).toEqual([1, 1, 1, 1]);
+      expect(new Set(moved.map((m) => m.tx)).size).toBe(1);
+      const answers = await Promise.all(
+        payloads.map((payload) =>
+          eventually(async () => {
+            const answer = await settlementRow(second, payload, requirements);
+            return answer.errorReason === 'settlement_pending' ? null : answer;
+          }),
+        ),
+      );
+      answers.forEach((answer, i) => expect(answer).toMatchObject({ transaction: moved[i]!.tx }));
+      // Nothing was sent again for any of them.
+      for (const [i, payer] of payers.entries()) expect((await movedFor(second.rpc, payer.address, nonceOf(payloads[i]!), payTo)).transfers).toBe(1);
+    } finally {
+      await stop(second);
+    }
+    pointDone();
+  }, 120_000);
+
   it.each(flows.x402)('paid endpoint (ping) killed at %s: charged at most once, never again for a retry', async (point) => {
     const data = await freshData();
     const first = await serve(data, point);
