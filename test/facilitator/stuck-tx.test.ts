@@ -5,6 +5,7 @@
 import { getAddress, parseEther, parseGwei, toHex, type Address, type Hash } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { MULTICALL3_ADDRESS } from '../../src/chain/multicall3.js';
 import { Facilitator, type FacilitatorOptions } from '../../src/x402/facilitator/facilitator.js';
 import { chainVerdict } from '../../src/x402/facilitator/chain-verdict.js';
 import { keyOf } from '../../src/x402/facilitator/ledger.js';
@@ -97,6 +98,42 @@ it('a stuck settlement is replaced with higher fees and settles through the repl
 
   // A row that still named the first version is resolved by the AuthorizationUsed log to the replacement.
   expect(await chainVerdict(app.ctx.chain.publicClient, { ...row!, status: 'broadcast', txHash: first })).toMatchObject({ kind: 'settled', txHash: result.transaction });
+});
+
+it('a stuck batch is replaced as a whole: every settle in it follows the replacement, and each payment moves once', async () => {
+  const relayer = privateKeyToAccount(generatePrivateKey());
+  const facilitator = await facilitatorWith(relayer, { replaceAfterMs: 1_000, confirmationTimeoutMs: 20_000, batch: { waitMs: 300 } });
+  const payers = await Promise.all(Array.from({ length: 3 }, () => fundedPayer(app, '1')));
+  const requirements = requirementsFor(app);
+  const payloads = await Promise.all(payers.map((p) => signAuthorization(p, requirements)));
+  const keys = payloads.map((p, i) => ({ network: requirements.network, asset: requirements.asset, payer: payers[i]!.address, nonce: nonceOf(p) }));
+
+  await rpc('evm_setAutomine', [false]);
+  const settling = Promise.all(payloads.map((p) => facilitator.settle(p, requirements)));
+  const firsts = await until(async () => {
+    const hashes = await Promise.all(keys.map(async (key) => (await facilitator.ledger.find(key))?.txHash));
+    return hashes.every(Boolean) ? (hashes as Hash[]) : null;
+  });
+  expect(new Set(firsts).size).toBe(1); // one batch
+  const firstTx = await app.ctx.chain.publicClient.getTransaction({ hash: firsts[0]! });
+  expect(getAddress(firstTx.to!)).toBe(MULTICALL3_ADDRESS);
+  await strandPending();
+
+  const results = await settling;
+  expect(results.every((r) => r.success)).toBe(true);
+  const replacementHash = results[0]!.transaction as Hash;
+  expect(results.every((r) => r.transaction === replacementHash)).toBe(true);
+  expect(replacementHash).not.toBe(firsts[0]);
+  const replacement = await app.ctx.chain.publicClient.getTransaction({ hash: replacementHash });
+  expect(replacement.nonce).toBe(firstTx.nonce);
+  expect(replacement.input).toBe(firstTx.input); // the same calls, higher fees
+  expect(replacement.maxFeePerGas! * 1000n).toBeGreaterThanOrEqual(firstTx.maxFeePerGas! * 1125n);
+  expect(await receiptOrNull(firsts[0]!)).toBeNull();
+  for (const [i, key] of keys.entries()) {
+    expect(await facilitator.ledger.find(key)).toMatchObject({ status: 'settled', txHash: replacementHash });
+    expect(await transfersForNonce(app, payers[i]!.address, key.nonce)).toBe(1);
+  }
+  expect(await balanceOf(app, requirements.payTo as Address)).toBe(300n);
 });
 
 it('after a settle gave up waiting, the lane still replaces it; the ledger, the retry and the reconciler follow the new hash', async () => {
