@@ -181,7 +181,7 @@ export const requirementsFor = (payTo: Address): PaymentRequirements => ({
   extra: { name: 'Global Dollar', version: '1' },
 });
 
-export const flows: Record<'settle' | 'x402' | 'intent' | 'payAndCall' | 'storage' | 'relay' | 'credits', CrashPoint[]> = {
+export const flows: Record<'settle' | 'batch' | 'x402' | 'intent' | 'payAndCall' | 'storage' | 'relay' | 'credits', CrashPoint[]> = {
   credits: CRASH_POINTS.filter((p) => p.startsWith('credits.')),
   relay: CRASH_POINTS.filter((p) => p.startsWith('relay.')),
   storage: CRASH_POINTS.filter((p) => p.startsWith('storage.')),

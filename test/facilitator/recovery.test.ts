@@ -203,7 +203,9 @@ describe('a settle that stalls before sending while its claim is taken over', ()
     const key = keyOf(app, p.payer, p.payload);
     const relayer = privateKeyToAccount(generatePrivateKey());
     const stalled: Facilitator = await facilitatorWith(relayer, {
-      // Another node took the claim over while this one stalled (its lease lapsed).
+      // Another node took the claim over while this one stalled past its lease (lease 0 here: lapsed at once,
+      // so this node asks the ledger before sending instead of trusting a fresh claim).
+      ownerLeaseMs: 0,
       hooks: { beforeSend: async () => void (await stalled.ledger.takeOver(key, 0, 'the-new-owner')) },
     });
 

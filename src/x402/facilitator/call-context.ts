@@ -11,6 +11,8 @@ export interface SettleAttempt {
   ledger: SettlementLedger;
   /** The claim this attempt holds: it sends only while the row still names it. */
   claimToken: string;
+  /** performance.now() before which no takeover can have happened (the ledger is not asked until then). */
+  surelyOwnedUntil: number;
   /** Gas limit to use instead of estimating: the payment was just simulated successfully. */
   gasLimit?: bigint;
   /** Set as soon as the relayer has (possibly) sent the transaction. */

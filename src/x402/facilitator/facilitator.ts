@@ -273,11 +273,12 @@ export class Facilitator {
    */
   async #executeOrphan(row: SettlementRow): Promise<boolean> {
     if (row.status !== 'claimed' || row.txHash || !row.request) return false;
+    const asked = performance.now();
     const taken = await this.ledger.takeOver(keyOf(row), this.#ownerLeaseMs, crypto.randomUUID());
     if (!taken) return false;
     const { payload, requirements } = row.request as SettleRequest;
     this.#log.info({ nonce: row.nonce, payer: row.payer }, 'settlement claim taken over from a node that died before sending');
-    await this.#execute(taken, payload, requirements, undefined, 'nobody');
+    await this.#execute(taken, payload, requirements, { claimAskedAt: asked }, 'nobody');
     return true;
   }
 
@@ -301,11 +302,12 @@ export class Facilitator {
       }
     }
     const fromBlock = await this.#client.getBlockNumber({ cacheTime: 2_000 }).catch(() => 0n);
+    const asked = performance.now();
     const claim = await this.#claim(call, requirements, fromBlock - 5n);
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.#resume(claim.row, call);
     crashPoint('settle.after-claim');
-    return this.#execute(claim.row, payload, requirements, quick === 'valid' ? SIMULATED_TRANSFER_GAS : undefined);
+    return this.#execute(claim.row, payload, requirements, { claimAskedAt: asked, gasLimit: quick === 'valid' ? SIMULATED_TRANSFER_GAS : undefined });
   }
 
   #claim(call: SettleCall, requirements: PaymentRequirements, fromBlock: bigint) {
@@ -380,10 +382,30 @@ export class Facilitator {
     }
   }
 
-  async #execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, gasLimit?: bigint, answer: 'owner' | 'nobody' = 'owner'): Promise<SettleResponse> {
+  /**
+   * `claimAskedAt`: when this call asked for its claim (performance.now(), before the statement). A takeover
+   * needs the claim's lease lapsed by the database's clock, which started no earlier than that: until half
+   * the lease has passed here, the claim is certainly still ours and the send skips asking the ledger.
+   */
+  async #execute(
+    row: SettlementRow,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    { claimAskedAt, gasLimit }: { claimAskedAt: number; gasLimit?: bigint },
+    answer: 'owner' | 'nobody' = 'owner',
+  ): Promise<SettleResponse> {
     const key = keyOf(row);
     const release = () => this.ledger.release(key, row.claimToken);
-    const attempt: SettleAttempt = { key, signature: row.signature, ledger: this.ledger, claimToken: row.claimToken, gasLimit, recorded: false, uncertain: false };
+    const attempt: SettleAttempt = {
+      key,
+      signature: row.signature,
+      ledger: this.ledger,
+      claimToken: row.claimToken,
+      surelyOwnedUntil: claimAskedAt + this.#ownerLeaseMs / 2,
+      gasLimit,
+      recorded: false,
+      uncertain: false,
+    };
     const call = newCallContext(attempt);
     let result: SettleResponse;
     try {

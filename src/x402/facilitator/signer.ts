@@ -92,7 +92,7 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
     // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
     // then the new owner sends, not this one.
     await options.hooks?.beforeSend?.();
-    if (attempt && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {
+    if (attempt && performance.now() >= attempt.surelyOwnedUntil && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {
       currentCall()!.claimLost = true;
       throw new ClaimTakenOverError('the settlement claim was taken over by another settle; nothing was sent');
     }
