@@ -71,6 +71,7 @@ export const keyString = (key: SettlementKey) => `${key.network}|${key.asset}|${
 
 export class SettlementLedger {
   readonly #uses: PaymentUses;
+  readonly #broadcasts: Array<{ key: SettlementKey; txHash: string; resolve(): void; reject(error: unknown): void }> = [];
 
   constructor(
     private readonly db: Db,
@@ -171,12 +172,35 @@ export class SettlementLedger {
       .where(and(byKey(key), eq(x402Settlements.claimToken, claimToken), isNull(x402Settlements.successAnsweredAt)));
   }
 
-  /** The relayer sent the transaction: from here on the row is only ever resolved from the chain. */
-  async recordBroadcast(key: SettlementKey, txHash: string): Promise<void> {
-    await this.db
-      .update(x402Settlements)
-      .set({ status: 'broadcast', txHash, updatedAt: this.clock.now() })
-      .where(and(byKey(key), inArray(x402Settlements.status, OPEN)));
+  /**
+   * The relayer sent the transaction: from here on the row is only ever resolved from the chain. The
+   * settles of one batch learn its hash together: calls made in the same turn share one statement.
+   */
+  recordBroadcast(key: SettlementKey, txHash: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#broadcasts.push({ key, txHash, resolve, reject });
+      if (this.#broadcasts.length === 1) setImmediate(() => void this.#writeBroadcasts());
+    });
+  }
+
+  async #writeBroadcasts(): Promise<void> {
+    const calls = this.#broadcasts.splice(0);
+    // One row per key, the latest hash (a replacement's after the original's); UPDATE … FROM would pick either.
+    const latest = new Map(calls.map((c) => [keyString(c.key), c]));
+    const values = sql.join(
+      [...latest.values()].map(({ key, txHash }) => sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${txHash})`),
+      sql`, `,
+    );
+    try {
+      await this.db.execute(sql`
+        update ${x402Settlements} set status = 'broadcast', tx_hash = v.tx, updated_at = ${this.clock.now().toISOString()}::timestamptz
+        from (values ${values}) as v(network, asset, payer, nonce, tx)
+        where ${x402Settlements.network} = v.network and ${x402Settlements.asset} = v.asset and ${x402Settlements.payer} = v.payer
+          and ${x402Settlements.nonce} = v.nonce and ${x402Settlements.status} in ('claimed', 'broadcast')`);
+      for (const c of calls) c.resolve();
+    } catch (error) {
+      for (const c of calls) c.reject(error);
+    }
   }
 
   /** Writes the final outcome once; returns the row as finally stored (possibly someone else's outcome). */
