@@ -102,11 +102,6 @@ export class SettlementBatcher {
     return this.#batchHashes.has(hash);
   }
 
-  /** Closes every open batch now (shutdown: nothing waits on a timer). */
-  flush(): void {
-    for (const batch of [...this.#open.values()]) this.#close(batch);
-  }
-
   /** A lane whose open batch is still taking calls: joining it makes fuller batches than opening another. */
   #fillingLane(): RelayerSender | undefined {
     let best: OpenBatch | undefined;
