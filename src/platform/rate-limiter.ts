@@ -27,12 +27,25 @@ export class RateLimiter {
   ) {}
 
   async hit(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
-    const windowMs = rule.windowSeconds * 1000;
+    const [result] = await this.hitMany([{ key, limit: rule.limit }], rule.windowSeconds);
+    return result!;
+  }
+
+  /**
+   * Counts one hit on each key, in one statement (one round trip however many keys), with `hit`'s
+   * windows; answers in the order given. Keys must be distinct: one statement cannot update a row twice.
+   * Rows are upserted in key order, so concurrent calls lock shared keys in one order and cannot deadlock.
+   */
+  async hitMany(hits: readonly { key: string; limit: number }[], windowSeconds: number): Promise<RateLimitResult[]> {
+    if (hits.length === 0) return [];
+    const keys = hits.map((h) => h.key).sort();
+    if (keys.some((key, i) => key === keys[i - 1])) throw new Error(`hitMany needs distinct keys: ${keys.join(', ')}`);
+    const windowMs = windowSeconds * 1000;
     const nowMs = sql`(extract(epoch from ${databaseNow(this.clock)}) * 1000)`;
     const windowStart = sql`to_timestamp(floor(${nowMs} / ${windowMs}) * ${windowMs} / 1000.0)`;
-    const [row] = await this.db
+    const rows = await this.db
       .insert(rateLimitCounters)
-      .values({ key, windowStart, count: 1 })
+      .values(keys.map((key) => ({ key, windowStart, count: 1 })))
       .onConflictDoUpdate({
         target: rateLimitCounters.key,
         set: {
@@ -40,9 +53,16 @@ export class RateLimiter {
           windowStart: sql`excluded.window_start`,
         },
       })
-      .returning({ count: rateLimitCounters.count, leftMs: sql<string>`(extract(epoch from ${rateLimitCounters.windowStart}) * 1000 + ${windowMs} - ${nowMs})` });
-    const retryAfterSeconds = Math.max(1, Math.ceil(Number(row.leftMs) / 1000));
-    return { allowed: row.count <= rule.limit, count: row.count, retryAfterSeconds };
+      .returning({
+        key: rateLimitCounters.key,
+        count: rateLimitCounters.count,
+        leftMs: sql<string>`(extract(epoch from ${rateLimitCounters.windowStart}) * 1000 + ${windowMs} - ${nowMs})`,
+      });
+    const byKey = new Map(rows.map((row) => [row.key, row]));
+    return hits.map(({ key, limit }) => {
+      const row = byKey.get(key)!;
+      return { allowed: row.count <= limit, count: row.count, retryAfterSeconds: Math.max(1, Math.ceil(Number(row.leftMs) / 1000)) };
+    });
   }
 
   /** Drops counters whose window ended; the worker calls this now and then. */
