@@ -43,7 +43,8 @@ const envSchema = z.object({
   FACILITATOR_RELAYER_COUNT: z.coerce.number().int().min(1).max(64).optional(),
   FACILITATOR_REPLACE_AFTER_MS: positiveInt(20_000),
   FACILITATOR_MAX_REPLACEMENTS: z.coerce.number().int().min(0).max(50).default(5),
-  FACILITATOR_BATCH_MAX_CALLS: z.coerce.number().int().min(1).max(200).default(64),
+  // 1 (off) until every module that keys a payment on its transaction hash accepts a shared one (intents do not yet).
+  FACILITATOR_BATCH_MAX_CALLS: z.coerce.number().int().min(1).max(200).default(1),
   FACILITATOR_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(5_000).default(10),
   FACILITATOR_LOW_GAS_WEI: z.string().regex(/^\d+$/, 'must be a whole number of wei').default('10000000000000000'),
   FACILITATOR_SETTLE_LIMIT_PER_CLIENT: positiveInt(600),

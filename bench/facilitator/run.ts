@@ -42,7 +42,7 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const payerCount = Number(process.env.BENCH_PAYERS ?? 64);
 const batchOverride = {
   waitMs: process.env.BENCH_BATCH_WAIT_MS ? Number(process.env.BENCH_BATCH_WAIT_MS) : undefined,
-  maxCalls: process.env.BENCH_BATCH_MAX ? Number(process.env.BENCH_BATCH_MAX) : undefined,
+  maxCalls: process.env.BENCH_BATCH_MAX ? Number(process.env.BENCH_BATCH_MAX) : 64,
 };
 const maxKeys = Math.max(...keySets);
 const LIFTED = '1000000000';
@@ -100,6 +100,7 @@ async function runRound(round: number): Promise<void> {
     DEVCHAIN_PORT: '0',
     LOG_LEVEL: 'warn',
     FACILITATOR_RELAYER_COUNT: String(maxKeys),
+    FACILITATOR_BATCH_MAX_CALLS: String(batchOverride.maxCalls),
     FACILITATOR_SETTLE_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_VERIFY_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_SETTLE_LIMIT_PER_PAYER: LIFTED,
