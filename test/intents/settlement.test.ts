@@ -232,26 +232,4 @@ describe('settlement outcomes', () => {
     expect(paid.json().settlement.transaction).not.toBe(direct!.transaction);
     expect(await getIntent(app, shop.apiKey, intent.id)).toMatchObject({ status: 'settled', transactionHash: paid.json().settlement.transaction });
   });
-
-  it('answers 409 payment_already_used when the settlement transaction belongs to another intent', async () => {
-    const shop = await freshShop();
-    const payer = await fundedPayer(app, '20');
-    const first = (await createIntent(app, shop, { amountUsdCents: 100 })).json();
-    const paid = await pay(app, first.id, { 'payment-signature': await signedHeader(app, first.id, payer) });
-    const usedHash = paid.json().settlement.transaction as string;
-
-    const second = (await createIntent(app, shop, { amountUsdCents: 100 })).json();
-    // A facilitator that answers with an old transaction instead of a new transfer.
-    faults.onNextSettle(async () => ({
-      kind: 'settled',
-      transaction: usedHash,
-      payer: payer.address,
-      response: { success: true, transaction: usedHash, network: 'eip155:4663', payer: payer.address },
-    }));
-    const reused = await pay(app, second.id, { 'payment-signature': await signedHeader(app, second.id, payer) });
-    expect(reused.statusCode).toBe(409);
-    expect(reused.json()).toMatchObject({ code: 'payment_already_used' });
-    expect(await getIntent(app, shop.apiKey, second.id)).toMatchObject({ status: 'failed', transactionHash: null, failureCode: 'payment_already_used' });
-    expect(await getIntent(app, shop.apiKey, first.id)).toMatchObject({ status: 'settled', transactionHash: usedHash });
-  });
 });

@@ -11,7 +11,6 @@ export const creditsErrors = {
   authorizationUsed: () => fail(409, 'payment_authorization_already_used', 'This payment authorization already paid another top-up; sign a new one'),
   paymentPending: (topUpId: string) =>
     fail(409, 'payment_pending', 'A top-up with this authorization awaits its settlement: do not sign again; it is credited once the chain confirms it', { topUpId }),
-  transactionUsed: () => fail(409, 'payment_already_used', 'This transaction already paid another top-up'),
   unavailable: (message = 'Top-ups are not available: no payee is configured (CREDITS_PAY_TO)') => fail(503, 'top_up_unavailable', message),
   settlementUnknown: (topUpId: string) =>
     fail(503, 'settlement_result_unknown', 'The payment may have been sent; it is credited once the chain confirms it. Do not sign again', { topUpId }),

@@ -61,6 +61,8 @@ export type TopUpStatus = (typeof TOP_UP_STATUSES)[number];
 /**
  * Credit top-ups paid through x402. One row per payment authorization (network, asset, payer, nonce): it is
  * claimed `settling` before the settle, so a crash or an unknown outcome leaves a row reconcile resolves.
+ * One top-up per transfer is chain_payment_uses' rule (a settlement batch puts several transfers in one
+ * transaction, so the hash is not unique here).
  */
 export const creditTopUps = pgTable(
   'credit_top_ups',
@@ -83,7 +85,6 @@ export const creditTopUps = pgTable(
   },
   (t) => [
     unique('credit_top_ups_authorization_unique').on(t.network, t.asset, t.payer, t.nonce),
-    unique('credit_top_ups_transaction_unique').on(t.transactionHash),
     check('credit_top_ups_status_check', sql`${t.status} in ('settling', 'settled', 'failed')`),
     check('credit_top_ups_settled_check', sql`(${t.status} = 'settled') = (${t.transactionHash} is not null)`),
     check('credit_top_ups_amount_positive', sql`${t.amountCents} > 0`),

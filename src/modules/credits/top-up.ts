@@ -2,7 +2,6 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import type { AppContext } from '../../context.js';
 import { settlementRecordOf } from './reconcile.js';
 import { crashPoint } from '../../platform/crash-points.js';
-import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { FacilitatorUnavailableError } from '../../x402/server/errors.js';
@@ -18,8 +17,6 @@ export type TopUpAnswer =
 
 /** Atomic USDG units per credit cent (6 decimals: one cent is 10,000 units). */
 export const atomicPerCent = (decimals: number) => 10n ** BigInt(decimals - 2);
-
-export const TOP_UP_TRANSACTION_UNIQUE = 'credit_top_ups_transaction_unique';
 
 /**
  * POST /credits/top-up: credits bought with an x402 payment. Order matters: the challenge and its match
@@ -97,16 +94,11 @@ export class TopUpService {
    */
   async creditSettled(topUp: TopUpRow, transactionHash: string): Promise<number> {
     const now = this.ctx.clock.now();
-    try {
-      return await this.ctx.db.transaction(async (tx) => {
-        if (!(await this.store.markTopUpSettled(tx, topUp.id, transactionHash.toLowerCase(), now))) return this.store.balance(topUp.userId);
-        const moved = await this.store.credit(tx, topUp.userId, SYSTEM_ACCOUNTS.topUps, topUp.amountCents, { cause: 'top_up', topUpId: topUp.id }, newId(), now);
-        return moved.balanceCents;
-      });
-    } catch (error) {
-      if (isUniqueViolation(error, TOP_UP_TRANSACTION_UNIQUE)) throw creditsErrors.transactionUsed();
-      throw error;
-    }
+    return this.ctx.db.transaction(async (tx) => {
+      if (!(await this.store.markTopUpSettled(tx, topUp.id, transactionHash.toLowerCase(), now))) return this.store.balance(topUp.userId);
+      const moved = await this.store.credit(tx, topUp.userId, SYSTEM_ACCOUNTS.topUps, topUp.amountCents, { cause: 'top_up', topUpId: topUp.id }, newId(), now);
+      return moved.balanceCents;
+    });
   }
 
   /** The authorization already has a top-up: the same user's settled one is answered again, never credited twice. */

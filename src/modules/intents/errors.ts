@@ -24,7 +24,6 @@ export const intentErrors = {
       { 'payment-response': paymentResponse, 'x-payment-response': paymentResponse },
     ),
   settlementInProgress: () => new ApiError(409, 'settlement_in_progress', 'Another request is settling this intent'),
-  paymentAlreadyUsed: () => new ApiError(409, 'payment_already_used', 'The transaction belongs to another intent'),
   authorizationAlreadyUsed: (message = 'The payment authorization belongs to another intent') =>
     new ApiError(409, 'payment_authorization_already_used', message),
   expired: (expiresAt: Date) =>

@@ -4,9 +4,8 @@ import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
 import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
-import { CONDITIONS, settlementRecordOf, TX_HASH_UNIQUE } from './reconcile.js';
+import { CONDITIONS, settlementRecordOf } from './reconcile.js';
 import type { SettlementBody } from './schemas.js';
-import { isUniqueViolation } from '../../platform/db-errors.js';
 import { intentOutcomes, type IntentOutcomes } from './metrics.js';
 import type { IntentRow, IntentsStore } from './store.js';
 import { paymentUrlOf, settlementBody } from './views.js';
@@ -125,15 +124,9 @@ export class PayService {
   /** The payer is the authorization's signer (verified by the facilitator), whatever the settle answer says. */
   private async recordSettled(intent: IntentRow, authorization: { id: string; payer: string }, transaction: string): Promise<PayAnswer> {
     const now = this.ctx.clock.now();
-    try {
-      // False when reconciliation moved it first: its move, counted there.
-      if (await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now)) this.outcome('pay', 'settled');
-      crashPoint('intent.after-commit');
-    } catch (error) {
-      if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
-      if (await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now)) this.outcome('pay', 'failed');
-      throw intentErrors.paymentAlreadyUsed();
-    }
+    // False when reconciliation moved it first: its move, counted there.
+    if (await this.store.settle(intent.id, authorization.id, { hash: transaction.toLowerCase(), payer: authorization.payer, settledAt: now }, now)) this.outcome('pay', 'settled');
+    crashPoint('intent.after-commit');
     // Reconciliation may have settled it first; either way the stored row is the answer.
     const current = await this.store.byId(intent.id);
     if (current?.status !== 'settled') throw intentErrors.settlementInProgress();

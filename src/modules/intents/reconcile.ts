@@ -1,11 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import type { ChainOutcome, ExpectedAuthorization, PaymentChain } from './payments.js';
-import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { IntentRow, IntentsStore } from './store.js';
 import { noIntentOutcomes, type IntentOutcomes } from './metrics.js';
-
-export const TX_HASH_UNIQUE = 'payment_intents_transaction_hash_unique';
 
 /** failureCode values set by reconciliation and settlement (documented in docs/intents.md, "failureCode values"). */
 export const CONDITIONS = {
@@ -78,13 +75,7 @@ export class Reconciler {
   }
 
   private async settleFrom(intent: IntentRow, authorizationId: string, payer: string, paid: { transactionHash: string; blockTimestamp: number }) {
-    const now = this.clock.now();
-    try {
-      this.moved(await this.store.settle(intent.id, authorizationId, { hash: paid.transactionHash, payer, settledAt: new Date(paid.blockTimestamp * 1000) }, now), 'settled');
-    } catch (error) {
-      if (!isUniqueViolation(error, TX_HASH_UNIQUE)) throw error;
-      this.moved(await this.store.fail(intent.id, authorizationId, CONDITIONS.alreadyUsed, now), 'failed');
-    }
+    this.moved(await this.store.settle(intent.id, authorizationId, { hash: paid.transactionHash, payer, settledAt: new Date(paid.blockTimestamp * 1000) }, this.clock.now()), 'settled');
   }
 
   private moved(moved: boolean, outcome: 'settled' | 'failed' | 'reopened'): void {

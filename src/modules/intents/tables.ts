@@ -7,8 +7,10 @@ export const INTENT_STATUSES = ['pending', 'settling', 'settled', 'failed', 'exp
 export type IntentStatus = (typeof INTENT_STATUSES)[number];
 
 /**
- * Payment intents. Exactly-once lives in the constraints: one intent per (merchant, externalId),
- * one intent per transaction hash; every status move is a conditional UPDATE on `status`.
+ * Payment intents. Exactly-once lives in the constraints: one intent per (merchant, externalId), one
+ * intent per authorization (payment_intent_authorizations), one intent per transfer (chain_payment_uses,
+ * claimed before an intent settles); every status move is a conditional UPDATE on `status`. A transaction
+ * may carry several transfers (a settlement batch), so its hash is not unique here.
  */
 export const paymentIntents = pgTable(
   'payment_intents',
@@ -30,7 +32,7 @@ export const paymentIntents = pgTable(
     network: text('network').notNull(),
     asset: text('asset').notNull(),
     payTo: text('pay_to').notNull(),
-    transactionHash: text('transaction_hash').unique('payment_intents_transaction_hash_unique'),
+    transactionHash: text('transaction_hash'),
     payer: text('payer'),
     /** The authorization being settled (`settling`) or that settled the intent (payment_intent_authorizations). */
     authorizationId: uuid('authorization_id'),

@@ -1,10 +1,9 @@
 import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
-import { isUniqueViolation } from '../../platform/db-errors.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import { authorizationOutcome, checkPaymentTransaction, type ExpectedPayment } from '../../chain/payment-check.js';
 import { storageErrors } from './errors.js';
-import { TRANSACTION_UNIQUE, type OrderRow, type StorageStore } from './store.js';
+import type { OrderRow, StorageStore } from './store.js';
 
 /**
  * One payment of the order: its name in that settle's payment-identifier and in chain_payment_uses. The
@@ -42,7 +41,7 @@ export class StorageReconciler {
     });
     if (verdict.kind === 'unconfirmed') throw storageErrors.notConfirmable(verdict.message);
     if (!(await this.claimTransfer(order, hash, verdict.logIndex))) throw storageErrors.transactionUsed();
-    await this.markPaid(order, hash);
+    await this.store.markPaid(order.id, expectedOf(order), hash);
     return (await this.store.byId(order.id)) ?? order;
   }
 
@@ -68,22 +67,13 @@ export class StorageReconciler {
     if (outcome.kind === 'open') return false;
     // The transfer already bought something else (the facilitator's success for a copy): not this order's.
     if (!(await this.claimTransfer(order, outcome.transactionHash, outcome.logIndex))) return this.store.release(order.id, expected);
-    await this.markPaid(order, outcome.transactionHash);
+    await this.store.markPaid(order.id, expectedOf(order), outcome.transactionHash);
     return true;
   }
 
   /** One transfer buys one thing: this order takes it unless something else (a copy's settle) already has. */
   private claimTransfer(order: OrderRow, hash: string, logIndex: number): Promise<boolean> {
     return this.ctx.x402.claimPayment(settlementRecordOf(order.id, order.authorizationNonce ?? ''), expectedOf(order), { transactionHash: hash, logIndex });
-  }
-
-  private async markPaid(order: OrderRow, hash: string): Promise<void> {
-    try {
-      await this.store.markPaid(order.id, expectedOf(order), hash);
-    } catch (error) {
-      if (isUniqueViolation(error, TRANSACTION_UNIQUE)) throw storageErrors.transactionUsed();
-      throw error;
-    }
   }
 }
 

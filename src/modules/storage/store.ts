@@ -16,7 +16,6 @@ export interface PendingPayment {
 export type ClaimResult = 'claimed' | 'not_awaiting' | 'quote_expired' | 'authorization_taken';
 
 const AUTHORIZATION_UNIQUE = 'upload_orders_authorization_unique';
-export const TRANSACTION_UNIQUE = 'upload_orders_transaction_hash_unique';
 
 /**
  * SQL of upload orders. Every status move is one conditional UPDATE whose WHERE names the state it

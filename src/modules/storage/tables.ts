@@ -6,8 +6,9 @@ export type UploadStatus = (typeof UPLOAD_STATUSES)[number];
 
 /**
  * Paid image-storage orders. Exactly-once lives in the constraints: one order per Idempotency-Key
- * (stored as its keyed hash), one order per payment authorization (payer, nonce) and per transaction;
- * every status move is a conditional UPDATE on `status`.
+ * (stored as its keyed hash), one order per payment authorization (payer, nonce), one order per transfer
+ * (chain_payment_uses, claimed before an order is paid; a settlement batch puts several transfers in one
+ * transaction, so the hash is not unique here); every status move is a conditional UPDATE on `status`.
  */
 export const uploadOrders = pgTable(
   'upload_orders',
@@ -41,7 +42,6 @@ export const uploadOrders = pgTable(
   (t) => [
     unique('upload_orders_key_hash_unique').on(t.keyHash),
     unique('upload_orders_authorization_unique').on(t.payer, t.authorizationNonce),
-    unique('upload_orders_transaction_hash_unique').on(t.transactionHash),
     check('upload_orders_status_check', sql`${t.status} in ('awaiting_payment', 'payment_pending', 'paid', 'fulfilled', 'expired')`),
     check('upload_orders_paid_check', sql`(${t.status} in ('paid', 'fulfilled', 'expired')) = (${t.transactionHash} is not null)`),
     check('upload_orders_fulfilled_check', sql`(${t.status} = 'fulfilled') <= (${t.cid} is not null and ${t.expiresAt} is not null)`),

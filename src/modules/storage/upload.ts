@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
-import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
@@ -12,7 +11,7 @@ import { inspectImage } from './image.js';
 import type { ImageStore } from './image-store.js';
 import { STORAGE_LIMITS, type OrderView } from './schemas.js';
 import { settlementRecordOf } from './reconcile.js';
-import { TRANSACTION_UNIQUE, type KeyedOrder, type OrderRow, type PendingPayment, type StorageStore } from './store.js';
+import type { KeyedOrder, OrderRow, PendingPayment, StorageStore } from './store.js';
 import { orderView, paymentUrlOf } from './views.js';
 
 export interface UploadRequest {
@@ -158,13 +157,7 @@ export class UploadService {
     }
     switch (outcome.kind) {
       case 'settled': {
-        let paid: OrderRow | undefined;
-        try {
-          paid = await this.deps.store.markPaid(order.id, payment, outcome.transaction);
-        } catch (error) {
-          if (!isUniqueViolation(error, TRANSACTION_UNIQUE)) throw error;
-          throw storageErrors.transactionUsed();
-        }
+        const paid = await this.deps.store.markPaid(order.id, payment, outcome.transaction);
         return this.store(paid ?? (await this.current(order.id)), bytes, x402.encodePaymentResponse(outcome.response));
       }
       case 'failed':
