@@ -22,8 +22,17 @@
 // (a fresh database per server on that PostgreSQL, dropped after).
 // Env: BENCH_ROUNDS (5), BENCH_VALIDATE (2000 per side per round), BENCH_BROADCAST (300 per side per round),
 //      BENCH_CONCURRENCY (64), BENCH_PAYERS (32), BENCH_WARMUP (64 broadcasts / settles, 4× as many validates / verifies, per server), BENCH_KEYS (relayer keys;
-//      default the shipped default, 1), BENCH_ONLY (relay | facilitator: one side, for profiling; no ratio).
+//      default the shipped default, 1), BENCH_ONLY (relay | facilitator: one side, for profiling; no ratio),
+//      BENCH_PAIRS (1: validate/verify pairs per round, the same prepared calls again, which side goes first alternating
+//      pair by pair; validate and verify spend nothing, so more pairs are cheap samples of the ratio on a noisy machine),
+//      BENCH_PROFILE (a directory: a V8 CPU profile of each timed phase alone, `<kind>-<n>.cpuprofile`, sampled every
+//      100 µs, and its sampled allocations, `<kind>-<n>.heapprofile` (DevTools reads both); summarize the CPU profile with
+//      bench/relay/profile-summary.ts; the profiler roughly doubles the CPU per operation, so compare shares, not µs).
+// Each phase also reports RPC/op: the devchain JSON-RPC requests (fetch calls) per operation, i.e. how many verifies
+// share one quick-check eth_call.
+import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
@@ -38,6 +47,7 @@ import { signAuthorization } from '../../test/x402/support.js';
 import { machine } from '../lib.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const pairs = Number(process.env.BENCH_PAIRS ?? 1);
 const validateCount = Number(process.env.BENCH_VALIDATE ?? 2000);
 const broadcastCount = Number(process.env.BENCH_BROADCAST ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -45,6 +55,7 @@ const payerCount = Number(process.env.BENCH_PAYERS ?? 32);
 const warmup = Number(process.env.BENCH_WARMUP ?? 64);
 const keys = process.env.BENCH_KEYS;
 const only = process.env.BENCH_ONLY as 'relay' | 'facilitator' | undefined;
+const profileDir = process.env.BENCH_PROFILE;
 const AMOUNT = 10_000n; // 0.01 USDG
 // One load-generating client and a few payers: the facilitator's limits lifted (they still count).
 const LIFTED = Object.fromEntries(['SETTLE_LIMIT_PER_CLIENT', 'VERIFY_LIMIT_PER_CLIENT', 'SETTLE_LIMIT_PER_PAYER', 'SETTLE_LIMIT_PER_PAY_TO'].map((k) => [`FACILITATOR_${k}`, '1000000000']));
@@ -55,6 +66,14 @@ const log = pino({ level: 'error' });
 v8.setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const loadText = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+// viem's http transport (the servers' chain client) goes through fetch, the load generator through node:http:
+// counting fetch calls per phase shows how well concurrent checks share an eth_call (quick-check.ts batches them).
+let fetches = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = (...args: Parameters<typeof fetch>) => {
+  fetches += 1;
+  return realFetch(...args);
+};
 
 type Kind = 'validate' | 'verify' | 'broadcast' | 'settle';
 interface Row {
@@ -64,6 +83,8 @@ interface Row {
   p99: number;
   /** CPU of this process (servers + load generator + PGlite) per operation, ms. */
   cpuMs: number;
+  /** JSON-RPC requests to the devchain (fetch calls, both servers share this process) per operation. */
+  rpcPerOp: number;
   ok: boolean;
 }
 /** One prepared request: where it goes, its serialized body and headers, and how to tell its answer is right. */
@@ -78,7 +99,7 @@ const started = new Date();
 console.log(
   `machine: ${machine()}; load average ${loadText()}; database ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}; ${rounds} rounds; ` +
     `${validateCount} validate/verify and ${broadcastCount} broadcast/settle per side per round; ${concurrency} in flight; ${payerCount} payers; ` +
-    `${keys ?? 'default (1)'} relayer key(s); ${warmup} warm-up settles/broadcasts and ${4 * warmup} verifies/validates per server`,
+    `${keys ?? 'default (1)'} relayer key(s); ${pairs} validate/verify pair(s) per round; ${warmup} warm-up settles/broadcasts and ${4 * warmup} verifies/validates per server`,
 );
 const rows: Row[] = [];
 for (let round = 1; round <= rounds; round += 1) {
@@ -86,8 +107,9 @@ for (let round = 1; round <= rounds; round += 1) {
   const sides = await Promise.all([only !== 'facilitator' && side('relay'), only !== 'relay' && side('facilitator')]);
   try {
     const live = sides.filter((s) => s !== false);
-    const ordered = round % 2 ? live : [...live].reverse();
-    for (const phase of ['first', 'second'] as const) for (const s of ordered) rows.push(await s[phase]());
+    const ordered = (pair: number) => ((round + pair) % 2 ? live : [...live].reverse());
+    for (let pair = 0; pair < pairs; pair += 1) for (const s of ordered(pair)) rows.push(await s.first());
+    for (const s of ordered(0)) rows.push(await s.second());
   } finally {
     for (const s of sides) if (s) await s.close();
   }
@@ -197,7 +219,9 @@ async function timed(agent: Agent, origin: URL, kind: Kind, calls: Call[], quiet
   const pending = calls.values();
   const latencies: number[] = [];
   let bad = 0;
+  const profiler = !quiet && profileDir ? await startProfiler() : null;
   const cpu = process.cpuUsage();
+  const fetchesBefore = fetches;
   const start = performance.now();
   const worker = async () => {
     for (const call of pending) {
@@ -212,11 +236,33 @@ async function timed(agent: Agent, origin: URL, kind: Kind, calls: Call[], quiet
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - start) / 1000;
   const used = process.cpuUsage(cpu);
+  if (profiler) await profiler.stop(`${profileDir}/${kind}-${rows.filter((r) => r.kind === kind).length + 1}.cpuprofile`);
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  const row = { kind, perSecond: calls.length / seconds, p50: at(0.5), p99: at(0.99), cpuMs: (used.user + used.system) / 1000 / calls.length, ok: bad === 0 };
-  if (!quiet || bad) console.log(`${quiet ? 'warm-up ' : ''}${kind}: ${calls.length - bad}/${calls.length} ok, ${row.perSecond.toFixed(0)}/s (p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms, CPU ${row.cpuMs.toFixed(2)} ms/op, load ${os.loadavg()[0].toFixed(2)})`);
+  const row = { kind, perSecond: calls.length / seconds, p50: at(0.5), p99: at(0.99), cpuMs: (used.user + used.system) / 1000 / calls.length, rpcPerOp: (fetches - fetchesBefore) / calls.length, ok: bad === 0 };
+  if (!quiet || bad) console.log(`${quiet ? 'warm-up ' : ''}${kind}: ${calls.length - bad}/${calls.length} ok, ${row.perSecond.toFixed(0)}/s (p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms, CPU ${row.cpuMs.toFixed(2)} ms/op, RPC ${row.rpcPerOp.toFixed(3)}/op, load ${os.loadavg()[0].toFixed(2)})`);
   return row;
+}
+
+/** The in-process V8 profiler (both servers and the load generator share this process), started and stopped around one phase. */
+async function startProfiler() {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 100 }); // µs (V8's default is 1 ms)
+  await session.post('Profiler.start');
+  // Allocations too (sampled every 32 KiB), by the stack that made them: garbage is a large part of the CPU.
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 32 * 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return {
+    stop: async (file: string) => {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      const { profile: heap } = await session.post('HeapProfiler.stopSampling');
+      writeFileSync(file.replace(/\.cpuprofile$/, '.heapprofile'), JSON.stringify(heap));
+      session.disconnect();
+    },
+  };
 }
 
 function post(agent: Agent, origin: URL, call: Call): Promise<{ status: number; answer: any }> {

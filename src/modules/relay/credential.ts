@@ -1,13 +1,18 @@
 import { createHash } from 'node:crypto';
-import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
+import { Challenge, PaymentRequest, Receipt } from 'mppx';
 import { Types } from 'mppx/evm';
 import { getAddress } from 'viem';
+import { decodeBase64Json, deserializeCredential } from './credential-wire.js';
+import { sameRequest } from './same-request.js';
+import { AuthorizationPayloadSchema, ChallengeSchema, ChargeRequestSchema } from './schemas.js';
 
 /**
  * The relay's request body, `{ credential, request }`, turned into one checked, normalized payment.
- * mppx does all the wire work: `Credential.deserialize` for the `Payment …` string, `Challenge.Schema`
- * for a credential sent as an object, `Types.ChargeRequestSchema` / `Types.AuthorizationPayloadSchema`
- * for the evm charge shapes, and `Types.challengeHash` for the nonce binding. What is left here is the
+ * mppx does the wire work: `Credential.deserialize` for the `Payment …` string (its steps, with a faster
+ * base64url decoder and the JSON guard: credential-wire.ts), `Challenge.Schema` for a credential sent as
+ * an object, `Types.ChargeRequestSchema` / `Types.AuthorizationPayloadSchema` for the evm charge shapes
+ * (the three with their objects compiled: schemas.ts), and `Types.challengeHash` for the nonce binding.
+ * The request is compared with the challenge's by same-request.ts. What is left here is the
  * relay's own policy: which method and asset it serves, and that every part agrees with the others.
  * The challenge's HMAC is not checked: it is the merchant's (we have no secret). Signature, time window,
  * chain state and balance are checked later, against the chain.
@@ -29,6 +34,7 @@ export interface RelayPayment {
   realm: string;
   /** The credential's source (a did:pkh), as sent; null when the credential has none. */
   source: string | null;
+  /** Addresses here are checksummed (once, in parsing: each checksum is a keccak or a cache lookup). */
   payer: `0x${string}`;
   request: { amount: string; currency: `0x${string}`; recipient: `0x${string}`; chainId: number; decimals: number };
   authorization: { from: `0x${string}`; to: `0x${string}`; value: string; validAfter: string; validBefore: string; nonce: `0x${string}` };
@@ -72,7 +78,7 @@ export function parseRelayBody(body: unknown, asset: RelayAsset): RelayPayment |
   const { challenge } = credential;
   if (!isObject(credential.payload)) return reject(400, 'invalid_credential', 'credential.payload must be an object');
 
-  const parsedRequest = Types.ChargeRequestSchema.safeParse(body.request);
+  const parsedRequest = ChargeRequestSchema.safeParse(body.request);
   if (!parsedRequest.success) return reject(400, 'invalid_payment_request', `request is not an evm charge request (${firstIssue(parsedRequest.error)})`);
   const request = parsedRequest.data;
   const amount = atomic(request.amount);
@@ -92,7 +98,7 @@ export function parseRelayBody(body: unknown, asset: RelayAsset): RelayPayment |
     return reject(422, 'unsupported_method', '"authorization" credentials cannot pay a request with splits');
   }
 
-  const parsedPayload = Types.AuthorizationPayloadSchema.safeParse(credential.payload);
+  const parsedPayload = AuthorizationPayloadSchema.safeParse(credential.payload);
   if (!parsedPayload.success) return reject(400, 'invalid_credential', `The payload is not an evm authorization (${firstIssue(parsedPayload.error)})`);
   const payload = parsedPayload.data;
   const value = atomic(payload.value);
@@ -108,7 +114,7 @@ export function parseRelayBody(body: unknown, asset: RelayAsset): RelayPayment |
     return reject(422, 'unsupported_asset', `${asset.symbol} has ${asset.decimals} decimals (request says ${request.methodDetails.decimals})`);
   }
 
-  if (canonicalRequest(body.request) !== canonicalRequest(challenge.request)) {
+  if (!sameRequest(body.request, challenge.request)) {
     return reject(422, 'request_mismatch', 'request differs from the request in the credential’s challenge');
   }
   if (!sameAddress(payload.to, request.recipient)) return reject(422, 'request_mismatch', 'The authorization pays another address than request.recipient');
@@ -125,14 +131,16 @@ export function parseRelayBody(body: unknown, asset: RelayAsset): RelayPayment |
   }
 
   const sentRequest = body.request;
+  // payload.to is the recipient (checked above, any case): one checksum for both.
+  const recipient = getAddress(request.recipient);
   let fingerprint: string | undefined;
   return {
     challengeId: challenge.id,
     realm: challenge.realm,
     source,
     payer,
-    request: { amount, currency: getAddress(request.currency), recipient: getAddress(request.recipient), chainId: asset.chainId, decimals: asset.decimals },
-    authorization: { from: payer, to: getAddress(payload.to), value, validAfter, validBefore, nonce: payload.nonce as `0x${string}` },
+    request: { amount, currency: getAddress(request.currency), recipient, chainId: asset.chainId, decimals: asset.decimals },
+    authorization: { from: payer, to: recipient, value, validAfter, validBefore, nonce: payload.nonce as `0x${string}` },
     signature: payload.signature as `0x${string}`,
     // Only broadcast needs it (validate records nothing): computed on first use, a fifth of parsing's cost.
     get fingerprint() {
@@ -163,11 +171,15 @@ type ParsedCredential = { challenge: Challenge.Challenge; payload: unknown; sour
  */
 function parseCredential(input: unknown): ParsedCredential | string {
   if (typeof input === 'string') {
+    let credential: ReturnType<typeof deserializeCredential>;
     try {
-      return Credential.deserialize(input) as ParsedCredential;
+      credential = deserializeCredential(input);
     } catch (error) {
       return `credential is not a Payment credential (${(error as Error).message})`;
     }
+    // mppx keeps any truthy source; a did:pkh is a string.
+    if (credential.source !== undefined && typeof credential.source !== 'string') return 'credential.source must be a string';
+    return credential as ParsedCredential;
   }
   if (!isObject(input)) return 'credential must be a credential object or a "Payment …" string';
   if (!isObject(input.challenge)) return 'credential.challenge must be an object';
@@ -176,26 +188,17 @@ function parseCredential(input: unknown): ParsedCredential | string {
   let decoded: unknown = request;
   if (typeof request === 'string') {
     try {
-      decoded = PaymentRequest.deserialize(request);
+      decoded = decodeBase64Json(request);
     } catch {
       return 'credential.challenge.request is not base64url JSON';
     }
   }
-  const challenge = Challenge.Schema.safeParse({ ...input.challenge, request: decoded });
+  const challenge = ChallengeSchema.safeParse({ ...input.challenge, request: decoded });
   if (!challenge.success) return `credential.challenge is not a Payment challenge (${firstIssue(challenge.error)})`;
   return { challenge: challenge.data as Challenge.Challenge, payload: input.payload, ...(input.source !== undefined && { source: input.source as string }) };
 }
 
-/**
- * The request compared as the charge spec reads it: addresses by their 20-byte value (any hex case),
- * everything else exactly, key order aside (RFC 8785 canonical JSON, through mppx's PaymentRequest).
- * Unknown fields count too: a request the relay does not fully understand is not the same request.
- */
-function canonicalRequest(request: unknown): string {
-  return PaymentRequest.serialize({ request: normalizedRequest(request) });
-}
-
-/** The request with its address fields lowercased (only those present: nothing is added). */
+/** The request with its address fields lowercased (only those present: nothing is added): the fingerprint's form, which sameRequest compares without building. */
 function normalizedRequest(request: unknown): unknown {
   if (!isObject(request)) return request;
   const lower = (object: Record<string, unknown>, key: string) =>

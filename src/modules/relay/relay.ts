@@ -1,5 +1,5 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { getAddress, type Hex } from 'viem';
+import type { Hex } from 'viem';
 import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
@@ -210,7 +210,7 @@ export class RelayService {
       network: this.asset.network as `${string}:${string}`,
       asset: this.asset.address,
       amount: payment.request.amount,
-      payTo: getAddress(payment.request.recipient),
+      payTo: payment.request.recipient,
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
       extra: { name: this.asset.name, version: this.asset.version },
     };
@@ -235,8 +235,8 @@ export class RelayService {
         symbol: this.asset.symbol,
         decimals: this.asset.decimals,
         amount: payment.request.amount,
-        recipient: getAddress(payment.request.recipient),
-        payer: getAddress(payment.payer),
+        recipient: payment.request.recipient,
+        payer: payment.payer,
       },
     };
   }
