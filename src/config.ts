@@ -43,9 +43,9 @@ const envSchema = z.object({
   FACILITATOR_RELAYER_COUNT: z.coerce.number().int().min(1).max(64).optional(),
   FACILITATOR_REPLACE_AFTER_MS: positiveInt(20_000),
   FACILITATOR_MAX_REPLACEMENTS: z.coerce.number().int().min(0).max(50).default(5),
-  // 1 (off) until every module that keys a payment on its transaction hash accepts a shared one (intents do not yet).
-  FACILITATOR_BATCH_MAX_CALLS: z.coerce.number().int().min(1).max(200).default(1),
+  FACILITATOR_BATCH_MAX_CALLS: z.coerce.number().int().min(1).max(200).default(64),
   FACILITATOR_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(5_000).default(10),
+  FACILITATOR_BATCH_IDLE: z.enum(['send', 'wait']).default('send'),
   FACILITATOR_LOW_GAS_WEI: z.string().regex(/^\d+$/, 'must be a whole number of wei').default('10000000000000000'),
   FACILITATOR_SETTLE_LIMIT_PER_CLIENT: positiveInt(600),
   FACILITATOR_VERIFY_LIMIT_PER_CLIENT: positiveInt(6000),
@@ -176,8 +176,8 @@ export interface Config {
   facilitatorRelayerCount: number;
   /** Stuck settlement transactions: replaced after `replaceAfterMs` unmined, up to `maxReplacements` times. */
   facilitatorReplacement: { replaceAfterMs: number; maxReplacements: number };
-  /** Settlement batches per relayer lane: closed at `maxCalls` calls or `waitMs` after the first (maxCalls 1: no batching). */
-  facilitatorBatch: { maxCalls: number; waitMs: number };
+  /** Settlement batches per relayer lane: closed at `maxCalls` calls or `waitMs` after the first (maxCalls 1: no batching); `idle` see BatchPolicy. */
+  facilitatorBatch: { maxCalls: number; waitMs: number; idle: 'send' | 'wait' };
   /** A relayer key below this balance is reported low on gas (relayerStatus). */
   facilitatorLowGasWei: bigint;
   /**
@@ -360,7 +360,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     facilitatorKmsKeyIds: (e.FACILITATOR_KMS_KEY_IDS ?? '').split(',').map((id) => id.trim()).filter(Boolean),
     facilitatorRelayerCount: e.FACILITATOR_RELAYER_COUNT ?? 1,
     facilitatorReplacement: { replaceAfterMs: e.FACILITATOR_REPLACE_AFTER_MS, maxReplacements: e.FACILITATOR_MAX_REPLACEMENTS },
-    facilitatorBatch: { maxCalls: e.FACILITATOR_BATCH_MAX_CALLS, waitMs: e.FACILITATOR_BATCH_WAIT_MS },
+    facilitatorBatch: { maxCalls: e.FACILITATOR_BATCH_MAX_CALLS, waitMs: e.FACILITATOR_BATCH_WAIT_MS, idle: e.FACILITATOR_BATCH_IDLE },
     facilitatorLowGasWei: BigInt(e.FACILITATOR_LOW_GAS_WEI),
     facilitatorReconcileAfterMs: e.FACILITATOR_RECONCILE_AFTER_MS,
     facilitatorConfirmationTimeoutMs: e.FACILITATOR_CONFIRMATION_TIMEOUT_MS,

@@ -46,7 +46,7 @@ describe('crash points', () => {
   it.each(flows.batch)('a settlement batch killed at %s: every payment in it moves at most once, and each is recorded from the chain', async (point) => {
     const data = await freshData();
     // A window long enough for the four settles below to share one Multicall3 transaction.
-    const first = await serve(data, point, { FACILITATOR_BATCH_MAX_CALLS: '64', FACILITATOR_BATCH_WAIT_MS: '400' });
+    const first = await serve(data, point, { FACILITATOR_BATCH_MAX_CALLS: '64', FACILITATOR_BATCH_WAIT_MS: '400', FACILITATOR_BATCH_IDLE: 'wait' });
     const payers = Array.from({ length: 4 }, () => privateKeyToAccount(generatePrivateKey()));
     for (const payer of payers) await admin(data.dataDir, 'dev.fund', { address: payer.address, amount: '1' });
     const payTo = privateKeyToAccount(generatePrivateKey()).address;

@@ -12,7 +12,7 @@ import { requirementsFor } from './support.js';
 const WINDOW_MS = 300;
 let app: TestApp;
 beforeAll(async () => {
-  app = await buildTestApp({ roles: ['facilitator'], env: { FACILITATOR_BATCH_MAX_CALLS: '64', FACILITATOR_BATCH_WAIT_MS: String(WINDOW_MS), FACILITATOR_RELAYER_COUNT: '2' } });
+  app = await buildTestApp({ roles: ['facilitator'], env: { FACILITATOR_BATCH_MAX_CALLS: '64', FACILITATOR_BATCH_WAIT_MS: String(WINDOW_MS), FACILITATOR_BATCH_IDLE: 'wait', FACILITATOR_RELAYER_COUNT: '2' } });
 });
 afterAll(async () => app?.close());
 

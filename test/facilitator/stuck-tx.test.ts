@@ -102,7 +102,7 @@ it('a stuck settlement is replaced with higher fees and settles through the repl
 
 it('a stuck batch is replaced as a whole: every settle in it follows the replacement, and each payment moves once', async () => {
   const relayer = privateKeyToAccount(generatePrivateKey());
-  const facilitator = await facilitatorWith(relayer, { replaceAfterMs: 1_000, confirmationTimeoutMs: 20_000, batch: { maxCalls: 64, waitMs: 300 } });
+  const facilitator = await facilitatorWith(relayer, { replaceAfterMs: 1_000, confirmationTimeoutMs: 20_000, batch: { maxCalls: 64, waitMs: 300, idle: 'wait' } });
   const payers = await Promise.all(Array.from({ length: 3 }, () => fundedPayer(app, '1')));
   const requirements = requirementsFor(app);
   const payloads = await Promise.all(payers.map((p) => signAuthorization(p, requirements)));

@@ -65,8 +65,8 @@ beforeAll(async () => {
   const port = await freePort();
   await facilitator.start(`http://127.0.0.1:${port}`);
   app = await buildPayApp({
-    // Batches of up to 16 settles, held open long enough that concurrent pays share one.
-    env: { FACILITATOR_PORT: String(port), FACILITATOR_URL: facilitator.url, FACILITATOR_BATCH_MAX_CALLS: '16', FACILITATOR_BATCH_WAIT_MS: '300' },
+    // Batches of up to 16 settles, each held open long enough that concurrent pays share one.
+    env: { FACILITATOR_PORT: String(port), FACILITATOR_URL: facilitator.url, FACILITATOR_BATCH_MAX_CALLS: '16', FACILITATOR_BATCH_WAIT_MS: '300', FACILITATOR_BATCH_IDLE: 'wait' },
   });
 });
 afterAll(async () => {

@@ -1,7 +1,10 @@
 // Batched settlement: settles that arrive together leave as one Multicall3 `aggregate3` transaction per
 // relayer lane, each call with `allowFailure: true`, so one failing authorization never fails the others.
 // A batch closes at `maxCalls` calls, at `maxGas`, or `waitMs` after its first call (a lone settle waits
-// no longer than that, and goes out as a plain transaction). Everything after the send is the lane's
+// no longer than that, and goes out as a plain transaction). With `idle: 'send'` (the default) a call that
+// finds its lane with nothing to send leaves at once, and an open batch leaves as soon as its lane has sent
+// what it was sending: batches form only while the lane is busy, so a settle waits for company only when it
+// would have waited for the lane anyway (Nagle's rule). Everything after the send is the lane's
 // (nonce, replacement with higher fees) and each caller's (ledger rows, its own logs in the receipt):
 // every caller gets the batch's hash, and its outcome is its own AuthorizationUsed/Transfer pair.
 //
@@ -27,10 +30,15 @@ export interface BatchPolicy {
   waitMs: number;
   /** A batch closes before its calls' gas limits add up past this (stay well under the block gas limit). */
   maxGas: bigint;
+  /**
+   * 'send': a call finding its lane idle leaves at once, an open batch as soon as its lane is free again;
+   * 'wait': every batch is held `waitMs` for company (fuller batches, so less gas per payment, each settle later).
+   */
+  idle: 'send' | 'wait';
 }
 
-// Off unless asked for (maxCalls 64 is the measured setting): see FACILITATOR_BATCH_MAX_CALLS in src/config.ts.
-export const DEFAULT_BATCH: BatchPolicy = { maxCalls: 1, waitMs: 10, maxGas: 12_000_000n };
+// The measured setting (bench/RESULTS.md, batched settlement): see FACILITATOR_BATCH_MAX_CALLS in src/config.ts.
+export const DEFAULT_BATCH: BatchPolicy = { maxCalls: 64, waitMs: 10, maxGas: 12_000_000n, idle: 'send' };
 
 // The transaction itself, and per call Multicall3's loop, the call's calldata and its result copy.
 const BATCH_BASE_GAS = 40_000n;
@@ -84,6 +92,7 @@ export class SettlementBatcher {
         batch = undefined;
       }
       if (!batch) {
+        if (this.policy.idle === 'send' && lane.queued === 0) return void this.#sendAlone(lane, member);
         batch = { lane, members: [], gas: 0n, timer: setTimeout(() => this.#close(batch!), this.policy.waitMs).unref() };
         this.#open.set(lane, batch);
       }
@@ -123,7 +132,16 @@ export class SettlementBatcher {
       member.resolve(await lane.send(member.tx, { onReplaced: member.options.onReplaced }));
     } catch (error) {
       member.reject(error);
+    } finally {
+      this.#sent(lane);
     }
+  }
+
+  /** One of this batcher's sends on `lane` is done: with idle 'send', a batch that was waiting for the lane leaves. */
+  #sent(lane: RelayerSender): void {
+    if (this.policy.idle !== 'send' || lane.queued > 0) return;
+    const batch = this.#open.get(lane);
+    if (batch) this.#close(batch);
   }
 
   async #sendBatch(batch: OpenBatch): Promise<void> {
@@ -144,6 +162,8 @@ export class SettlementBatcher {
     } catch (error) {
       for (const m of members) m.reject(error);
       return;
+    } finally {
+      this.#sent(batch.lane);
     }
     this.#remember(hash);
     this.log?.debug({ relayer: batch.lane.address, tx: hash, calls: members.length }, 'settlement batch sent');

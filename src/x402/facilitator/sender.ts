@@ -119,6 +119,11 @@ export class RelayerSender {
     return this.account.address;
   }
 
+  /** Sends waiting in the queue or being sent (signed, broadcast): the batcher's "busy". */
+  get queued(): number {
+    return this.#queued;
+  }
+
   /** Sends waiting in the queue plus sent transactions not yet seen mined: what the pool balances on. */
   get busy(): number {
     return this.#queued + this.#inflight.size;

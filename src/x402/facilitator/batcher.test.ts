@@ -1,0 +1,96 @@
+// When a batch leaves: the scheduling alone, over a lane whose sends the test answers by hand (the devchain
+// tests in test/facilitator/batch.test.ts cover what a batch does on chain).
+import type { Hash, Hex } from 'viem';
+import { describe, expect, it } from 'vitest';
+import { MULTICALL3_ADDRESS } from '../../chain/multicall3.js';
+import { SettlementBatcher, type BatchPolicy } from './batcher.js';
+import type { RelayerPool } from './relayer-pool.js';
+import type { RelayerSender, RelayerTx } from './sender.js';
+
+/** A lane that queues sends like the real one (one at a time) and answers each when the test says so. */
+class HandLane {
+  queued = 0;
+  readonly sent: RelayerTx[] = [];
+  #answers: Array<() => void> = [];
+  #queue: Promise<unknown> = Promise.resolve();
+
+  send(tx: RelayerTx): Promise<Hash> {
+    this.queued += 1;
+    const run = this.#queue.then(
+      () =>
+        new Promise<Hash>((resolve) => {
+          this.sent.push(tx);
+          const hash = `0x${String(this.sent.length).padStart(64, '0')}` as Hash;
+          this.#answers.push(() => resolve(hash));
+        }),
+    );
+    this.#queue = run;
+    return run.finally(() => (this.queued -= 1));
+  }
+
+  /** Answers the send on the wire, letting the next one go. */
+  async answer(): Promise<void> {
+    await until(() => this.#answers.length > 0);
+    this.#answers.shift()!();
+    await tick();
+  }
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 2_000;
+  while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
+  if (!condition()) throw new Error('condition not met');
+}
+
+function batcherOver(lane: HandLane, policy: Partial<BatchPolicy>) {
+  const pool = { pickLane: () => lane, whenMined: () => null } as unknown as RelayerPool;
+  return new SettlementBatcher(pool, { maxCalls: 64, waitMs: 60_000, maxGas: 12_000_000n, idle: 'send', ...policy });
+}
+
+const call = (i: number): RelayerTx => ({ to: `0x${'a'.repeat(40)}`, data: `0x${i.toString(16).padStart(8, '0')}` as Hex, gas: 100_000n });
+
+describe('SettlementBatcher scheduling', () => {
+  it("idle 'send': a call finding the lane idle leaves at once; calls arriving while it is sent leave together as soon as the lane is free", async () => {
+    const lane = new HandLane();
+    const batcher = batcherOver(lane, {});
+    const first = batcher.send(call(0), { payer: '0x01' });
+    await until(() => lane.sent.length === 1);
+    expect(lane.sent[0]!.data).toBe(call(0).data); // a plain transaction, no waiting for company
+
+    const rest = [1, 2, 3].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
+    await tick();
+    expect(lane.sent).toHaveLength(1); // held: the lane is busy
+    await lane.answer();
+    await until(() => lane.sent.length === 2);
+    expect(lane.sent[1]!.to).toBe(MULTICALL3_ADDRESS); // the three left as one batch, without waiting 60 s
+    await lane.answer();
+    const hashes = await Promise.all([first, ...rest]);
+    expect(new Set(hashes.slice(1)).size).toBe(1);
+    expect(hashes[0]).not.toBe(hashes[1]);
+  });
+
+  it("idle 'wait': even a call finding the lane idle waits the window for company", async () => {
+    const lane = new HandLane();
+    const batcher = batcherOver(lane, { idle: 'wait', waitMs: 50 });
+    const sending = [0, 1].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
+    await tick();
+    expect(lane.sent).toHaveLength(0);
+    await until(() => lane.sent.length === 1);
+    expect(lane.sent[0]!.to).toBe(MULTICALL3_ADDRESS);
+    await lane.answer();
+    expect(new Set(await Promise.all(sending)).size).toBe(1);
+  });
+
+  it('a full batch leaves at maxCalls even while the lane is busy', async () => {
+    const lane = new HandLane();
+    const batcher = batcherOver(lane, { maxCalls: 2 });
+    const sending = [0, 1, 2].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
+    await until(() => lane.sent.length === 1);
+    await lane.answer();
+    await until(() => lane.sent.length === 2);
+    await lane.answer();
+    await Promise.all(sending);
+    expect(lane.sent.map((tx) => tx.to)).toEqual([call(0).to, MULTICALL3_ADDRESS]);
+  });
+});
