@@ -2,30 +2,22 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { ORIGINS, type OriginName, type Role } from '../config.js';
 import type { Database } from './db.js';
 import type { QueryOperation } from './db-timing.js';
+import { HttpRequestMetrics } from './http-metrics.js';
 
 // Prometheus metrics of one process: registries per AppContext (tests build several apps in one process,
-// so nothing goes to prom-client's global registry). Labels are bounded: routes are route patterns
+// so nothing goes to prom-client's global registry); the request series are plain counters per origin
+// (src/platform/http-metrics.ts), written out as text at scrape time. Labels are bounded: routes are route patterns
 // (`/v1/events/:eventId/ack`), never raw URLs.
 //
 // Scraping every origin of every node sums correctly (docs/operations.md#metrics): each origin's /metrics
 // serves the request series of that origin only, and the process-wide series (process, database, outcomes,
 // loops, queues, chain) are served by the process's primary origin only, the first of ORIGINS it runs.
 
-type HttpLabel = 'origin' | 'method' | 'route' | 'status';
-
-/** One origin's request series, in a registry of its own: that origin's /metrics alone serves them. */
-export interface HttpMetrics {
-  /** Requests by origin, method, route pattern and status. */
-  requests: Counter<HttpLabel>;
-  /** Request latency by origin, method, route pattern and status, in seconds. */
-  duration: Histogram<HttpLabel>;
-}
-
 export interface Metrics {
   /** The process-wide series: served by the primary origin only. */
   registry: Registry;
-  /** The request series of `origin` (created at first use). */
-  http(origin: OriginName): HttpMetrics;
+  /** The request series of `origin` (created at first use): served by that origin's /metrics alone. */
+  http(origin: OriginName): HttpRequestMetrics;
   /**
    * What `origin`'s /metrics serves: its request series, and the process-wide ones when it is the
    * primary origin. Serving from the primary starts the default process metrics (once per process).
@@ -70,36 +62,25 @@ function defaultProcessMetrics(): Registry {
 
 export function createMetrics(database?: Database): Metrics {
   const registry = new Registry();
-  const origins = new Map<OriginName, { registry: Registry; http: HttpMetrics }>();
+  const origins = new Map<OriginName, HttpRequestMetrics>();
   const originOf = (origin: OriginName) => {
-    let entry = origins.get(origin);
-    if (!entry) {
-      const own = new Registry();
-      const labelNames = ['origin', 'method', 'route', 'status'] as const;
-      const requests = new Counter({ name: 'tollgate_http_requests_total', help: 'HTTP requests by origin, method, route pattern and status', labelNames, registers: [own] });
-      const duration = new Histogram({
-        name: 'tollgate_http_request_duration_seconds',
-        help: 'HTTP request latency by origin, method, route pattern and status',
-        labelNames,
-        buckets: LATENCY_BUCKETS,
-        registers: [own],
-      });
-      origins.set(origin, (entry = { registry: own, http: { requests, duration } }));
-    }
-    return entry;
+    let http = origins.get(origin);
+    if (!http) origins.set(origin, (http = new HttpRequestMetrics(origin, LATENCY_BUCKETS)));
+    return http;
   };
   const existing = <M>(name: string) => registry.getSingleMetric(name) as M | undefined;
 
   const metrics: Metrics = {
     registry,
-    http: (origin) => originOf(origin).http,
+    http: originOf,
     scraper(origin, primary) {
-      const own = originOf(origin).registry;
-      if (!primary) return () => own.metrics();
+      const http = originOf(origin);
+      if (!primary) return async () => http.text();
       const defaults = defaultProcessMetrics();
       return async () => {
-        const [http, shared, process] = await Promise.all([own.metrics(), registry.metrics(), defaults.metrics()]);
-        return http + shared + process;
+        const own = http.text();
+        const [shared, process] = await Promise.all([registry.metrics(), defaults.metrics()]);
+        return own + shared + process;
       };
     },
     gauge(name, help, labelNames, collect) {

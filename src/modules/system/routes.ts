@@ -36,7 +36,8 @@ export function systemModule(ctx: AppContext): Module {
   const health = (app: ZodApp) => {
     app.get(
       '/health',
-      { schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData) } } },
+      // Liveness answers from memory, logs nothing of its own: no request scope (src/platform/request-context.ts).
+      { config: { requestContext: false }, schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData) } } },
       async () => envelope(ctx.build),
     );
     app.get(

@@ -9,19 +9,23 @@ const METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS';
 /**
  * One hook for what every answer carries: `x-request-id` always, CORS headers only when a browser
  * asks (an `Origin` header). Server-to-server calls, the bulk of this API's traffic, skip CORS work;
- * that and one hook instead of two is measurable on /health.
+ * that, one hook instead of two, and a callback hook rather than an async one (no promise per request)
+ * are measurable on /health.
  */
 export function installCorsAndRequestId(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (request.headers.origin === undefined) return;
+    if (request.headers.origin === undefined) return done();
     reply.header('access-control-allow-origin', '*');
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
-      return reply
+      // Answered here: the hook chain stops (done is not called).
+      reply
         .code(204)
         .headers({ 'access-control-allow-methods': METHODS, 'access-control-allow-headers': REQUEST_HEADERS, 'access-control-max-age': '600' })
         .send();
+      return;
     }
     reply.header('access-control-expose-headers', EXPOSED_HEADERS);
+    done();
   });
 }
