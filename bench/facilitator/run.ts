@@ -12,7 +12,7 @@
 // Env: BENCH_ROUNDS (default 3), BENCH_VERIFY (payloads per verify round, default 2000), BENCH_SETTLE (batched
 //      settles per row, default 1200), BENCH_UNBATCHED (default 300), BENCH_KEY_SETS (default 1,4,16),
 //      BENCH_CEILING_KEYS (default 4), BENCH_RPC_DELAY_MS (default 20; 0 skips those rows), BENCH_CONCURRENCY
-//      (default 64), BENCH_PAYERS (default 64), BENCH_BATCH_WAIT_MS / BENCH_BATCH_MAX (override the defaults),
+//      (default 64), BENCH_PAYERS (default 64), BENCH_BATCH_WAIT_MS / BENCH_BATCH_MAX / BENCH_BATCH_IDLE (override the defaults),
 //      DATABASE_URL (PostgreSQL instead of PGlite).
 import fs from 'node:fs';
 import http, { Agent, request } from 'node:http';
@@ -42,7 +42,8 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const payerCount = Number(process.env.BENCH_PAYERS ?? 64);
 const batchOverride = {
   waitMs: process.env.BENCH_BATCH_WAIT_MS ? Number(process.env.BENCH_BATCH_WAIT_MS) : undefined,
-  maxCalls: process.env.BENCH_BATCH_MAX ? Number(process.env.BENCH_BATCH_MAX) : 64,
+  maxCalls: process.env.BENCH_BATCH_MAX ? Number(process.env.BENCH_BATCH_MAX) : undefined,
+  idle: process.env.BENCH_BATCH_IDLE as 'send' | 'wait' | undefined,
 };
 const maxKeys = Math.max(...keySets);
 const LIFTED = '1000000000';
@@ -100,7 +101,9 @@ async function runRound(round: number): Promise<void> {
     DEVCHAIN_PORT: '0',
     LOG_LEVEL: 'warn',
     FACILITATOR_RELAYER_COUNT: String(maxKeys),
-    FACILITATOR_BATCH_MAX_CALLS: String(batchOverride.maxCalls),
+    ...(batchOverride.maxCalls && { FACILITATOR_BATCH_MAX_CALLS: String(batchOverride.maxCalls) }),
+    ...(batchOverride.idle && { FACILITATOR_BATCH_IDLE: batchOverride.idle }),
+    ...(batchOverride.waitMs !== undefined && { FACILITATOR_BATCH_WAIT_MS: String(batchOverride.waitMs) }),
     FACILITATOR_SETTLE_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_VERIFY_LIMIT_PER_CLIENT: LIFTED,
     FACILITATOR_SETTLE_LIMIT_PER_PAYER: LIFTED,
