@@ -9,17 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chainPaymentUses } from '../../src/chain/tables.js';
 import { signPayment } from '../../src/x402/client.js';
 import type { TestApp } from '../helpers/test-app.js';
+import { freePort } from '../wallets/helpers.js';
 import { createIntent, createShop } from './fixtures.js';
 import { buildPayApp, challengeOf, fundedPayer, getIntent, pay, signedHeader, transfersTo } from './harness.js';
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 
 /**
  * A facilitator in front of ours: passes every call through, except that an armed settle is answered

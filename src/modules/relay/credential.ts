@@ -199,7 +199,7 @@ function parseCredential(input: unknown): ParsedCredential | string {
 }
 
 /** The request with its address fields lowercased (only those present: nothing is added): the fingerprint's form, which sameRequest compares without building. */
-function normalizedRequest(request: unknown): unknown {
+export function normalizedRequest(request: unknown): unknown {
   if (!isObject(request)) return request;
   const lower = (object: Record<string, unknown>, key: string) =>
     typeof object[key] === 'string' ? { [key]: (object[key] as string).toLowerCase() } : {};

@@ -1,29 +1,14 @@
 import { PaymentRequest } from 'mppx';
 import { describe, expect, it } from 'vitest';
+import { normalizedRequest } from './credential.js';
 import { sameRequest } from './same-request.js';
 
 /** The comparison sameRequest replaced: both requests as RFC 8785 canonical JSON, address fields lowercased. */
 function canonical(request: unknown): string {
-  return PaymentRequest.serialize({ request: normalized(request) });
+  return PaymentRequest.serialize({ request: normalizedRequest(request) });
 }
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-function normalized(request: unknown): unknown {
-  if (!isObject(request)) return request;
-  const lower = (object: Record<string, unknown>, key: string) => (typeof object[key] === 'string' ? { [key]: (object[key] as string).toLowerCase() } : {});
-  const details = request.methodDetails;
-  return {
-    ...request,
-    ...lower(request, 'currency'),
-    ...lower(request, 'recipient'),
-    ...(isObject(details) && {
-      methodDetails: {
-        ...details,
-        ...lower(details, 'permit2Address'),
-        ...(Array.isArray(details.splits) && { splits: details.splits.map((split) => (isObject(split) ? { ...split, ...lower(split, 'recipient') } : split)) }),
-      },
-    }),
-  };
-}
+
 /** The old answer: same, different, or thrown (the old code threw TypeError on a non-finite number). */
 function oldAnswer(a: unknown, b: unknown): boolean | 'throws' {
   try {
