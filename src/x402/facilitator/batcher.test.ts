@@ -43,8 +43,11 @@ async function until(condition: () => boolean): Promise<void> {
   if (!condition()) throw new Error('condition not met');
 }
 
-function batcherOver(lane: HandLane, policy: Partial<BatchPolicy>) {
-  const pool = { pickLane: () => lane, whenMined: () => null } as unknown as RelayerPool;
+function batcherOver(lane: HandLane | HandLane[], policy: Partial<BatchPolicy>) {
+  const lanes = Array.isArray(lane) ? lane : [lane];
+  // The real pool's choice, without its turn-taking: the least busy.
+  const pickLane = () => [...lanes].sort((a, b) => a.queued - b.queued)[0];
+  const pool = { pickLane, whenMined: () => null } as unknown as RelayerPool;
   return new SettlementBatcher(pool, { maxCalls: 64, waitMs: 60_000, maxGas: 12_000_000n, idle: 'send', ...policy });
 }
 
@@ -80,6 +83,24 @@ describe('SettlementBatcher scheduling', () => {
     expect(lane.sent[0]!.to).toBe(MULTICALL3_ADDRESS);
     await lane.answer();
     expect(new Set(await Promise.all(sending)).size).toBe(1);
+  });
+
+  it("idle 'send' with two lanes: a new payer's call takes the idle lane at once rather than wait on the busy one", async () => {
+    const lanes = [new HandLane(), new HandLane()];
+    const batcher = batcherOver(lanes, {});
+    // Both lanes sending, and a batch waiting on the first.
+    const sending = [0, 1, 2].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
+    await until(() => lanes[0]!.sent.length + lanes[1]!.sent.length === 2);
+    expect(lanes.map((lane) => lane.sent.length)).toEqual([1, 1]);
+    await lanes[1]!.answer();
+    // The second lane is idle again: a new payer's call leaves there, not in the batch waiting on the first.
+    sending.push(batcher.send(call(3), { payer: '0x04' }));
+    await until(() => lanes[1]!.sent.length === 2);
+    expect(lanes[1]!.sent[1]!.data).toBe(call(3).data);
+    await lanes[1]!.answer();
+    await lanes[0]!.answer();
+    await lanes[0]!.answer();
+    await Promise.all(sending);
   });
 
   it('a full batch leaves at maxCalls even while the lane is busy', async () => {

@@ -81,7 +81,7 @@ export class SettlementBatcher {
   /** Sends `tx` in the next batch of a lane; resolves with the hash of the transaction that carries it. */
   send(tx: RelayerTx, options: BatchCallOptions): Promise<Hash> {
     const payer = options.payer.toLowerCase();
-    const lane = this.#payerLanes.get(payer)?.lane ?? (options.alone ? undefined : this.#fillingLane()) ?? this.pool.pickLane();
+    const lane = this.#payerLanes.get(payer)?.lane ?? (options.alone ? this.pool.pickLane() : this.#laneForNewPayer());
     this.#hold(payer, lane);
     const sent = new Promise<Hash>((resolve, reject) => {
       const member: Member = { tx, options, resolve, reject };
@@ -112,7 +112,18 @@ export class SettlementBatcher {
     return this.#batchHashes.has(hash);
   }
 
-  /** A lane whose open batch is still taking calls: joining it makes fuller batches than opening another. */
+  /**
+   * With idle 'send', an idle lane (the call leaves at once); else a lane whose open batch is still taking
+   * calls (joining it makes fuller batches than opening another); else the pool's least busy.
+   */
+  #laneForNewPayer(): RelayerSender {
+    if (this.policy.idle === 'send') {
+      const lane = this.pool.pickLane();
+      if (lane.queued === 0 && !this.#open.has(lane)) return lane;
+    }
+    return this.#fillingLane() ?? this.pool.pickLane();
+  }
+
   #fillingLane(): RelayerSender | undefined {
     let best: OpenBatch | undefined;
     for (const batch of this.#open.values()) if (!best || batch.members.length > best.members.length) best = batch;
