@@ -173,7 +173,11 @@ async function side(which: 'relay' | 'facilitator') {
       if (kind === 'validate' || kind === 'broadcast') {
         const asset = ctx.chain.asset;
         const relayAsset = { chainId: ctx.chain.chainId, network: asset.network, address: asset.address, symbol: asset.symbol, decimals: asset.decimals, ...asset.eip712 };
-        const built = await Promise.all(Array.from({ length: n }, (_, i) => mppxCredential({ account: payers[i % payerCount], amount: AMOUNT.toString(), recipient, asset: relayAsset })));
+        // Each its own externalId: two identical challenges issued to one payer in the same millisecond have one id, so
+        // one challenge-bound nonce, and the relay rightly takes that authorization once.
+        const built = await Promise.all(
+          Array.from({ length: n }, (_, i) => mppxCredential({ account: payers[i % payerCount], amount: AMOUNT.toString(), recipient, asset: relayAsset, externalId: `bench-${randomUUID()}` })),
+        );
         return built.map((b) => ({
           path: `/v1/mpp/${kind}`,
           body: Buffer.from(JSON.stringify({ credential: b.serialized, request: b.request })),
