@@ -197,7 +197,7 @@ export class IntentsStore {
     }
   }
 
-  /** settling → settled with the transaction; throws a unique violation when the hash is another intent's. */
+  /** settling → settled with the transaction (whose transfer the caller has claimed for this intent: chain_payment_uses). */
   async settle(intentId: string, authorizationId: string, tx: { hash: string; payer: string; settledAt: Date }, now: Date): Promise<boolean> {
     const moved = await this.moving(async (db) => {
       const rows = await db

@@ -21,7 +21,7 @@ export const storageErrors = {
       transactionHash ? { transactionHash } : undefined,
     ),
   authorizationUsed: () => fail(409, 'payment_authorization_already_used', 'This payment authorization already funds another order; sign a new one for this order'),
-  transactionUsed: () => fail(409, 'payment_already_used', 'This transaction already paid another order'),
+  transactionUsed: () => fail(409, 'payment_already_used', 'This payment’s transfer already paid for something else'),
   notConfirmable: (message: string) => fail(409, 'payment_not_confirmed', message),
   nothingToReconcile: (status: string) => fail(409, 'no_pending_payment', `The order is ${status}: there is no pending payment to confirm`),
   quoteExpired: (quoteExpiresAt: Date) =>

@@ -123,8 +123,8 @@ export class StorageStore {
   }
 
   /**
-   * payment_pending → paid with the transaction that moved the money. Throws the transaction's
-   * unique violation when that transaction already paid another order.
+   * payment_pending → paid with the transaction that moved the money (its transfer claimed for this
+   * order first, in chain_payment_uses: a transaction may carry several payments).
    */
   async markPaid(id: string, payment: Pick<PendingPayment, 'payer' | 'nonce'>, transactionHash: string): Promise<OrderRow | undefined> {
     const [row] = await this.prepared().markPaid.execute({ id, payer: payment.payer, nonce: payment.nonce, transactionHash: transactionHash.toLowerCase() });

@@ -47,7 +47,7 @@ function batcherOver(lane: HandLane | HandLane[], policy: Partial<BatchPolicy>) 
   const lanes = Array.isArray(lane) ? lane : [lane];
   // The real pool's choice, without its turn-taking: the least busy.
   const pickLane = () => [...lanes].sort((a, b) => a.queued - b.queued)[0];
-  const pool = { pickLane, whenMined: () => null } as unknown as RelayerPool;
+  const pool = { lanes, pickLane, whenMined: () => null } as unknown as RelayerPool;
   return new SettlementBatcher(pool, { maxCalls: 64, waitMs: 60_000, maxGas: 12_000_000n, idle: 'send', ...policy });
 }
 
@@ -101,6 +101,18 @@ describe('SettlementBatcher scheduling', () => {
     await lanes[0]!.answer();
     await lanes[0]!.answer();
     await Promise.all(sending);
+  });
+
+  it("a payer's call that must go alone never overtakes that payer's earlier call waiting in a batch", async () => {
+    const lane = new HandLane();
+    const batcher = batcherOver(lane, {});
+    const sending = [batcher.send(call(0), { payer: '0x01' })];
+    await until(() => lane.sent.length === 1);
+    // 0x02's first call waits in a batch behind the lane's send; its second must go alone (say, an RPC read failed).
+    sending.push(batcher.send(call(1), { payer: '0x02' }), batcher.send(call(2), { payer: '0x02', alone: true }));
+    for (let i = 0; i < 3; i += 1) await lane.answer();
+    await Promise.all(sending);
+    expect(lane.sent.map((tx) => tx.data)).toEqual([call(0).data, call(1).data, call(2).data]);
   });
 
   it('a full batch leaves at maxCalls even while the lane is busy', async () => {

@@ -85,7 +85,12 @@ export class SettlementBatcher {
     this.#hold(payer, lane);
     const sent = new Promise<Hash>((resolve, reject) => {
       const member: Member = { tx, options, resolve, reject };
-      if (options.alone || this.policy.maxCalls <= 1) return void this.#sendAlone(lane, member);
+      if (options.alone || this.policy.maxCalls <= 1) {
+        // The lane's open batch may hold this payer's earlier calls: it goes first, so they keep their order.
+        const open = this.#open.get(lane);
+        if (open) this.#close(open);
+        return void this.#sendAlone(lane, member);
+      }
       let batch = this.#open.get(lane);
       if (batch && batch.gas + tx.gas > this.policy.maxGas) {
         this.#close(batch);
@@ -118,8 +123,11 @@ export class SettlementBatcher {
    */
   #laneForNewPayer(): RelayerSender {
     if (this.policy.idle === 'send') {
-      const lane = this.pool.pickLane();
-      if (lane.queued === 0 && !this.#open.has(lane)) return lane;
+      const idle = (lane: RelayerSender) => lane.queued === 0 && !this.#open.has(lane);
+      // The pool's pick first (it spreads sends over the keys), else any lane with nothing to send.
+      const picked = this.pool.pickLane();
+      const lane = idle(picked) ? picked : this.pool.lanes.find(idle);
+      if (lane) return lane;
     }
     return this.#fillingLane() ?? this.pool.pickLane();
   }
