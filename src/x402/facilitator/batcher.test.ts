@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MULTICALL3_ADDRESS } from '../../chain/multicall3.js';
 import { SettlementBatcher, type BatchPolicy } from './batcher.js';
 import type { RelayerPool } from './relayer-pool.js';
-import type { RelayerSender, RelayerTx } from './sender.js';
+import type { RelayerTx } from './sender.js';
 
 /** A lane that queues sends like the real one (one at a time) and answers each when the test says so. */
 class HandLane {
