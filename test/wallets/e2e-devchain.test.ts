@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hash } from 'viem';
 import type { TestApp } from '../helpers/test-app.js';
+import { TRANSFER_TOPIC } from '../x402/support.js';
 import { buildWalletsApp, call, freePort } from './helpers.js';
 
 // The whole path on the embedded devchain: management credential → wallet → dev fund → wallet
@@ -17,7 +18,6 @@ let ping: string;
 let max: { network: string; asset: string; amount: string };
 
 const balance = () => app.ctx.chain.devchain!.balanceOf(address);
-const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 const pay = (body: Record<string, unknown>, credential = secret) => call(app, 'POST', '/v1/wallets/me/pay-and-call', credential, { url: ping, maxPayment: max, ...body });
 const paymentRows = async () => (await app.ctx.database.query<{ n: string }>(sql`select count(*)::text as n from wallet_payments where wallet_id = ${walletId}`))[0].n;
 

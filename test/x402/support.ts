@@ -94,7 +94,8 @@ export async function transfersForNonce(app: TestApp, payer: Address, nonce: Hex
   return transfers;
 }
 
-const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+/** keccak256("Transfer(address,address,uint256)"): the ERC-20 Transfer log's first topic. */
+export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 
 export const balanceOf = (app: TestApp, address: Address) => app.ctx.chain.devchain!.balanceOf(address);
 
