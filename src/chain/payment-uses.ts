@@ -27,7 +27,14 @@ export class PaymentUses {
    * false when something else holds it. Pass the open transaction when the grant commits with it.
    */
   async claim(use: PaymentUse, claimant: string, db: Executor = this.db): Promise<boolean> {
-    const row = {
+    const [taken] = await this.claimMany([{ use, claimant }], db);
+    return taken!;
+  }
+
+  /** claim() for several payments in one INSERT: one answer per claim, in order. */
+  async claimMany(claims: ReadonlyArray<{ use: PaymentUse; claimant: string }>, db: Executor = this.db): Promise<boolean[]> {
+    if (claims.length === 0) return [];
+    const rows = claims.map(({ use, claimant }) => ({
       network: use.network,
       transactionHash: use.transactionHash.toLowerCase(),
       logIndex: use.logIndex,
@@ -37,10 +44,15 @@ export class PaymentUses {
       payTo: getAddress(use.payTo),
       amount: use.amount,
       claimant,
-    };
-    const inserted = await db.insert(chainPaymentUses).values(row).onConflictDoNothing().returning({ claimant: chainPaymentUses.claimant });
-    if (inserted.length === 1) return true;
-    return (await this.holder(row, db)) === claimant;
+    }));
+    const inserted = await db
+      .insert(chainPaymentUses)
+      .values(rows)
+      .onConflictDoNothing()
+      .returning({ network: chainPaymentUses.network, transactionHash: chainPaymentUses.transactionHash, logIndex: chainPaymentUses.logIndex, claimant: chainPaymentUses.claimant });
+    const mine = new Set(inserted.map(useKey));
+    // Not inserted: held already, by this claimant (a retry) or by something else.
+    return Promise.all(rows.map(async (row) => mine.has(useKey(row)) || (await this.holder(row, db)) === row.claimant));
   }
 
   /** Whether `claimant` holds a transfer of this transaction (the primary key's prefix: no chain read needed). */
@@ -62,3 +74,6 @@ export class PaymentUses {
     return rows[0]?.claimant ?? null;
   }
 }
+
+const useKey = (row: { network: string; transactionHash: string; logIndex: number; claimant: string }) =>
+  `${row.network}|${row.transactionHash}|${row.logIndex}|${row.claimant}`;

@@ -8,7 +8,8 @@ export const CRASH_POINTS = [
   'settle.after-receipt',
   'settle.after-commit',
   // a settlement batch (several settles in one Multicall3 transaction): sent, no caller has recorded its hash;
-  // every caller recorded it and waits for the receipt; the first caller's outcome is final, the others' not
+  // every caller recorded it and waits for the receipt; the outcomes of the callers that resumed first are
+  // final (one statement), no success answered, any later callers' outcomes not written
   'batch.after-broadcast',
   'batch.receipt-wait',
   'batch.after-some-rows',

@@ -1,11 +1,13 @@
 // The settlement ledger's queries. Every state change is a conditional update on the open states,
 // so a settle, its retries and the reconciler can race and still agree on one final row.
-import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
 import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.js';
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
+import { assertSafeJson } from '../../platform/json-guard.js';
+import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, type SettlementRow } from '../tables.js';
 
 export interface SettlementKey {
@@ -71,7 +73,11 @@ export const keyString = (key: SettlementKey) => `${key.network}|${key.asset}|${
 
 export class SettlementLedger {
   readonly #uses: PaymentUses;
-  readonly #broadcasts: Array<{ key: SettlementKey; txHash: string; resolve(): void; reject(error: unknown): void }> = [];
+  // The settles that resume together (a batch's, when its receipt arrives) share each statement below.
+  readonly #claims = perTurn((rows: NewSettlement[]) => this.#insertClaims(rows));
+  readonly #broadcasts = perTurn((calls: Array<{ key: SettlementKey; txHash: string }>) => this.#writeBroadcasts(calls));
+  readonly #finishes = perTurn((calls: Array<{ key: SettlementKey; outcome: Outcome }>) => this.#writeOutcomes(calls));
+  readonly #ownerAnswers = perTurn((calls: Array<{ key: SettlementKey; claimToken: string }>) => this.#answerOwners(calls));
 
   constructor(
     private readonly db: Db,
@@ -96,17 +102,25 @@ export class SettlementLedger {
 
   /** Inserts a claimed row; the primary key and the payment-id index decide every race. */
   async claim(row: NewSettlement): Promise<Claim> {
-    const now = this.clock.now();
-    const inserted = await this.db
-      .insert(x402Settlements)
-      .values({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })
-      .onConflictDoNothing()
-      .returning();
-    if (inserted[0]) return { kind: 'claimed', row: inserted[0] };
+    assertSafeJson(row.request); // here, so a bad request fails alone and not the turn's shared INSERT
+    const inserted = await this.#claims(row);
+    if (inserted) return { kind: 'claimed', row: inserted };
     const existing = await this.find(row);
     if (existing) return { kind: 'exists', row: existing };
     if (row.paymentId && (await this.findByPaymentId(row.payer, row.paymentId))) return { kind: 'id_conflict' };
     throw new Error('settlement row vanished during claim');
+  }
+
+  /** A turn's claims in one INSERT: each gets its row back, or null where the key or the payment id was taken. */
+  async #insertClaims(rows: NewSettlement[]): Promise<Array<SettlementRow | null>> {
+    const now = this.clock.now();
+    const inserted = await this.db
+      .insert(x402Settlements)
+      .values(rows.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
+      .onConflictDoNothing()
+      .returning();
+    const byToken = new Map(inserted.map((row) => [row.claimToken, row]));
+    return rows.map((row) => byToken.get(row.claimToken) ?? null);
   }
 
   /**
@@ -115,14 +129,11 @@ export class SettlementLedger {
    * transaction). The WHERE clause and that primary key are the whole rule.
    */
   async answerSuccess(key: SettlementKey, by: Answerer): Promise<boolean> {
+    if ('claimToken' in by) return this.#ownerAnswers({ key, claimToken: by.claimToken });
     const who = and(
       isNull(x402Settlements.successAnsweredAt),
-      'claimToken' in by
-        ? eq(x402Settlements.claimToken, by.claimToken)
-        : and(
-            or(eq(x402Settlements.claimToken, DISOWNED), leaseLapsed(by.leaseMs)),
-            by.paymentId === null ? isNull(x402Settlements.paymentId) : or(isNull(x402Settlements.paymentId), eq(x402Settlements.paymentId, by.paymentId)),
-          ),
+      or(eq(x402Settlements.claimToken, DISOWNED), leaseLapsed(by.leaseMs)),
+      by.paymentId === null ? isNull(x402Settlements.paymentId) : or(isNull(x402Settlements.paymentId), eq(x402Settlements.paymentId, by.paymentId)),
     );
     try {
       return await this.db.transaction(async (tx) => {
@@ -134,15 +145,42 @@ export class SettlementLedger {
         const row = updated[0];
         if (!row) return false;
         // Rows settled before transfers were claimed have no log index: their success stands alone.
-        const paymentId = 'claimToken' in by ? row.paymentId : by.paymentId;
-        const claimant = paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row);
-        if (row.txHash && row.transferLogIndex !== null && !(await this.#uses.claim(paymentUseOf(row), claimant, tx))) throw new TransferTaken();
+        if (row.txHash && row.transferLogIndex !== null && !(await this.#uses.claim(paymentUseOf(row), claimantOf(row, by.paymentId), tx))) throw new TransferTaken();
         return true;
       });
     } catch (error) {
       if (error instanceof TransferTaken) return false;
       throw error;
     }
+  }
+
+  /**
+   * The claiming settles' answers of one turn, in one transaction: each settled, unanswered row still held
+   * by its caller's claim is marked answered and its transfer claimed; where the transfer has bought
+   * something else, the mark is taken back before the commit (the single answer's rollback, per row).
+   */
+  async #answerOwners(calls: Array<{ key: SettlementKey; claimToken: string }>): Promise<boolean[]> {
+    const values = sql.join(
+      calls.map(({ key, claimToken }) => sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${claimToken})`),
+      sql`, `,
+    );
+    const won = await this.db.transaction(async (tx) => {
+      const marked = await tx
+        .update(x402Settlements)
+        .set({ successAnsweredAt: this.clock.now() })
+        .from(sql`(values ${values}) as v(network, asset, payer, nonce, token)`)
+        .where(and(matchesValues, eq(x402Settlements.status, 'settled'), isNull(x402Settlements.successAnsweredAt), eq(x402Settlements.claimToken, sql`v.token`)))
+        .returning(getTableColumns(x402Settlements));
+      // Rows settled before transfers were claimed have no log index: their success stands alone.
+      const paid = marked.filter((row) => row.txHash && row.transferLogIndex !== null);
+      const taken = await this.#uses.claimMany(paid.map((row) => ({ use: paymentUseOf(row), claimant: claimantOf(row, row.paymentId) })), tx);
+      const lost = paid.filter((_, i) => !taken[i]);
+      if (lost.length > 0) await tx.update(x402Settlements).set({ successAnsweredAt: null }).where(or(...lost.map(byKey)));
+      const lostKeys = new Set(lost.map(keyString));
+      return new Set(marked.filter((row) => !lostKeys.has(keyString(row))).map((row) => `${keyString(row)}|${row.claimToken}`));
+    });
+    // One answer per claim: a second identical call in the turn gets none.
+    return calls.map(({ key, claimToken }) => won.delete(`${keyString(key)}|${claimToken}`));
   }
 
   /**
@@ -177,54 +215,65 @@ export class SettlementLedger {
    * settles of one batch learn its hash together: calls made in the same turn share one statement.
    */
   recordBroadcast(key: SettlementKey, txHash: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#broadcasts.push({ key, txHash, resolve, reject });
-      if (this.#broadcasts.length === 1) setImmediate(() => void this.#writeBroadcasts());
-    });
+    return this.#broadcasts({ key, txHash });
   }
 
-  async #writeBroadcasts(): Promise<void> {
-    const calls = this.#broadcasts.splice(0);
+  async #writeBroadcasts(calls: Array<{ key: SettlementKey; txHash: string }>): Promise<void[]> {
     // One row per key, the latest hash (a replacement's after the original's); UPDATE … FROM would pick either.
     const latest = new Map(calls.map((c) => [keyString(c.key), c]));
     const values = sql.join(
       [...latest.values()].map(({ key, txHash }) => sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${txHash})`),
       sql`, `,
     );
-    try {
-      await this.db.execute(sql`
-        update ${x402Settlements} set status = 'broadcast', tx_hash = v.tx, updated_at = ${this.clock.now().toISOString()}::timestamptz
-        from (values ${values}) as v(network, asset, payer, nonce, tx)
-        where ${x402Settlements.network} = v.network and ${x402Settlements.asset} = v.asset and ${x402Settlements.payer} = v.payer
-          and ${x402Settlements.nonce} = v.nonce and ${x402Settlements.status} in ('claimed', 'broadcast')`);
-      for (const c of calls) c.resolve();
-    } catch (error) {
-      for (const c of calls) c.reject(error);
-    }
+    await this.db
+      .update(x402Settlements)
+      .set({ status: 'broadcast', txHash: sql`v.tx`, updatedAt: this.clock.now() })
+      .from(sql`(values ${values}) as v(network, asset, payer, nonce, tx)`)
+      .where(and(matchesValues, inArray(x402Settlements.status, OPEN)));
+    return calls.map(() => undefined);
   }
 
   /** Writes the final outcome once; returns the row as finally stored (possibly someone else's outcome). */
   async finish(key: SettlementKey, outcome: Outcome): Promise<SettlementRow> {
-    const now = this.clock.now();
-    const { response } = outcome;
-    const updated = await this.db
-      .update(x402Settlements)
-      .set({
-        status: outcome.status,
-        txHash: response.transaction || null,
-        transferLogIndex: outcome.transferLogIndex ?? null,
-        errorReason: response.errorReason ?? null,
-        errorMessage: response.errorMessage ?? null,
-        response,
-        updatedAt: now,
-        finishedAt: now,
-      })
-      .where(and(byKey(key), inArray(x402Settlements.status, OPEN)))
-      .returning();
-    if (updated[0]) return updated[0];
+    assertSafeJson(outcome.response);
+    const written = await this.#finishes({ key, outcome });
+    if (written) return written;
     const row = await this.find(key);
     if (!row) throw new Error('settlement row vanished before finish');
     return row;
+  }
+
+  /** A turn's outcomes in one UPDATE of the rows still open; a key given twice takes the first outcome. */
+  async #writeOutcomes(calls: Array<{ key: SettlementKey; outcome: Outcome }>): Promise<Array<SettlementRow | null>> {
+    const first = new Map<string, number>();
+    calls.forEach(({ key }, i) => first.set(keyString(key), first.get(keyString(key)) ?? i));
+    const values = sql.join(
+      [...first.values()].map((i) => {
+        const { key, outcome } = calls[i]!;
+        const { response } = outcome;
+        return sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${outcome.status}, ${response.transaction || null},
+          ${outcome.transferLogIndex ?? null}::integer, ${response.errorReason ?? null}, ${response.errorMessage ?? null}, ${JSON.stringify(response)}::jsonb)`;
+      }),
+      sql`, `,
+    );
+    const now = this.clock.now();
+    const updated = await this.db
+      .update(x402Settlements)
+      .set({
+        status: sql`v.status`,
+        txHash: sql`v.tx`,
+        transferLogIndex: sql`v.log_index`,
+        errorReason: sql`v.reason`,
+        errorMessage: sql`v.message`,
+        response: sql`v.response`,
+        updatedAt: now,
+        finishedAt: now,
+      })
+      .from(sql`(values ${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response)`)
+      .where(and(matchesValues, inArray(x402Settlements.status, OPEN)))
+      .returning(getTableColumns(x402Settlements));
+    const byKeyString = new Map(updated.map((row) => [keyString(row), row]));
+    return calls.map(({ key }, i) => (first.get(keyString(key)) === i ? (byKeyString.get(keyString(key)) ?? null) : null));
   }
 
   /** Drops a claim that provably broadcast nothing, so a retry starts clean. */
@@ -275,6 +324,17 @@ export class SettlementLedger {
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
 }
+
+/** The row is the one named by the VALUES list `v` it is joined with. */
+const matchesValues: SQL = and(
+  eq(x402Settlements.network, sql`v.network`),
+  eq(x402Settlements.asset, sql`v.asset`),
+  eq(x402Settlements.payer, sql`v.payer`),
+  eq(x402Settlements.nonce, sql`v.nonce`),
+)!;
+
+/** Who a settled row's success is for in chain_payment_uses: its payment-identifier, else its authorization. */
+const claimantOf = (row: SettlementRow, paymentId: string | null) => (paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row));
 
 /** The row's claim is older than `leaseMs` by the database's clock (never a node's). */
 const leaseLapsed = (leaseMs: number) => lt(x402Settlements.claimedAt, sql`now() - ${leaseMs} * interval '1 millisecond'`);

@@ -1,0 +1,115 @@
+// The ledger's statements shared by the calls of one turn (a mined batch's settles resume together): each
+// call must get exactly the answer it would have got alone. Calls started in one synchronous block share a turn.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getAddress } from 'viem';
+import { openTestDatabase, type TestDatabase } from '../../../test/helpers/database.js';
+import { PaymentUses } from '../../chain/payment-uses.js';
+import { systemClock } from '../../platform/clock.js';
+import { SettlementLedger, type NewSettlement, type SettlementKey } from './ledger.js';
+
+let testDb: TestDatabase;
+let ledger: SettlementLedger;
+
+beforeAll(async () => {
+  testDb = await openTestDatabase();
+  ledger = new SettlementLedger(testDb.database.db, systemClock);
+});
+afterAll(async () => {
+  await testDb?.close();
+});
+
+const PAYER = getAddress('0x00000000000000000000000000000000000000aa');
+const PAY_TO = getAddress('0x00000000000000000000000000000000000000bb');
+const ASSET = getAddress('0x00000000000000000000000000000000000000cc');
+let serial = 0;
+
+function newRow(overrides: Partial<NewSettlement> = {}): NewSettlement {
+  serial += 1;
+  return {
+    network: 'eip155:4663',
+    asset: ASSET,
+    payer: PAYER,
+    nonce: `0x${serial.toString(16).padStart(64, '0')}`,
+    payTo: PAY_TO,
+    amount: '100',
+    validBefore: '9999999999',
+    signature: `0xsig${serial}`,
+    payloadHash: `hash${serial}`,
+    paymentId: null,
+    claimToken: crypto.randomUUID(),
+    fromBlock: 1,
+    request: { serial },
+    ...overrides,
+  };
+}
+
+const TX = `0x${'ab'.repeat(32)}`;
+const settled = (logIndex: number) => ({ status: 'settled' as const, transferLogIndex: logIndex, response: { success: true, transaction: TX, network: 'eip155:4663' as const, payer: PAYER } });
+
+async function claimed(row: NewSettlement) {
+  const claim = await ledger.claim(row);
+  if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`);
+  return claim.row;
+}
+
+describe('SettlementLedger, calls of one turn', () => {
+  it('claims: one INSERT for the turn; a key or payment id claimed twice in it is claimed once', async () => {
+    const a = newRow({ paymentId: 'pay_turn_a' });
+    const copy = { ...a, claimToken: crypto.randomUUID(), payloadHash: 'other' };
+    const sameId = newRow({ paymentId: 'pay_turn_a' });
+    const b = newRow();
+    const claims = await Promise.all([ledger.claim(a), ledger.claim(copy), ledger.claim(sameId), ledger.claim(b)]);
+    expect(claims.map((c) => c.kind)).toEqual(['claimed', 'exists', 'id_conflict', 'claimed']);
+    expect(claims[1]).toMatchObject({ row: { claimToken: a.claimToken } });
+  });
+
+  it('outcomes: each open row gets its own; a key finished twice in the turn keeps the first, and a final row is not rewritten', async () => {
+    const [a, b, done] = await Promise.all([claimed(newRow()), claimed(newRow()), claimed(newRow())]);
+    await ledger.finish(done, { status: 'failed', response: { success: false, errorReason: 'earlier', transaction: '', network: 'eip155:4663' } });
+    const failedB = { status: 'failed' as const, response: { success: false, errorReason: 'insufficient_funds', errorMessage: 'no', transaction: '', network: 'eip155:4663' as const } };
+    const rows = await Promise.all([
+      ledger.finish(a, settled(3)),
+      ledger.finish(b, failedB),
+      ledger.finish(a, failedB),
+      ledger.finish(done, settled(4)),
+    ]);
+    expect(rows.map((r) => [r.status, r.errorReason, r.transferLogIndex, r.txHash])).toEqual([
+      ['settled', null, 3, TX],
+      ['failed', 'insufficient_funds', null, null],
+      ['settled', null, 3, TX],
+      ['failed', 'earlier', null, null],
+    ]);
+    expect((await ledger.find(b))?.response).toEqual(failedB.response);
+    expect((await ledger.find(a))?.finishedAt).toBeInstanceOf(Date);
+  });
+
+  it("owners' answers: one success per row, none for a stranger's token or an unsettled row, none where the transfer bought something else", async () => {
+    const rows = await Promise.all([0, 1, 2, 3].map(() => claimed(newRow())));
+    const [a, b, c, open] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0], (typeof rows)[0]];
+    // Log 11 already bought something else (another module's grant found it on chain first).
+    await new PaymentUses(testDb.database.db).claim({ network: c.network, transactionHash: TX, logIndex: 11, asset: ASSET, payer: PAYER, nonce: c.nonce, payTo: PAY_TO, amount: '100' }, 'intent:pi_else');
+    await Promise.all([ledger.finish(a, settled(10)), ledger.finish(b, settled(12)), ledger.finish(c, settled(11))]);
+    const answer = (row: { claimToken: string } & SettlementKey, token = row.claimToken) => ledger.answerSuccess(row, { claimToken: token });
+    const answers = await Promise.all([answer(a), answer(a), answer(b, crypto.randomUUID()), answer(c), answer(open), answer(b)]);
+    expect(answers).toEqual([true, false, false, false, false, true]);
+    // The lost one's mark was taken back (its success may still go to nobody else); the won ones hold their transfers.
+    expect((await ledger.find(c))?.successAnsweredAt).toBeNull();
+    expect((await ledger.find(a))?.successAnsweredAt).toBeInstanceOf(Date);
+    const uses = new PaymentUses(testDb.database.db);
+    expect(await uses.holder({ network: a.network, transactionHash: TX, logIndex: 10 })).toBe(`x402-settlement:anonymous:${PAYER}:${a.nonce}`);
+    expect(await uses.holder({ network: a.network, transactionHash: TX, logIndex: 11 })).toBe('intent:pi_else');
+    // Asked again in a later turn: still once.
+    expect(await answer(a)).toBe(false);
+  });
+
+  it('broadcasts: a turn records each hash, a key sent twice keeps its latest, and a final row is left alone', async () => {
+    const [a, b] = await Promise.all([claimed(newRow()), claimed(newRow())]);
+    const later = `0x${'cd'.repeat(32)}`;
+    await Promise.all([ledger.recordBroadcast(a, TX), ledger.recordBroadcast(b, TX), ledger.recordBroadcast(a, later)]);
+    expect(await ledger.find(a)).toMatchObject({ status: 'broadcast', txHash: later });
+    expect(await ledger.find(b)).toMatchObject({ status: 'broadcast', txHash: TX });
+    await ledger.finish(b, settled(1));
+    await ledger.recordBroadcast(b, later);
+    expect(await ledger.find(b)).toMatchObject({ status: 'settled', txHash: TX });
+  });
+});
