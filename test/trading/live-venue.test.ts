@@ -4,33 +4,52 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import type { Fill } from '../../src/modules/trading/book.js';
-import { PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
+import { OrderRejected, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /**
- * A stand-in for a real venue's order book: one order per client order id (a repeat answers the first
- * order's fill, as real venues' client order ids do), filled like the paper venue. `loseNextAnswer`
- * places the order and then fails the call, as a connection cut after the venue took it would.
+ * A stand-in for a real venue's order book, filled like the paper venue. As at real venues, a client
+ * order id is unique only among open orders: a market order fills at once, so the same id placed again
+ * is a second order (`placed` counts them per id). `loseNextAnswer` places the order and then fails the
+ * call, as a connection cut after the venue took it would; `rejectNext` refuses the next order; `down`
+ * answers nothing.
  */
 class LiveVenue implements Venue {
   readonly name = 'live-test';
   readonly live = true;
   readonly orders = new Map<string, Fill>();
+  readonly placed = new Map<string, number>();
   calls = 0;
+  lookups = 0;
   loseNextAnswer = false;
+  rejectNext: string | null = null;
+  down = false;
   private readonly paper = new PaperVenue();
 
   async place(order: OrderRequest): Promise<Fill> {
     this.calls += 1;
     expect(order.clientOrderId).toBeTruthy();
     await new Promise((resolve) => setTimeout(resolve, 5)); // the venue's round trip: racers overlap here
-    let fill = this.orders.get(order.clientOrderId!);
-    if (!fill) this.orders.set(order.clientOrderId!, (fill = await this.paper.place(order)));
+    if (this.down) throw new Error('connect ECONNREFUSED');
+    if (this.rejectNext) {
+      const reason = this.rejectNext;
+      this.rejectNext = null;
+      throw new OrderRejected(reason);
+    }
+    const fill = await this.paper.place(order);
+    this.orders.set(order.clientOrderId!, fill);
+    this.placed.set(order.clientOrderId!, (this.placed.get(order.clientOrderId!) ?? 0) + 1);
     if (this.loseNextAnswer) {
       this.loseNextAnswer = false;
       throw new Error('connection reset after the venue took the order');
     }
     return fill;
+  }
+
+  async findOrder(clientOrderId: string): Promise<Fill | null> {
+    this.lookups += 1;
+    if (this.down) throw new Error('connect ECONNREFUSED');
+    return this.orders.get(clientOrderId) ?? null;
   }
 }
 
@@ -59,6 +78,8 @@ async function bookOf(runtimeId: string) {
 async function expectOrdersMatchBook(runtimeId: string) {
   const all = await h.app.ctx.database.query<{ id: string }>(sql`select id from trading_executions where "order"->>'status' = 'filled'`);
   expect(new Set(all.map((e) => e.id))).toEqual(new Set(venue.orders.keys()));
+  // Never a second order for one execution, whatever was retried.
+  expect([...venue.placed.values()].filter((n) => n > 1)).toEqual([]);
   const executions = await executionsOf(runtimeId);
   const filled = executions.filter((e) => e.order?.status === 'filled');
   expect(executions.filter((e) => e.status === 'placing')).toEqual([]);
@@ -113,12 +134,15 @@ describe('a live venue', () => {
     expect(venue.orders.has(execution!.id)).toBe(true);
     const shown = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token)).body.data[0];
     expect(shown).toMatchObject({ id: execution!.id, status: 'placing', scheduledAt: at });
-    // While the order is out, nothing else of the runtime runs: a manual run fills it first, then runs.
-    const callsBefore = venue.calls;
+    // While the order is out, nothing else of the runtime runs: a manual run records its fill first (the
+    // venue asked for the order by its client id, not sent it again), then runs.
+    const [callsBefore, lookupsBefore] = [venue.calls, venue.lookups];
     h.clock.advance(1_000);
     const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
     expect(manual.status).toBe(201);
-    expect(venue.calls - callsBefore).toBeGreaterThanOrEqual(1);
+    expect(venue.lookups - lookupsBefore).toBeGreaterThanOrEqual(1);
+    expect(venue.placed.get(execution!.id)).toBe(1);
+    expect(venue.calls - callsBefore).toBeLessThanOrEqual(1); // the manual run's own order, if its signal trades
     [execution] = await executionsOf(runtimeId);
     expect(execution).toMatchObject({ status: 'completed', error: null, order: { status: 'filled' } });
     // The tick's own event, delivered again, finds its execution done and places nothing.
@@ -142,5 +166,41 @@ describe('a live venue', () => {
     expect(execution).toMatchObject({ status: 'completed', attemptCount: 2, order: { status: 'filled' } });
     expect(venue.orders.size - ordersBefore).toBe(1);
     await expectOrdersMatchBook(runtimeId);
+  });
+
+  it('a rejected order: the execution says so, nothing is filled, the runtime goes to review, and a manual run answers 409, never 500', async () => {
+    const { token, runtimeId } = await launch(h, 'live-rejected', TRADES_AT_ONCE);
+    const bookBefore = await bookOf(runtimeId);
+    venue.rejectNext = 'insufficient balance for this order';
+    await h.nextMinute();
+    const [execution] = await executionsOf(runtimeId);
+    expect(execution).toMatchObject({ status: 'rejected', order: { status: 'rejected', venue: 'live-test' }, error: { code: 'order_rejected', message: 'insufficient balance for this order' } });
+    expect(venue.orders.has(execution!.id)).toBe(false);
+    const runtime = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data;
+    expect(runtime).toMatchObject({ status: 'needs_review', statusReason: expect.stringContaining('insufficient balance') });
+    expect((await bookOf(runtimeId)).positions).toEqual(bookBefore.positions);
+    const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
+    expect(manual).toMatchObject({ status: 409, body: { data: { reason: 'runtime_not_active' } } });
+    // The schedule is paused with it: later minutes run nothing.
+    await h.settle();
+    const count = await h.executionCount(runtimeId);
+    await h.nextMinute();
+    expect(await h.executionCount(runtimeId)).toBe(count);
+  });
+
+  it('a manual run while the venue is down answers 503 execution_failed, and the claimed order is placed once when it is back', async () => {
+    const { token, runtimeId } = await launch(h, 'live-down', TRADES_AT_ONCE);
+    venue.down = true;
+    h.clock.advance(1_000);
+    const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
+    expect(manual).toMatchObject({ status: 503, body: { data: { reason: 'execution_failed' } } });
+    const [execution] = await executionsOf(runtimeId);
+    expect(execution).toMatchObject({ status: 'placing', error: { message: 'connect ECONNREFUSED' } });
+    venue.down = false;
+    h.clock.advance(1_000);
+    expect((await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {})).status).toBe(201);
+    expect(venue.placed.get(execution!.id)).toBe(1);
+    await expectOrdersMatchBook(runtimeId);
+    await pause(token, runtimeId);
   });
 });

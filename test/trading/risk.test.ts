@@ -1,5 +1,6 @@
-// Risk limits and the kill switch, through scheduled ticks: a breach blocks the order and hands the
-// runtime to review (its schedule paused); halt places nothing; reduce_only only shrinks positions.
+// Risk limits and the kill switch, through scheduled ticks: a breach blocks an order that adds exposure and
+// hands the runtime to review (its schedule paused), never one that closes; halt places nothing; reduce_only
+// only shrinks positions; the owner's flatten closes everything; a stale tick is skipped, not placed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
@@ -40,6 +41,26 @@ describe('risk limits', () => {
     // The owner acknowledges by pausing; then it can resume or stop.
     expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'active' })).status).toBe(409);
     expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
+  });
+
+  it('a position is never trapped: under a drawdown breach the close still executes, and the next order that adds exposure is blocked', async () => {
+    // A tiny drawdown limit: the opening buy's fee and slippage breach it at once.
+    const { token, runtimeId } = await launch(h, 'trapped', 'fast=2 slow=5', { maxDrawdownPercent: 0.0001 });
+    const opened = await untilOrder(token, runtimeId);
+    expect(opened).toMatchObject({ status: 'completed', order: { side: 'buy', status: 'filled' } });
+    let close;
+    for (let i = 0; i < 120 && !close; i++) {
+      await h.nextMinute();
+      const last = (await executionsOf(token, runtimeId)).at(-1);
+      // Holding, breached or not: recorded, not blocked; the runtime keeps running.
+      if (!last.order) expect(last).toMatchObject({ status: 'completed', riskAssessment: { outcome: 'no_order' } });
+      else close = last;
+    }
+    expect(close).toMatchObject({ status: 'completed', order: { side: 'sell', status: 'filled' }, riskAssessment: { breaches: ['drawdown'], outcome: 'approved_reducing' } });
+    expect((await runtimeOf(token, runtimeId)).book.positions).toEqual([]);
+    const reopen = await untilOrder(token, runtimeId);
+    expect(reopen).toMatchObject({ status: 'blocked', order: { side: 'buy', status: 'blocked' } });
+    expect((await runtimeOf(token, runtimeId)).status).toBe('needs_review');
   });
 
   it('blocks every order once the drawdown from the peak reaches the limit', async () => {
@@ -89,5 +110,65 @@ describe('the kill switch', () => {
     }
     expect(sells).toBe(1);
     expect((await runtimeOf(token, runtimeId)).book.positions).toEqual([]);
+  });
+});
+
+describe("the owner's flatten", () => {
+  const flatten = (token: string, runtimeId: string) => h.call('POST', `/agentic-trading/runtimes/${runtimeId}/flatten`, token, {});
+
+  it('closes every position of a paused runtime, moves no status, and is not charged; a flat book places nothing', async () => {
+    const { token, runtimeId, account } = await launch(h, 'flattener', 'fast=2 slow=5');
+    await untilOrder(token, runtimeId);
+    const held = (await runtimeOf(token, runtimeId)).book.positions;
+    expect(held).toHaveLength(1);
+    expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
+    const flat = await flatten(token, runtimeId);
+    expect(flat.status).toBe(200);
+    expect(flat.body.data.executions).toHaveLength(1);
+    expect(flat.body.data.executions[0]).toMatchObject({
+      triggerType: 'flatten',
+      status: 'completed',
+      decision: { kind: 'flatten', symbol: 'BTC-USD' },
+      order: { side: held[0].qty > 0 ? 'sell' : 'buy', size: Math.abs(held[0].qty).toFixed(6), status: 'filled' },
+    });
+    expect(flat.body.data.runtime).toMatchObject({ status: 'paused', book: { positions: [] } });
+    const again = await flatten(token, runtimeId);
+    expect(again.body.data.executions).toEqual([]);
+    expect((await h.call('GET', `/agentic-trading/accounts/${account.id}/charges`, token)).body.data).toEqual([]);
+    // Another user's runtime is not there; a stopped one cannot be flattened.
+    expect((await flatten(await h.app.identityToken('mallory'), runtimeId)).status).toBe(404);
+    expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'stopped' })).status).toBe(200);
+    expect(await flatten(token, runtimeId)).toMatchObject({ status: 409, body: { data: { reason: 'runtime_not_flattenable', status: 'stopped' } } });
+  });
+
+  it('the kill switch halt stops a flatten too (recorded halted, the position stays); reduce_only lets it close', async () => {
+    const { token, runtimeId, account } = await launch(h, 'halted-flattener', 'fast=2 slow=5');
+    await untilOrder(token, runtimeId);
+    await h.call('PUT', `/agentic-trading/accounts/${account.id}/kill-switch`, token, { mode: 'halt' });
+    const halted = await flatten(token, runtimeId);
+    expect(halted.body.data.executions).toMatchObject([{ triggerType: 'flatten', status: 'halted', order: { status: 'blocked' } }]);
+    expect(halted.body.data.runtime.book.positions).toHaveLength(1);
+    await h.call('PUT', `/agentic-trading/accounts/${account.id}/kill-switch`, token, { mode: 'reduce_only' });
+    h.clock.advance(1);
+    const closed = await flatten(token, runtimeId);
+    expect(closed.body.data.executions).toMatchObject([{ status: 'completed', order: { status: 'filled' } }]);
+    expect(closed.body.data.runtime).toMatchObject({ status: 'active', book: { positions: [] } });
+  });
+});
+
+describe('stale ticks', () => {
+  it('a tick consumed after its next one was due is recorded skipped, never placed at its old price', async () => {
+    const { token, runtimeId } = await launch(h, 'late', 'fast=2 slow=5 short=true');
+    const minute = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000 + 60_000);
+    h.clock.set(minute);
+    await h.app.ctx.services.events.scheduler.tick(); // the tick fires…
+    h.clock.set(new Date(minute.getTime() + 60_000 + 5_000)); // …and a worker gets to it 65 s later
+    while ((await h.app.ctx.services.trading.consumer.drain()) > 0);
+    const [late] = await executionsOf(token, runtimeId);
+    expect(late).toMatchObject({ scheduledAt: minute.toISOString(), status: 'skipped', order: null, decision: null, error: { code: 'stale_tick' } });
+    expect((await runtimeOf(token, runtimeId)).book).toMatchObject({ trades: 0, positions: [] });
+    // The next tick, on time, runs (short=true: an empty book trades at once).
+    await h.nextMinute();
+    expect((await executionsOf(token, runtimeId)).at(-1)).toMatchObject({ status: 'completed', order: { status: 'filled' } });
   });
 });

@@ -10537,10 +10537,10 @@ export interface paths {
                                 executions: {
                                     scheduledAt: string;
                                     /**
-                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
+                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
                                      * @enum {string}
                                      */
-                                    status: "completed" | "blocked" | "halted" | "failed" | "placing";
+                                    status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
                                     inputsDigest: string | null;
                                     decision: {
                                         [key: string]: unknown;
@@ -10554,11 +10554,13 @@ export interface paths {
                                         side: "buy" | "sell";
                                         size: string;
                                         /**
-                                         * @description placing: out at a live venue, not filled yet
+                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
                                          * @enum {string}
                                          */
-                                        status: "filled" | "blocked" | "placing";
+                                        status: "filled" | "blocked" | "placing" | "rejected";
                                         venue: string;
+                                        /** @description The feed's price when the order was decided */
+                                        referencePrice?: number;
                                         price: number | null;
                                         notionalUsd: number;
                                         feeUsd: number | null;
@@ -11614,14 +11616,17 @@ export interface paths {
                             data: {
                                 id: string;
                                 runtimeId: string;
-                                /** @enum {string} */
-                                triggerType: "schedule" | "manual";
-                                scheduledAt: string;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
+                                 * @description flatten: an order of the owner's flatten
                                  * @enum {string}
                                  */
-                                status: "completed" | "blocked" | "halted" | "failed" | "placing";
+                                triggerType: "schedule" | "manual" | "flatten";
+                                scheduledAt: string;
+                                /**
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                 * @enum {string}
+                                 */
+                                status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
                                 attemptCount: number;
                                 strategyVersionHash: string;
                                 inputsDigest: string | null;
@@ -11637,18 +11642,20 @@ export interface paths {
                                     side: "buy" | "sell";
                                     size: string;
                                     /**
-                                     * @description placing: out at a live venue, not filled yet
+                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
                                      * @enum {string}
                                      */
-                                    status: "filled" | "blocked" | "placing";
+                                    status: "filled" | "blocked" | "placing" | "rejected";
                                     venue: string;
+                                    /** @description The feed's price when the order was decided */
+                                    referencePrice?: number;
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
                                 } | null;
                                 error: {
                                     message: string;
-                                    /** @description payment_refused: the agent wallet could not pay a metered tick */
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
                                     code?: string;
                                     reason?: string;
                                 } | null;
@@ -11700,7 +11707,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Run an active runtime now (manual trigger) */
+        /**
+         * Run an active runtime now (manual trigger)
+         * @description 503 execution_failed when the run failed (the feed or the venue did not answer); the failure is recorded on its execution.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -11724,14 +11734,17 @@ export interface paths {
                             data: {
                                 id: string;
                                 runtimeId: string;
-                                /** @enum {string} */
-                                triggerType: "schedule" | "manual";
-                                scheduledAt: string;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet
+                                 * @description flatten: an order of the owner's flatten
                                  * @enum {string}
                                  */
-                                status: "completed" | "blocked" | "halted" | "failed" | "placing";
+                                triggerType: "schedule" | "manual" | "flatten";
+                                scheduledAt: string;
+                                /**
+                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                 * @enum {string}
+                                 */
+                                status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
                                 attemptCount: number;
                                 strategyVersionHash: string;
                                 inputsDigest: string | null;
@@ -11747,18 +11760,20 @@ export interface paths {
                                     side: "buy" | "sell";
                                     size: string;
                                     /**
-                                     * @description placing: out at a live venue, not filled yet
+                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
                                      * @enum {string}
                                      */
-                                    status: "filled" | "blocked" | "placing";
+                                    status: "filled" | "blocked" | "placing" | "rejected";
                                     venue: string;
+                                    /** @description The feed's price when the order was decided */
+                                    referencePrice?: number;
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
                                 } | null;
                                 error: {
                                     message: string;
-                                    /** @description payment_refused: the agent wallet could not pay a metered tick */
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
                                     code?: string;
                                     reason?: string;
                                 } | null;
@@ -11809,6 +11824,218 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}/flatten": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close every position of the runtime now (extension)
+         * @description One market order per position, largest first, each an execution with triggerType flatten; risk limits never block them and they are not charged. Runs for an active, paused or needs_review runtime and moves none of those statuses. 409 runtime_not_flattenable in another status; an account kill switch of `halt` records them halted (switch to reduce_only to close). 503 execution_failed when the venue or the feed did not answer.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                runtime: {
+                                    id: string;
+                                    userId: string;
+                                    name: string;
+                                    strategyId: string;
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    accountId: string;
+                                    cronExpression: string;
+                                    fundLimitUsd: number;
+                                    maxLeverage: number;
+                                    maxDrawdownPercent: number;
+                                    idempotencyKey: string;
+                                    /** @enum {string} */
+                                    status: "provisioning" | "active" | "paused" | "stopped" | "needs_review" | "failed";
+                                    statusReason: string | null;
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                /** @description The orders placed (or stopped) by this flatten, in order */
+                                executions: {
+                                    id: string;
+                                    runtimeId: string;
+                                    /**
+                                     * @description flatten: an order of the owner's flatten
+                                     * @enum {string}
+                                     */
+                                    triggerType: "schedule" | "manual" | "flatten";
+                                    scheduledAt: string;
+                                    /**
+                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                     * @enum {string}
+                                     */
+                                    status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
+                                    attemptCount: number;
+                                    strategyVersionHash: string;
+                                    inputsDigest: string | null;
+                                    decision: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    riskAssessment: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    order: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "buy" | "sell";
+                                        size: string;
+                                        /**
+                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
+                                         * @enum {string}
+                                         */
+                                        status: "filled" | "blocked" | "placing" | "rejected";
+                                        venue: string;
+                                        /** @description The feed's price when the order was decided */
+                                        referencePrice?: number;
+                                        price: number | null;
+                                        notionalUsd: number;
+                                        feeUsd: number | null;
+                                    } | null;
+                                    error: {
+                                        message: string;
+                                        /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
+                                        code?: string;
+                                        reason?: string;
+                                    } | null;
+                                    createdAt: string;
+                                    completedAt: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };

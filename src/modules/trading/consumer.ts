@@ -43,6 +43,11 @@ export class TickConsumer {
         nacks.push({ ...lease, error: result.error.message, retryDelaySeconds: RETRY_DELAY_SECONDS });
         continue;
       }
+      if (!result.ran && result.reason === 'placing') {
+        // Another worker is placing the runtime's order: this tick runs once that order's fill is in.
+        nacks.push({ ...lease, error: "the runtime's order is being placed by another worker", retryDelaySeconds: RETRY_DELAY_SECONDS });
+        continue;
+      }
       if (result.ran && result.movedToReview) await this.afterReview(result.runtime).catch((error) => this.log.warn({ err: error, runtimeId }, 'pausing a reviewed runtime failed; the reconciler will'));
       acks.push(lease);
     }

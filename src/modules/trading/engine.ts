@@ -17,6 +17,8 @@ export interface TickInput {
   book: Book;
   killSwitch: KillSwitchMode;
   at: Date;
+  /** The owner's flatten: the order closes the largest position, whatever the strategy would do. */
+  flatten?: boolean;
 }
 
 export interface OrderSummary {
@@ -24,8 +26,10 @@ export interface OrderSummary {
   side: 'buy' | 'sell';
   size: string;
   /** placing: claimed and sent to a live venue, its fill not recorded yet (ticks.ts). */
-  status: 'filled' | 'blocked' | 'placing';
+  status: 'filled' | 'blocked' | 'placing' | 'rejected';
   venue: string;
+  /** The feed's price when the order was decided (a live venue fills at its own). */
+  referencePrice?: number;
   price: number | null;
   notionalUsd: number;
   feeUsd: number | null;
@@ -38,7 +42,7 @@ export interface TickOutcome {
   riskAssessment: Record<string, unknown>;
   order: OrderSummary | null;
   book: Book;
-  /** Risk limits the tick breached: the runtime must move to needs_review. */
+  /** Risk limits that blocked the tick: the runtime must move to needs_review. */
   breaches: string[];
 }
 
@@ -61,24 +65,85 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *     that moves the book most toward its targets (largest in USD), if it is off by more than the
  *     REBALANCE_BAND (a close to zero always counts);
  *  3. risk: drawdown from the peak, gross exposure against fundLimitUsd × maxLeverage, and leverage
- *     against equity, each after the order; any breach blocks it (and the runtime goes to review);
+ *     against equity, each after the order; a breach blocks an order that adds exposure (and the
+ *     runtime goes to review), never one that only shrinks a position (recorded with the breach);
  *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
  *  5. the order to place, if any (`placing`): evaluateTick places it at once, a live venue's tick
  *     claims it first (ticks.ts).
+ * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
 export async function decideTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Pick<Venue, 'name'> }): Promise<TickOutcome & { placing: OrderRequest | null }> {
+  const { best, decision, prices, inputsDigest } = input.flatten ? await flattenOrder(input, parts.feed) : await strategyOrder(input, parts.feed);
+  const before = markToMarket(input.book, prices);
+
+  // 3. Risk, as the book would stand after the order.
+  const held = best ? (input.book.positions[best.symbol]?.qty ?? 0) : 0;
+  const size = best ? floor6(Math.abs(best.delta)) : 0;
+  const after = best ? held + Math.sign(best.delta) * size : held;
+  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(held)) * prices[best.symbol]! : before.exposureUsd;
+  const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
+  const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
+  const checks = [
+    { name: 'drawdown', value: before.drawdownPercent, limit: input.limits.maxDrawdownPercent, ok: before.drawdownPercent < input.limits.maxDrawdownPercent },
+    { name: 'fund_limit', value: exposureAfterUsd, limit: capacityUsd, ok: exposureAfterUsd <= capacityUsd * (1 + EPSILON) },
+    { name: 'leverage', value: leverageAfter, limit: input.limits.maxLeverage, ok: leverageAfter <= input.limits.maxLeverage * (1 + EPSILON) },
+  ];
+  const breached = checks.filter((c) => !c.ok).map((c) => c.name);
+  const reducing = best !== null && Math.abs(after) < Math.abs(held) && Math.sign(after) !== -Math.sign(held);
+  // A breach stops risk being added, never taken off: it blocks an order that adds exposure, and only that.
+  const breaches = best !== null && !reducing ? breached : [];
+  const killed = input.killSwitch === 'halt' || (input.killSwitch === 'reduce_only' && best !== null && !reducing);
+  const riskAssessment = {
+    ...input.limits,
+    equityUsd: before.equityUsd,
+    exposureUsd: before.exposureUsd,
+    exposureAfterUsd,
+    leverageAfter,
+    drawdownPercent: before.drawdownPercent,
+    checks,
+    breaches: breached,
+    killSwitch: input.killSwitch,
+    outcome: breaches.length ? 'blocked' : killed ? 'halted' : !best ? 'no_order' : breached.length ? 'approved_reducing' : 'approved',
+  };
+
+  const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
+  const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
+  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
+  const side = best.delta > 0 ? 'buy' : 'sell';
+  const notionalUsd = size * prices[best.symbol]!;
+  if (status !== 'completed') {
+    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
+    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
+  }
+
+  const referencePrice = prices[best.symbol]!;
+  const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice, at: input.at };
+  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, referencePrice, price: null, notionalUsd, feeUsd: null };
+  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing };
+}
+
+interface Decided {
+  best: { symbol: string; delta: number; usd: number } | null;
+  decision: Record<string, unknown>;
+  prices: Record<string, number>;
+  inputsDigest: string;
+}
+
+/** Steps 1 and 2: the strategy's signals, its targets, and the one rebalance order. */
+async function strategyOrder(input: TickInput, feed: MarketDataProvider): Promise<Decided> {
   const { definition } = input.version;
   const params = signalParams(definition.instructions);
   const interval = CANDLE_INTERVALS[definition.candleInterval]!;
   const signals = [];
   const candlesBySymbol: Record<string, number[]> = {};
+  // 1. Signals.
   for (const symbol of definition.universe) {
-    const candles = await parts.feed.candles(symbol, interval, input.at, params.slow);
-    const price = await parts.feed.price(symbol, input.at);
+    const candles = await feed.candles(symbol, interval, input.at, params.slow);
+    const price = await feed.price(symbol, input.at);
     candlesBySymbol[symbol] = candles.map((c) => c.close);
     signals.push(signalOf(symbol, candles, price, params));
   }
-  const prices = Object.fromEntries(signals.map((s) => [s.symbol, s.price]));
+  const prices: Record<string, number> = Object.fromEntries(signals.map((s) => [s.symbol, s.price]));
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, closes: candlesBySymbol, prices });
 
   // 2. Targets and the one order.
@@ -102,48 +167,21 @@ export async function decideTick(input: TickInput, parts: { feed: MarketDataProv
     action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold',
     symbol: best?.symbol ?? null,
   };
+  return { best, decision, prices, inputsDigest };
+}
 
-  // 3. Risk, as the book would stand after the order.
-  const held = best ? (input.book.positions[best.symbol]?.qty ?? 0) : 0;
-  const size = best ? floor6(Math.abs(best.delta)) : 0;
-  const after = best ? held + Math.sign(best.delta) * size : held;
-  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(held)) * prices[best.symbol]! : before.exposureUsd;
-  const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
-  const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
-  const checks = [
-    { name: 'drawdown', value: before.drawdownPercent, limit: input.limits.maxDrawdownPercent, ok: before.drawdownPercent < input.limits.maxDrawdownPercent },
-    { name: 'fund_limit', value: exposureAfterUsd, limit: capacityUsd, ok: exposureAfterUsd <= capacityUsd * (1 + EPSILON) },
-    { name: 'leverage', value: leverageAfter, limit: input.limits.maxLeverage, ok: leverageAfter <= input.limits.maxLeverage * (1 + EPSILON) },
-  ];
-  const breaches = checks.filter((c) => !c.ok).map((c) => c.name);
-  const reducing = Math.abs(after) < Math.abs(held) && Math.sign(after) !== -Math.sign(held);
-  const killed = input.killSwitch === 'halt' || (input.killSwitch === 'reduce_only' && best !== null && !reducing);
-  const riskAssessment = {
-    ...input.limits,
-    equityUsd: before.equityUsd,
-    exposureUsd: before.exposureUsd,
-    exposureAfterUsd,
-    leverageAfter,
-    drawdownPercent: before.drawdownPercent,
-    checks,
-    breaches,
-    killSwitch: input.killSwitch,
-    outcome: breaches.length ? 'blocked' : killed ? 'halted' : best ? 'approved' : 'no_order',
-  };
-
-  const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
-  const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
-  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
-  const side = best.delta > 0 ? 'buy' : 'sell';
-  const notionalUsd = size * prices[best.symbol]!;
-  if (status !== 'completed') {
-    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
-    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
+/** The owner's flatten: the largest position (in USD at the feed's price) closed whole. */
+async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise<Decided> {
+  const prices: Record<string, number> = {};
+  for (const symbol of Object.keys(input.book.positions)) prices[symbol] = await feed.price(symbol, input.at);
+  let best: Decided['best'] = null;
+  for (const [symbol, position] of Object.entries(input.book.positions)) {
+    const usd = Math.abs(position.qty) * prices[symbol]!;
+    if (floor6(Math.abs(position.qty)) > 0 && (!best || usd > best.usd)) best = { symbol, delta: -position.qty, usd };
   }
-
-  const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice: prices[best.symbol]!, at: input.at };
-  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
-  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing };
+  const decision = { kind: 'flatten', action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: best?.symbol ?? null };
+  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), flatten: true, book: input.book, killSwitch: input.killSwitch, prices });
+  return { best, decision, prices, inputsDigest };
 }
 
 /** The order's fill applied to the book the decision left: the summary and the book after it. */

@@ -18,4 +18,7 @@ export const tradingErrors = {
   accessPriceNotAccepted: (accessPriceUsd: string) =>
     fail(409, 'access_price_not_accepted', `This strategy's access costs ${accessPriceUsd} USD, charged to the account at activation: send maxAccessPriceUsd of at least that to accept it`, { accessPriceUsd }),
   notActive: (status: string) => fail(409, 'runtime_not_active', `Only an active runtime runs (this one is ${status})`, { status }),
+  notFlattenable: (status: string) => fail(409, 'runtime_not_flattenable', `Only an active, paused or needs_review runtime can be flattened (this one is ${status})`, { status }),
+  orderPlacing: () => fail(409, 'order_placing', "An order of this runtime is being placed at the venue by another run; try again once it is filled"),
+  executionFailed: (message: string) => fail(503, 'execution_failed', `The run failed and is recorded on its execution; try again: ${message}`),
 };

@@ -29,6 +29,7 @@ import {
   createStrategyBody,
   executionSchema,
   executionsQuery,
+  flattenResult,
   listQuery,
   killSwitchBody,
   runtimeIdParams,
@@ -245,8 +246,29 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
     `${base}/runtimes/:runtimeId/executions`,
     {
       onRequest,
-      schema: { ...common, summary: 'Run an active runtime now (manual trigger)', params: runtimeIdParams, response: { 201: envelopeSchema(executionSchema), ...errors(400, 401, 404, 409) } },
+      schema: {
+        ...common,
+        summary: 'Run an active runtime now (manual trigger)',
+        description: '503 execution_failed when the run failed (the feed or the venue did not answer); the failure is recorded on its execution.',
+        params: runtimeIdParams,
+        response: { 201: envelopeSchema(executionSchema), ...errors(400, 401, 404, 409, 503) },
+      },
     },
     async (request, reply) => reply.code(201).send(envelope(await runtimes.runNow(userOf(request), request.params.runtimeId))),
+  );
+  app.post(
+    `${base}/runtimes/:runtimeId/flatten`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Close every position of the runtime now (extension)',
+        description:
+          "One market order per position, largest first, each an execution with triggerType flatten; risk limits never block them and they are not charged. Runs for an active, paused or needs_review runtime and moves none of those statuses. 409 runtime_not_flattenable in another status; an account kill switch of `halt` records them halted (switch to reduce_only to close). 503 execution_failed when the venue or the feed did not answer.",
+        params: runtimeIdParams,
+        response: { 200: envelopeSchema(flattenResult), ...errors(400, 401, 404, 409, 503) },
+      },
+    },
+    async (request) => envelope(await runtimes.flatten(userOf(request), request.params.runtimeId)),
   );
 }

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
@@ -14,6 +14,7 @@ export interface TickState {
   scheduledAt: Date;
   status: RuntimeStatus;
   scheduleId: string | null;
+  cronExpression: string;
   strategyVersionId: string;
   fundLimitUsd: number;
   maxLeverage: number;
@@ -42,7 +43,11 @@ const placingOf = (value: unknown): PlacingExecution | null => {
 export interface TickCommit {
   bookVersion: number;
   book: Book;
-  status: 'active' | 'needs_review';
+  /** The statuses the runtime may be in for the commit to hold (a strategy's tick: active only). */
+  from: readonly RuntimeStatus[];
+  /** Where the runtime goes; null keeps the status it has (the owner's flatten moves none). */
+  status: RuntimeStatus | null;
+  /** Why the runtime moved to needs_review; null keeps the reason it has. */
   reason: string | null;
   execution: ExecutionRow;
 }
@@ -57,7 +62,8 @@ export interface TickCommit {
  *  - a tick's execution is inserted only where none but a failed one exists: the unique (runtime,
  *    trigger, scheduledAt) makes a tick delivered twice, or to two workers, run once;
  *  - a live venue's order is claimed that way first (an execution `placing`, the book version moved on)
- *    and placed after; its fill commits over the claimed version (commitFill).
+ *    and placed after, by one caller at a time (takePlacement); its fill commits over the claimed version
+ *    (commitFill).
  */
 export class RuntimeStore {
   constructor(readonly db: Db) {}
@@ -128,7 +134,7 @@ export class RuntimeStore {
   async tickStates(triggerType: string, ticks: readonly { runtimeId: string; scheduledAt: Date }[]): Promise<TickState[]> {
     const rows = await rowsOf<TickState & { scheduledAt: Timestamp }>(
       this.db,
-      sql`select r.id, t.scheduled_at as "scheduledAt", r.status, r.schedule_id as "scheduleId", r.strategy_version_id as "strategyVersionId",
+      sql`select r.id, t.scheduled_at as "scheduledAt", r.status, r.schedule_id as "scheduleId", r.cron_expression as "cronExpression", r.strategy_version_id as "strategyVersionId",
                  r.fund_limit_usd as "fundLimitUsd", r.max_leverage as "maxLeverage", r.max_drawdown_percent as "maxDrawdownPercent",
                  r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch",
                  a.id as "accountId", a.wallet_id as "walletId",
@@ -153,7 +159,8 @@ export class RuntimeStore {
 
   /**
    * Ticks' outcomes, in one statement (at most one tick per runtime): each runtime's new book (and
-   * needs_review on a breach) where the runtime is still active with the book version its tick read,
+   * needs_review on a breach) where the runtime is still in a status its tick may commit from (active for
+   * a strategy's tick) with the book version its tick read,
    * and then, only for those, the tick's execution (taking over a failed one). Answers the executions
    * that were committed; a tick missing from the answer lost a race (its runtime changed since the
    * read) and is read again. Two runs of one tick cannot both commit: the second read either sees the
@@ -161,10 +168,11 @@ export class RuntimeStore {
    */
   async commitTicks(commits: readonly TickCommit[]): Promise<ExecutionRow[]> {
     if (commits.length === 0) return [];
-    const input = commits.map(({ bookVersion, book, status, reason, execution: e }) => ({
+    const input = commits.map(({ bookVersion, book, from, status, reason, execution: e }) => ({
       runtime_id: e.runtimeId,
       book_version: bookVersion,
       book,
+      from_statuses: from.join(','),
       status,
       reason,
       id: e.id,
@@ -180,30 +188,31 @@ export class RuntimeStore {
       error: e.error,
       created_at: e.createdAt.toISOString(),
       completed_at: e.completedAt?.toISOString() ?? null,
+      placing_until: e.placingUntil?.toISOString() ?? null,
     }));
     const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp }>(
       this.db,
       sql`with input as (
             select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(
-              runtime_id uuid, book_version int, book jsonb, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
+              runtime_id uuid, book_version int, book jsonb, from_statuses text, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
               execution_status text, attempt_count int, strategy_version_hash text, inputs_digest text, decision jsonb, risk_assessment jsonb,
-              "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz)),
+              "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz, placing_until timestamptz)),
           moved as (
             update trading_runtimes r
-               set book = i.book, book_version = r.book_version + 1, status = i.status,
-                   status_reason = case when i.status = 'needs_review' then i.reason else r.status_reason end, updated_at = i.created_at
+               set book = i.book, book_version = r.book_version + 1, status = coalesce(i.status, r.status),
+                   status_reason = coalesce(i.reason, r.status_reason), updated_at = i.created_at
               from input i
-             where r.id = i.runtime_id and r.book_version = i.book_version and r.status = 'active'
+             where r.id = i.runtime_id and r.book_version = i.book_version and r.status = any(string_to_array(i.from_statuses, ','))
             returning r.id)
           insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash,
-                                          inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at)
+                                          inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at, placing_until)
           select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.execution_status, i.attempt_count, i.strategy_version_hash,
-                 i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at
+                 i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at, i.placing_until
             from input i join moved m on m.id = i.runtime_id
           on conflict (runtime_id, trigger_type, scheduled_at) do update
              set status = excluded.status, attempt_count = excluded.attempt_count, inputs_digest = excluded.inputs_digest,
                  decision = excluded.decision, risk_assessment = excluded.risk_assessment, "order" = excluded."order",
-                 error = excluded.error, completed_at = excluded.completed_at
+                 error = excluded.error, completed_at = excluded.completed_at, placing_until = excluded.placing_until
            where trading_executions.status = 'failed'
           returning id, runtime_id as "runtimeId", created_at as "createdAt"`,
     );
@@ -232,6 +241,50 @@ export class RuntimeStore {
     );
     if (rows.length === 0) return null;
     const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, fill.executionId));
+    return row ?? null;
+  }
+
+  /**
+   * Takes the placement of a claimed order at the venue: true for one caller until `until` (the claiming
+   * tick holds it from its commit), or until that caller gives it back. Two callers never place at once.
+   */
+  async takePlacement(executionId: string, now: Date, until: Date): Promise<boolean> {
+    const rows = await this.db
+      .update(tradingExecutions)
+      .set({ placingUntil: until })
+      .where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing'), or(isNull(tradingExecutions.placingUntil), lte(tradingExecutions.placingUntil, now))))
+      .returning({ id: tradingExecutions.id });
+    return rows.length === 1;
+  }
+
+  /** The placer's call failed without an answer: the next caller may try (asking the venue first). */
+  async releasePlacement(executionId: string): Promise<void> {
+    await this.db.update(tradingExecutions).set({ placingUntil: null }).where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing')));
+  }
+
+  /**
+   * A live order the venue refused: its execution `rejected` with the venue's words, over the book its claim
+   * left (nothing was filled, the book stays), and an active or paused runtime handed to review. False
+   * when another worker recorded this order's outcome first.
+   */
+  async commitRejection(rejection: { executionId: string; runtimeId: string; bookVersion: number; order: unknown; error: unknown; reason: string; at: Date }): Promise<ExecutionRow | null> {
+    const at = rejection.at.toISOString();
+    const rows = await rowsOf<{ id: string }>(
+      this.db,
+      sql`with moved as (
+            update trading_runtimes
+               set book_version = book_version + 1, updated_at = ${at},
+                   status = case when status in ('active', 'paused') then 'needs_review' else status end,
+                   status_reason = case when status in ('active', 'paused') then ${rejection.reason} else status_reason end
+             where id = ${rejection.runtimeId} and book_version = ${rejection.bookVersion}
+            returning id)
+          update trading_executions
+             set status = 'rejected', "order" = ${JSON.stringify(rejection.order)}::jsonb, error = ${JSON.stringify(rejection.error)}::jsonb, completed_at = ${at}
+           where id = ${rejection.executionId} and status = 'placing' and exists (select 1 from moved)
+          returning id`,
+    );
+    if (rows.length === 0) return null;
+    const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, rejection.executionId));
     return row ?? null;
   }
 

@@ -14,7 +14,7 @@ import { RuntimeStore, type RuntimeRow } from './runtime-store.js';
 import type { createRuntimeBody } from './schemas.js';
 import type { Page, VersionRow } from './store.js';
 import type { RuntimeStatus } from './tables.js';
-import type { TickRunner } from './ticks.js';
+import { FLATTENABLE, type TickRunner, type TickTrigger } from './ticks.js';
 import { bookView, executionView, runtimeView } from './views.js';
 
 type CreateRuntimeInput = z.infer<typeof createRuntimeBody>;
@@ -125,12 +125,48 @@ export class RuntimeService {
     const runtime = await this.owned(userId, runtimeId);
     if (runtime.status !== 'active') throw tradingErrors.notActive(runtime.status);
     const at = this.ctx.clock.now();
-    const result = await this.runner.run(runtimeId, 'manual', at, 1);
+    const result = await this.tick(runtimeId, 'manual', at);
     // Two runs asked at the same millisecond are one tick: the later one answers the tick's execution.
     if (!result.ran && result.reason === 'done') return executionView((await this.store.execution(runtimeId, 'manual', at))!);
+    if (!result.ran && result.reason === 'placing') throw tradingErrors.orderPlacing();
     if (!result.ran) throw tradingErrors.notActive(result.status ?? runtime.status);
     if (result.movedToReview) await this.alignSoon(result.runtime);
     return executionView(result.execution);
+  }
+
+  /**
+   * The owner's flatten: every position closed, largest first, one order (one `flatten` execution) each,
+   * until the book is flat or an order does not fill (halted by the kill switch, rejected by the venue).
+   */
+  async flatten(userId: string, runtimeId: string) {
+    const runtime = await this.owned(userId, runtimeId);
+    if (!FLATTENABLE.includes(runtime.status)) throw tradingErrors.notFlattenable(runtime.status);
+    const start = this.ctx.clock.now().getTime();
+    const executions = [];
+    // One order per position; the bound only stops a book that somehow never empties.
+    for (let i = 0; i <= Object.keys((runtime.book as Book).positions).length; i++) {
+      const current = (await this.store.get(runtimeId))!;
+      if (Object.keys((current.book as Book).positions).length === 0) break;
+      const at = new Date(start + i);
+      const result = await this.tick(runtimeId, 'flatten', at);
+      if (!result.ran && result.reason === 'placing') throw tradingErrors.orderPlacing();
+      if (!result.ran && result.reason !== 'done') throw tradingErrors.notFlattenable(result.status ?? current.status);
+      const execution = result.ran ? result.execution : (await this.store.execution(runtimeId, 'flatten', at))!;
+      executions.push(executionView(execution));
+      if (result.ran && result.movedToReview) await this.alignSoon(result.runtime);
+      if (execution.status !== 'completed') break;
+    }
+    return { runtime: await this.view((await this.store.get(runtimeId))!), executions };
+  }
+
+  /** One tick now; a failure (recorded on its execution by the runner) is 503 execution_failed, never a 500. */
+  private async tick(runtimeId: string, trigger: TickTrigger, at: Date) {
+    try {
+      return await this.runner.run(runtimeId, trigger, at, 1);
+    } catch (error) {
+      this.ctx.log.warn({ err: error, runtimeId, trigger }, 'a run asked for by the owner failed');
+      throw tradingErrors.executionFailed(error instanceof Error ? error.message.slice(0, 300) : String(error));
+    }
   }
 
   async executions(userId: string, runtimeId: string, limit: number, before: string | null) {

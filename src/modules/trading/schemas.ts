@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CANDLE_INTERVALS, SYMBOL_PATTERN } from './market-data.js';
-import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, VISIBILITIES } from './tables.js';
+import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, TRIGGER_TYPES, VISIBILITIES } from './tables.js';
 
 /** Bounds of our own choosing (docs/trading.md). */
 export const TRADING_LIMITS = {
@@ -151,8 +151,9 @@ export const orderSchema = z.object({
   symbol: z.string(),
   side: z.enum(['buy', 'sell']),
   size: z.string(),
-  status: z.enum(['filled', 'blocked', 'placing']).describe('placing: out at a live venue, not filled yet'),
+  status: z.enum(['filled', 'blocked', 'placing', 'rejected']).describe('placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled'),
   venue: z.string(),
+  referencePrice: z.number().optional().describe("The feed's price when the order was decided"),
   price: z.number().nullable(),
   notionalUsd: z.number(),
   feeUsd: z.number().nullable(),
@@ -161,9 +162,11 @@ export const orderSchema = z.object({
 export const executionSchema = z.object({
   id: z.string(),
   runtimeId: z.string(),
-  triggerType: z.enum(['schedule', 'manual']),
+  triggerType: z.enum(TRIGGER_TYPES).describe("flatten: an order of the owner's flatten"),
   scheduledAt: z.string(),
-  status: z.enum(EXECUTION_STATUSES).describe('completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet'),
+  status: z.enum(EXECUTION_STATUSES).describe(
+    'completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided',
+  ),
   attemptCount: z.number().int(),
   strategyVersionHash: z.string(),
   inputsDigest: z.string().nullable(),
@@ -171,10 +174,19 @@ export const executionSchema = z.object({
   riskAssessment: z.record(z.string(), z.unknown()).nullable(),
   order: orderSchema.nullable(),
   error: z
-    .object({ message: z.string(), code: z.string().optional().describe('payment_refused: the agent wallet could not pay a metered tick'), reason: z.string().optional() })
+    .object({
+      message: z.string(),
+      code: z.string().optional().describe('payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped'),
+      reason: z.string().optional(),
+    })
     .nullable(),
   createdAt: z.string(),
   completedAt: z.string().nullable(),
+});
+
+export const flattenResult = z.object({
+  runtime: runtimeSchema,
+  executions: z.array(executionSchema).describe('The orders placed (or stopped) by this flatten, in order'),
 });
 
 export const listQuery = z.object({

@@ -121,13 +121,18 @@ export const tradingRuntimes = pgTable(
   ],
 );
 
-export const EXECUTION_STATUSES = ['completed', 'blocked', 'halted', 'failed', 'placing'] as const;
+export const EXECUTION_STATUSES = ['completed', 'blocked', 'halted', 'failed', 'placing', 'rejected', 'skipped'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+/** schedule and manual runs of the strategy; flatten: the owner's close of every position (ticks.ts). */
+export const TRIGGER_TYPES = ['schedule', 'manual', 'flatten'] as const;
+export type TriggerType = (typeof TRIGGER_TYPES)[number];
 
 /**
  * Executions. One row per (runtime, trigger, scheduledAt), enforced here: a tick delivered twice, or run
  * by two workers, finds the row and does nothing. Only a `failed` row may be taken over by a retry.
- * `placing`: a live venue's order claimed and not yet filled (at most one per runtime: ticks.ts).
+ * `placing`: a live venue's order claimed and not yet filled (at most one per runtime: ticks.ts);
+ * `rejected`: the venue refused that order (nothing filled); `skipped`: a scheduled tick consumed after its
+ * next one was due (stale: its prices are old), recorded and not run.
  */
 export const tradingExecutions = pgTable(
   'trading_executions',
@@ -148,10 +153,12 @@ export const tradingExecutions = pgTable(
     error: guardedJsonb('error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     completedAt: timestamp('completed_at', { withTimezone: true }),
+    /** A placing order: until when one caller holds its placement at the venue (ticks.ts, by the service's clock). */
+    placingUntil: timestamp('placing_until', { withTimezone: true }),
   },
   (t) => [
-    check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed', 'placing')`),
-    check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual')`),
+    check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed', 'placing', 'rejected', 'skipped')`),
+    check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual', 'flatten')`),
     unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt),
     index('trading_executions_runtime_idx').on(t.runtimeId, t.id),
     // A runtime's order out at a live venue, read by every tick of it.

@@ -1,14 +1,22 @@
+import type { Cron } from 'croner';
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
+import type { Fill } from './book.js';
 import { decideTick, evaluateTick, filled, type OrderSummary } from './engine.js';
 import type { MarketDataProvider } from './market-data.js';
 import type { Meter } from './metering.js';
 import type { QuantSignalDefinition } from './quant-signal.js';
 import { RuntimeStore, type ExecutionRow, type PlacingExecution, type TickCommit, type TickState } from './runtime-store.js';
+import { utcCron } from './schedules.js';
 import type { CatalogStore, VersionRow } from './store.js';
-import type { Venue } from './venue.js';
+import type { RuntimeStatus, TriggerType } from './tables.js';
+import { OrderRejected, type Venue } from './venue.js';
 
-export type TickTrigger = 'schedule' | 'manual';
+export type TickTrigger = TriggerType;
+
+/** Where the owner's flatten runs: any runtime not provisioning or ended. */
+export const FLATTENABLE: readonly RuntimeStatus[] = ['active', 'paused', 'needs_review'];
+const runsIn = (trigger: TickTrigger, status: RuntimeStatus) => (trigger === 'flatten' ? FLATTENABLE.includes(status) : status === 'active');
 
 export interface TickRequest {
   runtimeId: string;
@@ -21,6 +29,8 @@ export type TickResult =
   | { ran: true; execution: ExecutionRow; runtime: TickState; movedToReview: boolean }
   /** Nothing ran: the runtime is gone or not active, or this tick already has its execution. */
   | { ran: false; reason: 'gone' | 'not_active' | 'done'; status?: string }
+  /** Nothing ran: the runtime's order is out at the venue and another call is placing it; try again later. */
+  | { ran: false; reason: 'placing' }
   /** The tick threw; it is recorded as a failed execution and may be retried. */
   | { ran: false; reason: 'failed'; error: Error };
 
@@ -33,6 +43,11 @@ export interface TickParts {
 
 /** Reads before giving up on a runtime whose book keeps changing under a tick (another tick of it won each time). */
 const MAX_READS = 10;
+/**
+ * How long one caller holds a claimed order's placement at the venue; a venue adapter's call must time out
+ * well within it. A caller that died holding it delays the order's retry by this much, never doubles it.
+ */
+export const PLACEMENT_LEASE_MS = 60_000;
 
 /**
  * Runs ticks of runtimes, scheduled or manual, each exactly once: read the runtimes and whether each
@@ -50,6 +65,8 @@ export class TickRunner {
   private readonly runtimes: RuntimeStore;
   /** Versions never change: cached by id for every tick after the first. */
   private readonly versions = new Map<string, VersionRow>();
+  /** Runtimes' crons by expression (stale ticks are told by the next run after theirs). */
+  private readonly crons = new Map<string, Cron>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -90,16 +107,22 @@ export class TickRunner {
     const states = await this.runtimes.tickStates(trigger, round);
     const now = this.ctx.clock.now();
     const commits: { tick: T; state: TickState; commit: TickCommit }[] = [];
-    const orders: { tick: T; state: TickState; placing: PlacingExecution }[] = [];
+    // fresh: claimed by this round's commit, so certainly never sent; the others may be out at the venue.
+    const orders: { tick: T; state: TickState; placing: PlacingExecution; fresh: boolean }[] = [];
     for (const tick of round) {
       const state = states.find((s) => s.id === tick.runtimeId && s.scheduledAt.getTime() === tick.scheduledAt.getTime());
       if (!state) results[tick.index] = { ran: false, reason: 'gone' };
       // An order out at a live venue is filled before anything else of its runtime runs, whatever its status now.
-      else if (state.placing) orders.push({ tick, state, placing: state.placing });
-      else if (state.status !== 'active') results[tick.index] = { ran: false, reason: 'not_active', status: state.status };
+      else if (state.placing) orders.push({ tick, state, placing: state.placing, fresh: false });
+      else if (!runsIn(trigger, state.status)) results[tick.index] = { ran: false, reason: 'not_active', status: state.status };
       else if (state.tickStatus && state.tickStatus !== 'failed') results[tick.index] = { ran: false, reason: 'done', status: state.tickStatus };
       else {
         try {
+          const due = trigger === 'schedule' ? this.nextDue(state, tick.scheduledAt) : null;
+          if (due && due.getTime() <= now.getTime()) {
+            commits.push({ tick, state, commit: await this.stale(trigger, tick, state, now, due) });
+            continue;
+          }
           const paid = await this.payFor(trigger, tick, state);
           const commit = paid.kind === 'paid' ? await this.evaluate(trigger, tick, state, now) : await this.paymentRefused(trigger, tick, state, now, paid.reason);
           commits.push({ tick, state, commit });
@@ -120,17 +143,26 @@ export class TickRunner {
       const execution = committed.find((e) => e.runtimeId === tick.runtimeId);
       if (!execution) lost.push(tick);
       // Claimed for a live venue: placed below, over the book version the claim moved to.
-      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution });
-      else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status }, movedToReview: commit.status === 'needs_review' };
+      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution, fresh: true });
+      else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status ?? state.status }, movedToReview: commit.status === 'needs_review' };
     }
     await Promise.all(
-      orders.map(async ({ tick, state, placing }) => {
+      orders.map(async ({ tick, state, placing, fresh }) => {
         const own = placing.triggerType === trigger && placing.scheduledAt.getTime() === tick.scheduledAt.getTime();
+        // One caller at a time places an order: the tick that claimed it, else whoever takes the placement.
+        if (!fresh && !(await this.runtimes.takePlacement(placing.id, now, new Date(now.getTime() + PLACEMENT_LEASE_MS)))) {
+          results[tick.index] = { ran: false, reason: 'placing' };
+          return;
+        }
         try {
-          const execution = await this.place(state, placing, own ? tick.attempt : 0);
-          if (own && execution) results[tick.index] = { ran: true, execution, runtime: state, movedToReview: false };
+          const execution = await this.place(state, placing, own ? tick.attempt : 0, fresh);
+          // A rejection moved the runtime to review: its schedule follows (the caller, else the reconciler's loop).
+          const rejected = execution?.status === 'rejected';
+          if (own && execution) results[tick.index] = { ran: true, execution, runtime: rejected ? { ...state, status: 'needs_review' } : state, movedToReview: rejected };
           else lost.push(tick); // another tick's order came first, or another worker recorded this fill: read again
         } catch (error) {
+          // No answer: the order may be out. The next caller may try at once; it asks the venue first.
+          await this.runtimes.releasePlacement(placing.id).catch(() => {});
           if (!own) await this.failed(placing.triggerType as TickTrigger, { runtimeId: tick.runtimeId, scheduledAt: placing.scheduledAt, attempt: 0 }, error);
           results[tick.index] = await this.failed(trigger, tick, error);
         }
@@ -140,16 +172,61 @@ export class TickRunner {
   }
 
   /**
-   * Places a claimed order at the live venue (its execution id as the client order id, so a second call
-   * for it places nothing new) and commits its fill; null when another worker committed it first.
+   * Places a claimed order at the live venue, its execution id as the client order id, and commits its
+   * fill, or its rejection (the runtime goes to review); null when another worker committed it first. A
+   * claim that is not `fresh` may be out already: the venue is asked for it before it is placed again.
    */
-  private async place(state: TickState, placing: PlacingExecution, attempt: number): Promise<ExecutionRow | null> {
+  private async place(state: TickState, placing: PlacingExecution, attempt: number, fresh: boolean): Promise<ExecutionRow | null> {
+    const { venue } = this.parts;
     const order = placing.order as OrderSummary;
-    const signals = (placing.decision as { signals: { symbol: string; price: number }[] }).signals;
-    const referencePrice = signals.find((s) => s.symbol === order.symbol)!.price;
-    const fill = await this.parts.venue.place({ symbol: order.symbol, side: order.side, size: Number(order.size), referencePrice, at: placing.scheduledAt, clientOrderId: placing.id });
-    const after = filled(state.book, fill, this.parts.venue.name);
-    return this.runtimes.commitFill({ executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, book: after.book, order: after.order, attempt, at: this.ctx.clock.now() });
+    const at = this.ctx.clock.now();
+    let fill: Fill;
+    try {
+      const known = fresh ? null : await venue.findOrder(placing.id);
+      fill = known ?? (await venue.place({ symbol: order.symbol, side: order.side, size: Number(order.size), referencePrice: referencePriceOf(placing), at: placing.scheduledAt, clientOrderId: placing.id }));
+    } catch (error) {
+      if (!(error instanceof OrderRejected)) throw error;
+      return this.runtimes.commitRejection({
+        executionId: placing.id,
+        runtimeId: state.id,
+        bookVersion: state.bookVersion,
+        order: { ...order, status: 'rejected' },
+        error: { code: 'order_rejected', message: error.message.slice(0, 1000) },
+        reason: `order rejected by ${venue.name}: ${error.message.slice(0, 200)}`,
+        at,
+      });
+    }
+    const after = filled(state.book, fill, venue.name);
+    return this.runtimes.commitFill({ executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, book: after.book, order: after.order, attempt, at });
+  }
+
+  /** The next run of the runtime's cron after `scheduledAt`: once it is due, that tick is stale. */
+  private nextDue(state: TickState, scheduledAt: Date): Date | null {
+    let cron = this.crons.get(state.cronExpression);
+    if (!cron) this.crons.set(state.cronExpression, (cron = utcCron(state.cronExpression)));
+    return cron.nextRun(scheduledAt);
+  }
+
+  /** A scheduled tick consumed after its successor was due: recorded `skipped`, nothing decided or charged. */
+  private async stale(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, due: Date): Promise<TickCommit> {
+    const version = await this.version(state.strategyVersionId);
+    return {
+      bookVersion: state.bookVersion,
+      book: state.book,
+      from: ['active'],
+      status: null,
+      reason: null,
+      execution: {
+        ...this.executionBase(tick, trigger, version, now),
+        status: 'skipped',
+        inputsDigest: null,
+        decision: null,
+        riskAssessment: null,
+        order: null,
+        error: { code: 'stale_tick', message: `run at ${now.toISOString()}, after the next tick was due (${due.toISOString()}): its prices are old, so nothing was decided or placed` },
+        completedAt: now,
+      },
+    };
   }
 
   private async evaluate(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date): Promise<TickCommit> {
@@ -160,16 +237,18 @@ export class TickRunner {
       book: state.book,
       killSwitch: state.killSwitch,
       at: tick.scheduledAt,
+      flatten: trigger === 'flatten',
     };
     const parts = { feed: this.parts.feedFor(version), venue: this.parts.venue };
     // A live venue's order is only decided here, and claimed by the commit before it is placed.
     const outcome = this.parts.venue.live ? await decideTick(input, parts) : await evaluateTick(input, parts);
-    // A breach blocks the order (in evaluateTick) and hands the runtime to its owner.
+    // A breach blocks the order (in evaluateTick) and hands the runtime to its owner; a flatten moves no status.
     const review = outcome.breaches.length > 0;
     return {
       bookVersion: state.bookVersion,
       book: outcome.book,
-      status: review ? 'needs_review' : 'active',
+      from: trigger === 'flatten' ? FLATTENABLE : ['active'],
+      status: trigger === 'flatten' ? null : review ? 'needs_review' : 'active',
       reason: review ? `risk limit breached: ${outcome.breaches.join(', ')}` : null,
       execution: {
         ...this.executionBase(tick, trigger, version, now),
@@ -180,14 +259,19 @@ export class TickRunner {
         order: outcome.order,
         error: null,
         completedAt: outcome.order?.status === 'placing' ? null : now,
+        // The claiming tick holds the order's placement from its commit (takePlacement).
+        placingUntil: outcome.order?.status === 'placing' ? new Date(now.getTime() + PLACEMENT_LEASE_MS) : null,
       },
     };
   }
 
-  /** A metered tick's market data and execution (free when unpriced); a charge not settled yet fails the tick, to be retried. */
+  /**
+   * A metered tick's market data and execution (free when unpriced); a charge not settled yet fails the
+   * tick, to be retried. The owner's flatten is never charged: an account that cannot pay must still close.
+   */
   private async payFor(trigger: TickTrigger, tick: TickRequest, state: TickState) {
     const { meter, feedFor } = this.parts;
-    if (!meter.metersTicks) return { kind: 'paid' } as const;
+    if (!meter.metersTicks || trigger === 'flatten') return { kind: 'paid' } as const;
     const feed = feedFor(await this.version(state.strategyVersionId)).name;
     const paid = await meter.forTick({ accountId: state.accountId, walletId: state.walletId, runtimeId: state.id }, trigger, tick.scheduledAt, feed);
     if (paid.kind === 'pending') throw new Error(`the tick's metered payment is not settled yet (${paid.reason})`);
@@ -200,6 +284,7 @@ export class TickRunner {
     return {
       bookVersion: state.bookVersion,
       book: state.book,
+      from: ['active'],
       status: 'needs_review',
       reason: `tick payment refused: ${reason}`,
       execution: {
@@ -240,7 +325,7 @@ export class TickRunner {
   private executionBase(tick: TickRequest, triggerType: TickTrigger, version: VersionRow, now: Date) {
     // Ids follow the tick's time, so "newest first" lists executions by when they were due.
     const { runtimeId, scheduledAt, attempt } = tick;
-    return { id: newId(scheduledAt.getTime()), runtimeId, triggerType, scheduledAt, attemptCount: attempt, strategyVersionHash: version.contentHash, createdAt: now };
+    return { id: newId(scheduledAt.getTime()), runtimeId, triggerType, scheduledAt, attemptCount: attempt, strategyVersionHash: version.contentHash, createdAt: now, placingUntil: null };
   }
 
   private async version(id: string): Promise<VersionRow> {
@@ -251,4 +336,12 @@ export class TickRunner {
     }
     return version;
   }
+}
+
+/** The feed's price the order was decided at (older claims carry it only in their decision's signals). */
+function referencePriceOf(placing: PlacingExecution): number {
+  const order = placing.order as OrderSummary;
+  if (order.referencePrice !== undefined) return order.referencePrice;
+  const signals = (placing.decision as { signals: { symbol: string; price: number }[] }).signals;
+  return signals.find((s) => s.symbol === order.symbol)!.price;
 }

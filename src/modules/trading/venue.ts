@@ -12,6 +12,11 @@ export interface OrderRequest {
   clientOrderId?: string;
 }
 
+/** The venue refused the order (a definitive answer: nothing was filled); its words in `message`. */
+export class OrderRejected extends Error {
+  override readonly name = 'OrderRejected';
+}
+
 /**
  * Where orders go. The paper venue fills at once at the feed's price; an adapter for a real venue
  * implements the same call (placing the order, waiting for its fill) and reports what was filled.
@@ -20,12 +25,18 @@ export interface Venue {
   readonly name: string;
   /**
    * True when an order has effects outside the book (a real venue). A live venue's ticks claim the
-   * order in the database before placing it, with the execution's id as `clientOrderId`; the venue
-   * must place at most one order per clientOrderId and answer a repeat with that order's fill (real
-   * venues' client order ids do this), since a tick whose worker died after placing places it again.
+   * order in the database before placing it, with the execution's id as `clientOrderId`; a tick whose
+   * worker died (or lost the answer) after placing asks findOrder before it places again.
    */
   readonly live: boolean;
+  /** Places the order and answers its fill; throws OrderRejected when the venue refuses it. */
   place(order: OrderRequest): Promise<Fill>;
+  /**
+   * A live venue: the fill of the order placed with this client order id, or null when it holds none. Asked
+   * before an order is placed again: real venues keep a client order id unique only among open orders,
+   * so a filled order's id placed again is a second order.
+   */
+  findOrder(clientOrderId: string): Promise<Fill | null>;
 }
 
 /** Slippage against the buyer or seller and the fee, in basis points of the notional (docs/trading.md). */
@@ -41,5 +52,10 @@ export class PaperVenue implements Venue {
     const slip = order.side === 'buy' ? 1 + PAPER_SLIPPAGE_BPS / 10_000 : 1 - PAPER_SLIPPAGE_BPS / 10_000;
     const price = order.referencePrice * slip;
     return { symbol: order.symbol, side: order.side, size: order.size, price, feeUsd: (order.size * price * PAPER_FEE_BPS) / 10_000 };
+  }
+
+  /** Paper orders are never placed twice (they fill in the tick that decides them). */
+  async findOrder(): Promise<Fill | null> {
+    return null;
   }
 }
