@@ -19,7 +19,8 @@ const USAGE = `Usage: tollgate <command> (tollgate <command> --help for one comm
   dev token --sub USER [--ttl SECONDS]                   print an identity token from the dev issuer
   dev fund ADDRESS AMOUNT                                mint devchain USDG (decimal) and gas to ADDRESS
   credits grant --sub USER --cents N [--note TEXT]       grant credits to a user (recorded with the note)
-  admin COMMAND [--id ID] [--name NAME]                  run an operator command (e.g. merchant.disable --id ID)`;
+  admin COMMAND [--id ID] [--name NAME]                  run an operator command (e.g. merchant.disable --id ID)
+  trading import --symbol S --interval I FILE            import candles (CSV or freqtrade JSON) as market data`;
 
 /** One command's help (`tollgate <command> --help`). */
 const HELP: Record<string, string> = {
@@ -39,6 +40,10 @@ tollgate dev fund ADDRESS AMOUNT               mint devchain USDG (decimal amoun
   credits: `tollgate credits grant --sub USER --cents N [--note TEXT]
   Grants N credit cents to the identity-token subject USER, from the grants account, recorded with the note
   (default "operator grant"). Prints the balance after.`,
+  trading: `tollgate trading import --symbol SYMBOL --interval 1m|5m|15m|1h|1d FILE
+  Imports candles into the data source \`imported\` (docs/trading.md, "Imported market data"). FILE is the common
+  exchange CSV export (timestamp,open,high,low,close,volume; Unix seconds, Unix ms or ISO 8601 timestamps) or
+  freqtrade's JSON ([[ms, open, high, low, close, volume], ...]). A candle already imported is replaced.`,
   admin: `tollgate admin COMMAND [--id ID] [--name NAME]
   Operator switches: merchant.disable, merchant.enable, project.disable, project.enable, project-key.disable,
   project-key.revoke, wallet.retry-provisioning (each --id ID); wallet.payments-reconciler (its last run and lag).`,
@@ -130,6 +135,20 @@ async function main(argv: string[]): Promise<number> {
       const { values } = parseArgs({ args: rest, options: { sub: { type: 'string' }, cents: { type: 'string' }, note: { type: 'string' } } });
       const granted = (await runAdminCommand(config, 'credits.grant', values)) as { sub: string; grantedUsdCents: number; balanceUsdCents: number };
       console.log(`granted ${granted.grantedUsdCents} cents to ${granted.sub}; balance ${granted.balanceUsdCents} cents`);
+      return 0;
+    }
+    case 'trading': {
+      if (sub !== 'import') throw new UsageError(`unknown trading command ${sub ?? ''}`);
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { symbol: { type: 'string' }, interval: { type: 'string' } } });
+      const [file] = positionals;
+      if (!values.symbol || !values.interval || !file || positionals.length !== 1) throw new UsageError('trading import needs --symbol, --interval and one FILE');
+      const { candleBatches, parseCandleFile } = await import('./modules/trading/candle-file.js');
+      const { readFile } = await import('node:fs/promises');
+      const rows = parseCandleFile(await readFile(file, 'utf8'), values.interval);
+      const calls = candleBatches(rows).map((candles) => ({ symbol: values.symbol, interval: values.interval, candles }));
+      const answers = (await runAdminCommands(config, 'trading.import-candles', calls)) as Array<{ imported: number }>;
+      const imported = answers.reduce((n, a) => n + a.imported, 0);
+      console.log(`imported ${imported} ${values.interval} candles of ${values.symbol}: ${new Date(rows[0]!.start).toISOString()} to ${new Date(rows.at(-1)!.start).toISOString()}`);
       return 0;
     }
     case 'admin': {
@@ -230,8 +249,21 @@ async function serveLocked(config: Config, roles: Role[], lock: DataDirLock): Pr
  * up, opens the data dir itself (PGlite allows one process per data dir, so never both).
  */
 async function runAdminCommand(config: Config, name: string, args: Record<string, unknown>): Promise<unknown> {
-  const viaSocket = await callAdminSocket(config.dataDir, name, args);
-  if (viaSocket !== null) return viaSocket;
+  return (await runAdminCommands(config, name, [args]))[0];
+}
+
+/** runAdminCommand for several calls of one command, in order: the data dir is opened once when no instance answers. */
+async function runAdminCommands(config: Config, name: string, calls: Array<Record<string, unknown>>): Promise<unknown[]> {
+  const first = await callAdminSocket(config.dataDir, name, calls[0]!);
+  if (first !== null) {
+    const answers: unknown[] = [first];
+    for (const args of calls.slice(1)) {
+      const answer = await callAdminSocket(config.dataDir, name, args);
+      if (answer === null) throw new WrongInstanceError(`the instance on ${path.resolve(config.dataDir)} stopped answering after ${answers.length} of ${calls.length} calls`);
+      answers.push(answer);
+    }
+    return answers;
+  }
   // Nothing answers on this data dir's socket. Refused, touching nothing, when an instance holds the data dir
   // anyway, or (the api port taken) one runs on another data dir; else we take the data dir as `serve` does,
   // so no instance starts on it while we have it open.
@@ -239,7 +271,7 @@ async function runAdminCommand(config: Config, name: string, args: Record<string
   await refuseIfApiPortTaken(config);
   const lock = await refusingHeldDataDir(() => acquireDataDirLock(config.dataDir, { command: process.argv.slice(2, 4).join(' ') }));
   try {
-    return await runAdminCommandLocked(config, name, args);
+    return await runAdminCommandLocked(config, name, calls);
   } finally {
     await lock.release();
   }
@@ -276,7 +308,7 @@ async function refuseIfApiPortTaken(config: Config): Promise<void> {
   }
 }
 
-async function runAdminCommandLocked(config: Config, name: string, args: Record<string, unknown>): Promise<unknown> {
+async function runAdminCommandLocked(config: Config, name: string, calls: Array<Record<string, unknown>>): Promise<unknown[]> {
   const [{ default: pino }, { adminCommands }, { instantiateModules }, { createContext }, { moduleFactories }, { readBuildInfo }, { systemClock }, { openConfiguredDatabase }, { startChainService }] =
     await Promise.all([
       import('pino'),
@@ -302,7 +334,9 @@ async function runAdminCommandLocked(config: Config, name: string, args: Record<
     modules = await instantiateModules(ctx, moduleFactories);
     const command = adminCommands(ctx, modules)[name];
     if (!command) throw new AdminCommandError(`unknown command ${name}`);
-    return await command(args);
+    const answers = [];
+    for (const args of calls) answers.push(await command(args));
+    return answers;
   } finally {
     for (const module of [...modules].reverse()) await module.close?.();
     await chain.close();
@@ -357,6 +391,11 @@ main(process.argv.slice(2)).then(
     if (error instanceof UsageError || error instanceof AdminCommandError) {
       console.error(`tollgate: ${error.message}\n\n${USAGE}`);
       process.exit(2);
+    }
+    // A file the command reads (trading import): what is wrong with it, without a stack.
+    if (error instanceof Error && (error.name === 'CandleFileError' || (error as NodeJS.ErrnoException).code === 'ENOENT')) {
+      console.error(`tollgate: ${error.message}`);
+      process.exit(1);
     }
     console.error(error);
     process.exit(1);

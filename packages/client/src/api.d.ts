@@ -10515,6 +10515,16 @@ export interface paths {
                         to: string;
                         /** @default * * * * * */
                         cronExpression?: string;
+                        /**
+                         * @description Executions answered (one page); the report and the curve cover every tick
+                         * @default 100
+                         */
+                        executionsLimit?: number;
+                        /**
+                         * @description Executions skipped before the page: the replay is deterministic, so the same body with the next offset answers the next page
+                         * @default 0
+                         */
+                        executionsOffset?: number;
                     };
                 };
             };
@@ -10534,6 +10544,35 @@ export interface paths {
                                 ticks: number;
                                 /** @description The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run */
                                 stoppedAt: string | null;
+                                report: {
+                                    startEquityUsd: number;
+                                    /** @description Marked at `to` */
+                                    endEquityUsd: number;
+                                    returnPercent: number;
+                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                    maxDrawdownPercent: number;
+                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                    sharpe: number | null;
+                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                    sortino: number | null;
+                                    /** @description Fills that closed (part of) a position */
+                                    closedTrades: number;
+                                    winRatePercent: number | null;
+                                    /** @description Gross realized profit over gross realized loss; null without a loss */
+                                    profitFactor: number | null;
+                                    /** @description Every fill */
+                                    trades: number;
+                                    feesUsd: number;
+                                    /** @description Share of ticks that ended holding a position */
+                                    exposurePercent: number;
+                                };
+                                /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                equityCurve: {
+                                    at: string;
+                                    equityUsd: number;
+                                }[];
+                                /** @description Executions the replay made; `executions` is the page asked for */
+                                executionsTotal: number;
                                 executions: {
                                     scheduledAt: string;
                                     /**
@@ -10628,8 +10667,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/market-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The market data this deployment has: the embedded feed, and each imported symbol and interval with its covered ranges (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description The data source embedded: computed prices for any symbol, any time */
+                                embedded: {
+                                    symbols: string;
+                                    intervals: string[];
+                                };
+                                /** @description The data source imported (tollgate trading import), per symbol and interval */
+                                imported: {
+                                    symbol: string;
+                                    interval: string;
+                                    /** @description Runs of consecutive candles, oldest first; between two runs is a gap */
+                                    ranges: {
+                                        from: string;
+                                        /** @description The start of the last candle */
+                                        to: string;
+                                        candles: number;
+                                    }[];
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 import type { Clock } from '../../platform/clock.js';
 import { nextTick } from '../events/cron.js';
-import { openBook } from './book.js';
+import { markToMarket, openBook, type Book } from './book.js';
+import { backtestReport, equityCurve, type EquityPoint } from './backtest-report.js';
 import type { Catalog } from './catalog.js';
-import { evaluateTick, type RiskLimits } from './engine.js';
+import { evaluateTick, type OrderSummary, type RiskLimits } from './engine.js';
 import { tradingErrors } from './errors.js';
-import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
+import { CANDLE_INTERVALS, lastClosedStart, type MarketDataProvider } from './market-data.js';
 import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import { utcCron } from './schedules.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
@@ -38,17 +39,22 @@ export class Backtester {
     const ticks = this.ticksOf(input);
     const definition = version.definition as QuantSignalDefinition;
     this.checkWork(definition, ticks, input);
+    await this.checkCoverage(this.feedFor(version), definition, ticks);
 
     const limits: RiskLimits = { fundLimitUsd: input.fundLimitUsd, maxLeverage: input.maxLeverage, maxDrawdownPercent: input.maxDrawdownPercent };
     const parts = { feed: this.feedFor(version), venue: this.venue };
     let book = openBook(input.fundLimitUsd);
     let stoppedAt: string | null = null;
     const executions = [];
+    const series: EquityPoint[] = [];
+    const closes: number[] = [];
     for (const [i, at] of ticks.entries()) {
       if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve)); // let the api's other requests run
       const outcome = await evaluateTick({ version: { contentHash: version.contentHash, definition }, limits, book, killSwitch: 'off', at }, parts);
       executions.push({ scheduledAt: at.toISOString(), status: outcome.status, inputsDigest: outcome.inputsDigest, decision: outcome.decision, riskAssessment: outcome.riskAssessment, order: outcome.order });
+      if (outcome.order?.status === 'filled' && closesPosition(book, outcome.order)) closes.push(outcome.book.realizedPnlUsd - book.realizedPnlUsd);
       book = outcome.book;
+      series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd, exposed: Object.keys(book.positions).length > 0 });
       if (outcome.breaches.length) {
         stoppedAt = at.toISOString();
         break;
@@ -56,7 +62,10 @@ export class Backtester {
     }
     const end = new Date(input.to);
     const prices = Object.fromEntries(await Promise.all(Object.keys(book.positions).map(async (s) => [s, await parts.feed.price(s, end)] as const)));
-    return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, executions, book: bookView(book, prices, end) };
+    const finalBook = bookView(book, prices, end);
+    const report = backtestReport({ startEquityUsd: input.fundLimitUsd, endEquityUsd: finalBook.equityUsd, series, closes, trades: book.trades, feesUsd: book.feesUsd, windowMs: end.getTime() - Date.parse(input.from) });
+    const page = executions.slice(input.executionsOffset, input.executionsOffset + input.executionsLimit);
+    return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, report, equityCurve: equityCurve(series), executionsTotal: executions.length, executions: page, book: finalBook };
   }
 
   /**
@@ -78,6 +87,19 @@ export class Backtester {
     }
   }
 
+  /** A feed with holes must hold every candle the replay reads: else 422 naming the first one missing. */
+  private async checkCoverage(feed: MarketDataProvider, definition: QuantSignalDefinition, ticks: Date[]): Promise<void> {
+    if (!feed.gap || ticks.length === 0) return;
+    const interval = CANDLE_INTERVALS[definition.candleInterval]!;
+    const { slow } = signalParams(definition.instructions);
+    const from = new Date((lastClosedStart(ticks[0]!, interval) - (slow - 1) * interval) * 60_000);
+    const to = new Date(lastClosedStart(ticks.at(-1)!, interval) * 60_000);
+    for (const symbol of definition.universe) {
+      const gap = await feed.gap(symbol, interval, from, to);
+      if (gap) throw tradingErrors.marketDataGap({ source: feed.name, symbol, interval: definition.candleInterval, needFrom: from.toISOString(), needTo: to.toISOString(), firstMissing: gap.first.toISOString(), missing: gap.missing });
+    }
+  }
+
   /** The cron's ticks in [from, to], UTC; the window must be in the past and hold at most TRADING_LIMITS.backtestTicks. */
   private ticksOf(input: z.infer<typeof backtestBody>): Date[] {
     const from = new Date(input.from);
@@ -92,4 +114,10 @@ export class Backtester {
     }
     return ticks;
   }
+}
+
+/** Whether the order closes (part of) a position the book holds: what a closed trade's PnL is counted from. */
+function closesPosition(book: Book, order: OrderSummary): boolean {
+  const held = book.positions[order.symbol]?.qty ?? 0;
+  return held !== 0 && (order.side === 'buy') === held < 0;
 }

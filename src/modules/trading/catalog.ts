@@ -36,14 +36,14 @@ export class Catalog {
       createdAt: now,
       updatedAt: now,
     };
-    const created = await this.store.createStrategy(strategy, this.newVersion(strategy.id, input.version, now));
+    const created = await this.store.createStrategy(strategy, await this.newVersion(strategy.id, input.version, now));
     return strategyView(created.strategy, [created.version], true);
   }
 
   /** A new version; runtimes launched from earlier ones keep theirs. Only the owner publishes. */
   async publish(userId: string, strategyId: string, input: StrategyVersionInput) {
     const now = this.ctx.clock.now();
-    const published = await this.store.publish(userId, this.newVersion(strategyId, input, now), now);
+    const published = await this.store.publish(userId, await this.newVersion(strategyId, input, now), now);
     if (!published) throw tradingErrors.strategyNotFound();
     return strategyView(published.strategy, await this.store.versions([strategyId]), true);
   }
@@ -73,7 +73,7 @@ export class Catalog {
   }
 
   /** Checks what the schema cannot: the signal's parameters, the symbols and the data sources this deployment has. */
-  private newVersion(strategyId: string, input: StrategyVersionInput, now: Date): NewVersion {
+  private async newVersion(strategyId: string, input: StrategyVersionInput, now: Date): Promise<NewVersion> {
     try {
       signalParams(input.definition.instructions);
     } catch (error) {
@@ -83,8 +83,12 @@ export class Catalog {
     const unknownSource = input.definition.dataSources.find((source) => !this.feeds.has(source));
     if (unknownSource) throw tradingErrors.invalidDefinition(`definition.dataSources: unknown data source ${unknownSource} (this deployment offers: ${[...this.feeds.keys()].join(', ')})`);
     const feed = this.feeds.get(input.definition.dataSources[0]!)!;
-    const unquoted = input.definition.universe.find((symbol) => !feed.supports(symbol));
-    if (unquoted) throw tradingErrors.invalidDefinition(`definition.universe: ${feed.name} does not quote ${unquoted}`);
+    for (const symbol of input.definition.universe) {
+      if (!(await feed.supports(symbol))) {
+        const hint = feed.name === 'imported' ? ' (import its candles first: tollgate trading import)' : '';
+        throw tradingErrors.invalidDefinition(`definition.universe: ${feed.name} does not quote ${symbol}${hint}`);
+      }
+    }
     const content = { kind: input.kind, schemaVersion: input.schemaVersion, definition: input.definition };
     return { id: newId(now.getTime()), strategyId, ...content, contentHash: digestOf(content), createdAt: now };
   }

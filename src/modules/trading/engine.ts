@@ -42,6 +42,8 @@ export interface TickOutcome {
   riskAssessment: Record<string, unknown>;
   order: OrderSummary | null;
   book: Book;
+  /** The prices the tick read, by symbol. */
+  prices: Record<string, number>;
   /** Risk limits that blocked the tick: the runtime must move to needs_review. */
   breaches: string[];
 }
@@ -108,18 +110,18 @@ export async function decideTick(input: TickInput, parts: { feed: MarketDataProv
 
   const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
   const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
-  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
+  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, prices, breaches, placing: null };
   const side = best.delta > 0 ? 'buy' : 'sell';
   const notionalUsd = size * prices[best.symbol]!;
   if (status !== 'completed') {
     const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
-    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing: null };
+    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing: null };
   }
 
   const referencePrice = prices[best.symbol]!;
   const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice, at: input.at };
   const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, referencePrice, price: null, notionalUsd, feeUsd: null };
-  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, breaches, placing };
+  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing };
 }
 
 interface Decided {

@@ -11,6 +11,13 @@ export const tradingErrors = {
   invalidDefinition: (message: string) => fail(400, 'invalid_strategy_definition', message),
   invalidCron: (message: string) => fail(400, 'invalid_cron_expression', message),
   invalidWindow: (message: string) => fail(400, 'invalid_backtest_window', message),
+  marketDataGap: (gap: { source: string; symbol: string; interval: string; needFrom: string; needTo: string; firstMissing: string; missing: number }) =>
+    fail(
+      422,
+      'market_data_gap',
+      `The ${gap.source} data lacks ${gap.missing} ${gap.symbol} ${gap.interval} candle(s) this backtest reads (${gap.needFrom} to ${gap.needTo}), the first at ${gap.firstMissing}: import them or choose a covered window (GET /agentic-trading/market-data)`,
+      gap,
+    ),
   idempotencyKeyReused: (runtimeId: string) =>
     fail(409, 'idempotency_key_reused', 'This idempotencyKey created a runtime with another definition', { runtimeId }),
   illegalTransition: (status: string, requested: string) =>

@@ -29,10 +29,10 @@ describe('the embedded feed', () => {
     expect(last).toEqual({ start: last.start, open: minutes[0], close: minutes[14], high: Math.max(...minutes), low: Math.min(...minutes) });
   });
 
-  it('quotes symbol-shaped names only', () => {
-    expect(feed.supports('BTC-USD')).toBe(true);
-    expect(feed.supports('AAPL')).toBe(true);
-    expect(feed.supports('btc-usd')).toBe(false);
-    expect(feed.supports('BTC USD')).toBe(false);
+  it('quotes symbol-shaped names only', async () => {
+    expect(await feed.supports('BTC-USD')).toBe(true);
+    expect(await feed.supports('AAPL')).toBe(true);
+    expect(await feed.supports('btc-usd')).toBe(false);
+    expect(await feed.supports('BTC USD')).toBe(false);
   });
 });

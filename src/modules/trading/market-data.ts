@@ -11,11 +11,27 @@ export interface Candle {
 export interface MarketDataProvider {
   readonly name: string;
   /** Whether the feed quotes this symbol. */
-  supports(symbol: string): boolean;
+  supports(symbol: string): Promise<boolean>;
   /** The `count` most recent candles of `symbol` closed at `at`, oldest first. */
   candles(symbol: string, intervalMinutes: number, at: Date, count: number): Promise<Candle[]>;
   /** The price a market order would meet at `at`. */
   price(symbol: string, at: Date): Promise<number>;
+  /**
+   * A feed with holes (imported data): the first candle start in [from, to] it lacks at the interval, and
+   * how many are missing; null when it has them all. A feed without it has every candle.
+   */
+  gap?(symbol: string, intervalMinutes: number, from: Date, to: Date): Promise<{ first: Date; missing: number } | null>;
+}
+
+/** The feed lacks candles a tick or a backtest needs (a gap in imported data). */
+export class MissingMarketData extends Error {
+  override readonly name = 'MissingMarketData';
+}
+
+/** Start (Unix minute) of the last candle of `intervalMinutes` that has closed at `at`. */
+export function lastClosedStart(at: Date, intervalMinutes: number): number {
+  const now = Math.floor(at.getTime() / MINUTE_MS);
+  return Math.floor(now / intervalMinutes) * intervalMinutes - intervalMinutes;
 }
 
 /** What a symbol looks like (BTC-USD, AAPL); the embedded feed quotes every one. */
@@ -57,7 +73,7 @@ export class EmbeddedFeed implements MarketDataProvider {
   readonly name = 'embedded';
   private readonly cache = new Map<string, Candle>();
 
-  supports(symbol: string): boolean {
+  async supports(symbol: string): Promise<boolean> {
     return SYMBOL_PATTERN.test(symbol);
   }
 
@@ -78,9 +94,7 @@ export class EmbeddedFeed implements MarketDataProvider {
   }
 
   async candles(symbol: string, intervalMinutes: number, at: Date, count: number): Promise<Candle[]> {
-    const now = Math.floor(at.getTime() / MINUTE_MS);
-    // The last candle that has closed: the one ending at or before this minute.
-    const lastStart = Math.floor(now / intervalMinutes) * intervalMinutes - intervalMinutes;
+    const lastStart = lastClosedStart(at, intervalMinutes);
     const candles: Candle[] = [];
     for (let start = lastStart - (count - 1) * intervalMinutes; start <= lastStart; start += intervalMinutes) candles.push(this.candle(symbol, intervalMinutes, start));
     return candles;

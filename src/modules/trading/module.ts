@@ -11,7 +11,11 @@ import { Catalog } from './catalog.js';
 import { ChargeReconciler, chargeReconcileLoop } from './charge-reconcile.js';
 import { ChargeStore } from './charge-store.js';
 import { TickConsumer } from './consumer.js';
-import { EmbeddedFeed, type MarketDataProvider } from './market-data.js';
+import { AdminCommandError } from '../../admin/commands.js';
+import { CandleFileError, candlesFromWire } from './candle-file.js';
+import type { CandleStore } from './candle-store.js';
+import { ImportedFeed } from './imported-feed.js';
+import { CANDLE_INTERVALS, EmbeddedFeed, SYMBOL_PATTERN, type MarketDataProvider } from './market-data.js';
 import { Meter } from './metering.js';
 import { reconcileLoop, RuntimeReconciler } from './reconcile.js';
 import { RuntimeService } from './runtimes.js';
@@ -30,6 +34,7 @@ import {
   executionSchema,
   executionsQuery,
   flattenResult,
+  marketDataSchema,
   listQuery,
   killSwitchBody,
   runtimeIdParams,
@@ -73,7 +78,8 @@ declare module '../../context.js' {
 export const createTradingModule =
   (options: TradingModuleOptions = {}): ModuleFactory =>
   (ctx: AppContext): Module => {
-    const feeds = new Map((options.feeds ?? [new EmbeddedFeed()]).map((feed) => [feed.name, feed]));
+    const imported = new ImportedFeed(ctx.db);
+    const feeds = new Map([imported, ...(options.feeds ?? [new EmbeddedFeed()])].map((feed) => [feed.name, feed]));
     const feedFor = (version: VersionRow) => feeds.get((version.definition as { dataSources: string[] }).dataSources[0]!)!;
     const venue = options.venue ?? new PaperVenue();
     const catalog = new Catalog(ctx, feeds);
@@ -91,8 +97,23 @@ export const createTradingModule =
 
     return {
       name: 'trading',
+      adminCommands: {
+        'trading.import-candles': async (args) => {
+          const { symbol, interval } = args;
+          if (typeof symbol !== 'string' || !SYMBOL_PATTERN.test(symbol)) throw new AdminCommandError('--symbol must look like BTC-USD (capitals and digits, an optional -QUOTE)');
+          if (typeof interval !== 'string') throw new AdminCommandError('--interval is required');
+          let rows;
+          try {
+            rows = candlesFromWire(args.candles, interval);
+          } catch (error) {
+            if (error instanceof CandleFileError) throw new AdminCommandError(error.message);
+            throw error;
+          }
+          return { imported: await imported.store.upsert(symbol, interval, rows, ctx.clock.now()) };
+        },
+      },
       loops: [reconcileLoop(reconciler), { name: 'trading.executions', intervalMs: 1000, run: async () => (await consumer.drain()) > 0 }, chargeReconcileLoop(charges)],
-      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester, chargeStore }) },
+      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester, chargeStore, candles: imported.store }) },
     };
   };
 
@@ -104,8 +125,8 @@ function meteringPayTo(ctx: AppContext): string | null {
   return ctx.chain.devchain ? devReceiver(ctx.config.dataDir, 'trading-receiver-key') : null;
 }
 
-function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester; chargeStore: ChargeStore }): void {
-  const { catalog, runtimes, backtester, chargeStore } = parts;
+function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester; chargeStore: ChargeStore; candles: CandleStore }): void {
+  const { catalog, runtimes, backtester, chargeStore, candles } = parts;
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const common = { tags: ['agentic-trading'], security: [{ bearer: [] }] };
   const onRequest = ctx.auth.guard(['identity']);
@@ -150,12 +171,24 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
         summary: 'Replay a version over the feed with the live code path (extension)',
         params: strategyIdParams,
         body: backtestBody,
-        response: { 200: envelopeSchema(backtestResult), ...errors(400, 401, 404) },
+        response: { 200: envelopeSchema(backtestResult), ...errors(400, 401, 404, 422) },
       },
     },
     async (request) => envelope(await backtester.run(userOf(request), request.params.strategyId, request.body)),
   );
 
+  app.get(
+    `${base}/market-data`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'The market data this deployment has: the embedded feed, and each imported symbol and interval with its covered ranges (extension)',
+        response: { 200: envelopeSchema(marketDataSchema), ...errors(401) },
+      },
+    },
+    async () => envelope({ embedded: { symbols: 'any symbol-shaped name (computed prices)', intervals: Object.keys(CANDLE_INTERVALS) }, imported: await candles.coverage() }),
+  );
   app.get(
     `${base}/accounts`,
     { onRequest, schema: { ...common, summary: 'Your trading accounts, newest first', querystring: listQuery, response: { 200: envelopeSchema(z.array(accountSchema)), ...errors(400, 401) } } },

@@ -184,6 +184,19 @@ export const executionSchema = z.object({
   completedAt: z.string().nullable(),
 });
 
+export const marketDataSchema = z.object({
+  embedded: z.object({ symbols: z.string(), intervals: z.array(z.string()) }).describe('The data source embedded: computed prices for any symbol, any time'),
+  imported: z
+    .array(
+      z.object({
+        symbol: z.string(),
+        interval: z.string(),
+        ranges: z.array(z.object({ from: z.string(), to: z.string().describe('The start of the last candle'), candles: z.number().int() })).describe('Runs of consecutive candles, oldest first; between two runs is a gap'),
+      }),
+    )
+    .describe('The data source imported (tollgate trading import), per symbol and interval'),
+});
+
 export const flattenResult = z.object({
   runtime: runtimeSchema,
   executions: z.array(executionSchema).describe('The orders placed (or stopped) by this flatten, in order'),
@@ -204,6 +217,8 @@ export const backtestBody = riskLimitsInput.extend({
   from: z.iso.datetime({ offset: true }),
   to: z.iso.datetime({ offset: true }),
   cronExpression: z.string().trim().min(1).max(200).default('* * * * *'),
+  executionsLimit: z.number().int().min(0).max(500).default(100).describe('Executions answered (one page); the report and the curve cover every tick'),
+  executionsOffset: z.number().int().min(0).default(0).describe('Executions skipped before the page: the replay is deterministic, so the same body with the next offset answers the next page'),
 });
 
 export const backtestResult = z.object({
@@ -211,6 +226,22 @@ export const backtestResult = z.object({
   strategyVersionHash: z.string(),
   ticks: z.number().int(),
   stoppedAt: z.string().nullable().describe('The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run'),
+  report: z.object({
+    startEquityUsd: z.number(),
+    endEquityUsd: z.number().describe('Marked at `to`'),
+    returnPercent: z.number(),
+    maxDrawdownPercent: z.number().describe("The largest fall from a running peak of the ticks' equity"),
+    sharpe: z.number().nullable().describe('Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying'),
+    sortino: z.number().nullable().describe('As sharpe over the downside deviation; null when no tick lost'),
+    closedTrades: z.number().int().describe('Fills that closed (part of) a position'),
+    winRatePercent: z.number().nullable(),
+    profitFactor: z.number().nullable().describe('Gross realized profit over gross realized loss; null without a loss'),
+    trades: z.number().int().describe('Every fill'),
+    feesUsd: z.number(),
+    exposurePercent: z.number().describe('Share of ticks that ended holding a position'),
+  }),
+  equityCurve: z.array(z.object({ at: z.string(), equityUsd: z.number() })).describe('The equity after each tick, thinned evenly to at most 1,000 points'),
+  executionsTotal: z.number().int().describe('Executions the replay made; `executions` is the page asked for'),
   executions: z.array(executionSchema.pick({ scheduledAt: true, status: true, inputsDigest: true, decision: true, riskAssessment: true, order: true })),
   book: bookSchema,
 });

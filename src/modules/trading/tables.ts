@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, doublePrecision, index, integer, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { check, doublePrecision, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../../platform/db-types.js';
 
 // Tables of agentic trading. User ids are the identity's subject; wallet ids and event schedule ids are
@@ -209,5 +209,30 @@ export const tradingCharges = pgTable(
     unique('trading_charges_authorization_unique').on(t.network, t.asset, t.payer, t.nonce),
     index('trading_charges_account_idx').on(t.accountId, t.id),
     index('trading_charges_settling_idx').on(t.updatedAt).where(sql`${t.status} = 'settling'`),
+  ],
+);
+
+/**
+ * Imported market data (`tollgate trading import`, the data source `imported`): one row per symbol,
+ * interval and candle start, the prices exact as the file wrote them. A candle imported again replaces
+ * the one stored. Shared by the deployment: the operator imports, every strategy may read.
+ */
+export const tradingCandles = pgTable(
+  'trading_candles',
+  {
+    symbol: text('symbol').notNull(),
+    /** 1m, 5m, 15m, 1h or 1d. */
+    interval: text('interval').notNull(),
+    start: timestamp('start', { withTimezone: true }).notNull(),
+    open: numeric('open', { precision: 38, scale: 18 }).notNull(),
+    high: numeric('high', { precision: 38, scale: 18 }).notNull(),
+    low: numeric('low', { precision: 38, scale: 18 }).notNull(),
+    close: numeric('close', { precision: 38, scale: 18 }).notNull(),
+    volume: numeric('volume', { precision: 38, scale: 18 }).notNull(),
+    importedAt: timestamp('imported_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.symbol, t.interval, t.start] }),
+    check('trading_candles_interval_check', sql`${t.interval} in ('1m', '5m', '15m', '1h', '1d')`),
   ],
 );
