@@ -75,6 +75,7 @@ const envSchema = z.object({
   TRADING_PRICE_EXECUTION_USD: usdPrice,
   TRADING_PRICE_MARKET_DATA_USD: usdPrice,
   TRADING_CHARGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
+  TRADING_MODEL_TIMEOUT_MS: positiveInt(20_000),
   CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
@@ -256,6 +257,8 @@ export interface Config {
       /** A settling charge younger than this belongs to a live attempt; the reconciler leaves it alone. */
       reconcileAfterSeconds: number;
     };
+    /** An llm_agent tick's model call gives up after this (the tick then places nothing, recorded `late`). */
+    modelTimeoutMs: number;
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
@@ -392,6 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         pricesUsd: { activation: e.TRADING_PRICE_ACTIVATION_USD ?? null, execution: e.TRADING_PRICE_EXECUTION_USD ?? null, marketData: e.TRADING_PRICE_MARKET_DATA_USD ?? null },
         reconcileAfterSeconds: e.TRADING_CHARGE_RECONCILE_AFTER_SECONDS,
       },
+      modelTimeoutMs: e.TRADING_MODEL_TIMEOUT_MS,
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     walletKeys:

@@ -28,7 +28,7 @@ afterAll(async () => h?.close());
 function secondWorker() {
   const { ctx } = h.app;
   const trading = ctx.services.trading;
-  const runner = new TickRunner(ctx, trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue, meter: trading.meter });
+  const runner = new TickRunner(ctx, trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue, meter: trading.meter, agents: trading.agents });
   return new TickConsumer(() => ctx.services.events, trading.schedules, runner, (runtime) => trading.reconciler.align(runtime), ctx.log);
 }
 

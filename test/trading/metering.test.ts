@@ -77,7 +77,7 @@ describe('metered trading (x402, paid by the agent wallet)', () => {
 
     // The same tick run again (a redelivery, another worker): it is done, and nothing is charged.
     const ctx = h.app.ctx;
-    const again = new TickRunner(ctx, ctx.services.trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue: new PaperVenue(), meter: ctx.services.trading.meter });
+    const again = new TickRunner(ctx, ctx.services.trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue: new PaperVenue(), meter: ctx.services.trading.meter, agents: ctx.services.trading.agents });
     const [execution] = (await h.call('GET', `/agentic-trading/runtimes/${rt.id}/executions`, token)).body.data;
     expect(await again.run(rt.id, 'schedule', new Date(execution.scheduledAt), 2)).toMatchObject({ ran: false, reason: 'done' });
     expect(await balance(acct.address)).toBe(1_500_000n - 24_000n);
@@ -93,7 +93,7 @@ describe('metered trading (x402, paid by the agent wallet)', () => {
     const acct = await account(token, '1');
     const rt = await runtime(token, latestVersion.id, acct.id);
     const ctx = h.app.ctx;
-    const workers = Array.from({ length: 5 }, () => new TickRunner(ctx, ctx.services.trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue: new PaperVenue(), meter: ctx.services.trading.meter }));
+    const workers = Array.from({ length: 5 }, () => new TickRunner(ctx, ctx.services.trading.catalog.store, { feedFor: () => new EmbeddedFeed(), venue: new PaperVenue(), meter: ctx.services.trading.meter, agents: ctx.services.trading.agents }));
     const at = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000);
     const results = await Promise.allSettled(workers.map((worker) => worker.run(rt.id, 'schedule', at, 1)));
     expect(results.filter((r) => r.status === 'fulfilled' && r.value.ran)).toHaveLength(1);

@@ -9975,17 +9975,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -9996,17 +10012,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10079,10 +10111,32 @@ export interface paths {
                                 /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                 instructions: string;
                                 universe: string[];
-                                /** @description Market-data providers; this deployment offers `embedded` */
+                                /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                 dataSources: string[];
                                 /** @enum {string} */
                                 candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                            };
+                        } | {
+                            /** @enum {string} */
+                            kind: "llm_agent";
+                            /** @enum {number} */
+                            schemaVersion: 1;
+                            definition: {
+                                /** @description What the agent is told to do, put before each tick's data */
+                                instructions: string;
+                                universe: string[];
+                                /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                dataSources: string[];
+                                /** @enum {string} */
+                                candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                /** @description The model asked each tick, with the runtime's account key for its provider */
+                                model: {
+                                    /** @enum {string} */
+                                    provider: "openai" | "anthropic" | "openrouter";
+                                    model: string;
+                                };
+                                /** @description Closed candles per symbol shown to the model (default 30) */
+                                lookback?: number;
                             };
                         };
                     };
@@ -10113,17 +10167,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10134,17 +10204,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10233,17 +10319,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10254,17 +10356,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10355,10 +10473,32 @@ export interface paths {
                             /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                             instructions: string;
                             universe: string[];
-                            /** @description Market-data providers; this deployment offers `embedded` */
+                            /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                             dataSources: string[];
                             /** @enum {string} */
                             candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                        };
+                    } | {
+                        /** @enum {string} */
+                        kind: "llm_agent";
+                        /** @enum {number} */
+                        schemaVersion: 1;
+                        definition: {
+                            /** @description What the agent is told to do, put before each tick's data */
+                            instructions: string;
+                            universe: string[];
+                            /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                            dataSources: string[];
+                            /** @enum {string} */
+                            candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                            /** @description The model asked each tick, with the runtime's account key for its provider */
+                            model: {
+                                /** @enum {string} */
+                                provider: "openai" | "anthropic" | "openrouter";
+                                model: string;
+                            };
+                            /** @description Closed candles per symbol shown to the model (default 30) */
+                            lookback?: number;
                         };
                     };
                 };
@@ -10388,17 +10528,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10409,17 +10565,33 @@ export interface paths {
                                     strategyId: string;
                                     number: number;
                                     /** @enum {string} */
-                                    kind: "quant_signal";
+                                    kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers; this deployment offers `embedded` */
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                    } | {
+                                        /** @description What the agent is told to do, put before each tick's data */
+                                        instructions: string;
+                                        universe: string[];
+                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        dataSources: string[];
+                                        /** @enum {string} */
+                                        candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description The model asked each tick, with the runtime's account key for its provider */
+                                        model: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                        /** @description Closed candles per symbol shown to the model (default 30) */
+                                        lookback?: number;
                                     };
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
@@ -10516,6 +10688,13 @@ export interface paths {
                         /** @default * * * * * */
                         cronExpression?: string;
                         /**
+                         * Format: uuid
+                         * @description An llm_agent's backtest: the account whose provider key pays the model calls
+                         */
+                        accountId?: string;
+                        /** @description An llm_agent's backtest (required): model calls at most; decisions kept from earlier ticks with the same inputs cost none */
+                        maxModelCalls?: number;
+                        /**
                          * @description Executions answered (one page); the report and the curve cover every tick
                          * @default 100
                          */
@@ -10542,8 +10721,12 @@ export interface paths {
                                 strategyVersionId: string;
                                 strategyVersionHash: string;
                                 ticks: number;
-                                /** @description The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run */
+                                /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
                                 stoppedAt: string | null;
+                                /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                stopReason: ("risk_breach" | "max_model_calls") | null;
+                                /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                modelCalls: number;
                                 report: {
                                     startEquityUsd: number;
                                     /** @description Marked at `to` */
@@ -10600,6 +10783,8 @@ export interface paths {
                                         venue: string;
                                         /** @description The feed's price when the order was decided */
                                         referencePrice?: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                         price: number | null;
                                         notionalUsd: number;
                                         feeUsd: number | null;
@@ -10621,6 +10806,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -10936,6 +11123,172 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agentic-trading/accounts/{accountId}/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's model-provider keys, masked */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    accountId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @enum {string} */
+                                provider: "openai" | "anthropic" | "openrouter";
+                                /** @description masked: only the start and end are shown */
+                                apiKey: string;
+                                updatedAt?: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /** Set the account's key for a model provider (its llm_agent runtimes and backtests call the model with it); answered masked */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    accountId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        provider: "openai" | "anthropic" | "openrouter";
+                        apiKey: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @enum {string} */
+                                provider: "openai" | "anthropic" | "openrouter";
+                                /** @description masked: only the start and end are shown */
+                                apiKey: string;
+                                updatedAt?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agentic-trading/accounts/{accountId}/kill-switch": {
         parameters: {
             query?: never;
@@ -11212,6 +11565,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -11323,6 +11678,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -11373,6 +11730,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -11502,6 +11861,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -11639,6 +12000,8 @@ export interface paths {
                                         qty: number;
                                         avgPrice: number;
                                         price: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                     }[];
                                     markedAt: string;
                                 };
@@ -11772,6 +12135,8 @@ export interface paths {
                                     venue: string;
                                     /** @description The feed's price when the order was decided */
                                     referencePrice?: number;
+                                    stopLoss?: number;
+                                    takeProfit?: number;
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
@@ -11890,6 +12255,8 @@ export interface paths {
                                     venue: string;
                                     /** @description The feed's price when the order was decided */
                                     referencePrice?: number;
+                                    stopLoss?: number;
+                                    takeProfit?: number;
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
@@ -12045,6 +12412,8 @@ export interface paths {
                                             qty: number;
                                             avgPrice: number;
                                             price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
                                         }[];
                                         markedAt: string;
                                     };
@@ -12088,6 +12457,8 @@ export interface paths {
                                         venue: string;
                                         /** @description The feed's price when the order was decided */
                                         referencePrice?: number;
+                                        stopLoss?: number;
+                                        takeProfit?: number;
                                         price: number | null;
                                         notionalUsd: number;
                                         feeUsd: number | null;

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { maskKey } from '../../platform/model-providers.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import type { ChatStore } from './chat-store.js';
 import { AGENTS_WALLET_OWNER } from './deployer.js';
@@ -7,12 +8,6 @@ import type { RuntimeClient, RuntimeTokenDay } from './runtime-client.js';
 import type { BudgetView, ConfigBody, ConfigView, ProviderEntry } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { ModelProvider } from './tables.js';
-
-/** The start and end of a key, the rest hidden: enough to tell keys apart, never enough to use one. */
-export function maskKey(key: string): string {
-  if (key.length <= 8) return '…';
-  return `${key.slice(0, 4)}…${key.slice(-4)}`;
-}
 
 const utcDay = (now: Date) => now.toISOString().slice(0, 10);
 

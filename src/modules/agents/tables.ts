@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { MODEL_PROVIDERS, type ModelProvider } from '../../platform/model-providers.js';
 
-export const MODEL_PROVIDERS = ['openai', 'anthropic', 'openrouter'] as const;
-export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+export { MODEL_PROVIDERS, type ModelProvider };
 
 /** The bot's settings (bounds in schemas.ts): a system prompt put before every session, and the sampling. */
 export interface BotSettings {

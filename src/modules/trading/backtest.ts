@@ -4,7 +4,9 @@ import { nextTick } from '../events/cron.js';
 import { markToMarket, openBook, type Book } from './book.js';
 import { backtestReport, equityCurve, type EquityPoint } from './backtest-report.js';
 import type { Catalog } from './catalog.js';
-import { evaluateTick, type OrderSummary, type RiskLimits } from './engine.js';
+import { ModelCallLimit, type AgentDeciders } from './agent-decider.js';
+import { evaluateTick, type OrderSummary, type RiskLimits, type StrategyKind } from './engine.js';
+import { DEFAULT_LOOKBACK, type LlmAgentDefinition } from './llm-agent.js';
 import { tradingErrors } from './errors.js';
 import { CANDLE_INTERVALS, lastClosedStart, type MarketDataProvider } from './market-data.js';
 import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
@@ -28,6 +30,7 @@ export class Backtester {
     private readonly catalog: Catalog,
     private readonly feedFor: (version: VersionRow) => MarketDataProvider,
     private readonly venue: Venue,
+    private readonly agents: AgentDeciders,
     private readonly clock: Clock,
   ) {}
 
@@ -37,26 +40,37 @@ export class Backtester {
     const version = input.versionId ? versions.find((v) => v.id === input.versionId) : versions.find((v) => v.number === strategy.latestVersion);
     if (!version) throw tradingErrors.versionNotFound();
     const ticks = this.ticksOf(input);
-    const definition = version.definition as QuantSignalDefinition;
-    this.checkWork(definition, ticks, input);
-    await this.checkCoverage(this.feedFor(version), definition, ticks);
+    const kind = version.kind as StrategyKind;
+    const definition = version.definition as QuantSignalDefinition | LlmAgentDefinition;
+    const candlesRead = kind === 'llm_agent' ? ((definition as LlmAgentDefinition).lookback ?? DEFAULT_LOOKBACK) : signalParams(definition.instructions).slow;
+    this.checkWork(definition, candlesRead, ticks, input);
+    await this.checkCoverage(this.feedFor(version), definition, candlesRead, ticks);
 
     const limits: RiskLimits = { fundLimitUsd: input.fundLimitUsd, maxLeverage: input.maxLeverage, maxDrawdownPercent: input.maxDrawdownPercent };
-    const parts = { feed: this.feedFor(version), venue: this.venue };
+    const agent = kind === 'llm_agent' ? await this.agentFor(userId, input) : undefined;
+    const parts = { feed: this.feedFor(version), venue: this.venue, agent };
     let book = openBook(input.fundLimitUsd);
     let stoppedAt: string | null = null;
+    let stopReason: 'risk_breach' | 'max_model_calls' | null = null;
     const executions = [];
     const series: EquityPoint[] = [];
     const closes: number[] = [];
     for (const [i, at] of ticks.entries()) {
       if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve)); // let the api's other requests run
-      const outcome = await evaluateTick({ version: { contentHash: version.contentHash, definition }, limits, book, killSwitch: 'off', at }, parts);
+      let outcome;
+      try {
+        outcome = await evaluateTick({ version: { id: version.id, contentHash: version.contentHash, kind, definition }, limits, book, killSwitch: 'off', at }, parts);
+      } catch (error) {
+        if (!(error instanceof ModelCallLimit)) throw error;
+        [stoppedAt, stopReason] = [at.toISOString(), 'max_model_calls'];
+        break;
+      }
       executions.push({ scheduledAt: at.toISOString(), status: outcome.status, inputsDigest: outcome.inputsDigest, decision: outcome.decision, riskAssessment: outcome.riskAssessment, order: outcome.order });
       if (outcome.order?.status === 'filled' && closesPosition(book, outcome.order)) closes.push(outcome.book.realizedPnlUsd - book.realizedPnlUsd);
       book = outcome.book;
       series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd, exposed: Object.keys(book.positions).length > 0 });
       if (outcome.breaches.length) {
-        stoppedAt = at.toISOString();
+        [stoppedAt, stopReason] = [at.toISOString(), 'risk_breach'];
         break;
       }
     }
@@ -65,15 +79,14 @@ export class Backtester {
     const finalBook = bookView(book, prices, end);
     const report = backtestReport({ startEquityUsd: input.fundLimitUsd, endEquityUsd: finalBook.equityUsd, series, closes, trades: book.trades, feesUsd: book.feesUsd, windowMs: end.getTime() - Date.parse(input.from) });
     const page = executions.slice(input.executionsOffset, input.executionsOffset + input.executionsLimit);
-    return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, report, equityCurve: equityCurve(series), executionsTotal: executions.length, executions: page, book: finalBook };
+    return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, stopReason, modelCalls: agent?.modelCalls ?? 0, report, equityCurve: equityCurve(series), executionsTotal: executions.length, executions: page, book: finalBook };
   }
 
   /**
    * Refuses a replay whose work is past the limits: candle reads (ticks × symbols × slow), and the minute
    * prices behind the distinct candles read (consecutive ticks share candles; a 1d candle is 1,440 prices).
    */
-  private checkWork(definition: QuantSignalDefinition, ticks: Date[], input: z.infer<typeof backtestBody>): void {
-    const { slow } = signalParams(definition.instructions);
+  private checkWork(definition: { universe: string[]; candleInterval: string }, slow: number, ticks: Date[], input: z.infer<typeof backtestBody>): void {
     const symbols = definition.universe.length;
     const reads = ticks.length * symbols * slow;
     if (reads > TRADING_LIMITS.backtestCandleReads) {
@@ -88,16 +101,22 @@ export class Backtester {
   }
 
   /** A feed with holes must hold every candle the replay reads: else 422 naming the first one missing. */
-  private async checkCoverage(feed: MarketDataProvider, definition: QuantSignalDefinition, ticks: Date[]): Promise<void> {
+  private async checkCoverage(feed: MarketDataProvider, definition: { universe: string[]; candleInterval: string }, slow: number, ticks: Date[]): Promise<void> {
     if (!feed.gap || ticks.length === 0) return;
     const interval = CANDLE_INTERVALS[definition.candleInterval]!;
-    const { slow } = signalParams(definition.instructions);
     const from = new Date((lastClosedStart(ticks[0]!, interval) - (slow - 1) * interval) * 60_000);
     const to = new Date(lastClosedStart(ticks.at(-1)!, interval) * 60_000);
     for (const symbol of definition.universe) {
       const gap = await feed.gap(symbol, interval, from, to);
       if (gap) throw tradingErrors.marketDataGap({ source: feed.name, symbol, interval: definition.candleInterval, needFrom: from.toISOString(), needTo: to.toISOString(), firstMissing: gap.first.toISOString(), missing: gap.missing });
     }
+  }
+
+  /** An llm_agent's backtest calls its model with the caller's account key, at most maxModelCalls times. */
+  private async agentFor(userId: string, input: z.infer<typeof backtestBody>) {
+    if (!input.accountId || input.maxModelCalls === undefined) throw tradingErrors.invalidBacktest("an llm_agent's backtest names the accountId whose provider key pays its model calls, and maxModelCalls");
+    await this.catalog.account(userId, input.accountId);
+    return this.agents.forAccount(input.accountId, input.maxModelCalls);
   }
 
   /** The cron's ticks in [from, to], UTC; the window must be in the past and hold at most TRADING_LIMITS.backtestTicks. */

@@ -2,6 +2,9 @@
 export interface Position {
   qty: number;
   avgPrice: number;
+  /** The order's protective levels that opened or grew it: each tick closes it once the price crosses one (engine.ts). */
+  stopLoss?: number;
+  takeProfit?: number;
 }
 
 /**
@@ -64,8 +67,10 @@ export function applyFill(book: Book, fill: Fill): Book {
   else if (Math.sign(qty) !== Math.sign(held.qty)) avgPrice = fill.price;
   else if (Math.abs(qty) > Math.abs(held.qty)) avgPrice = (held.avgPrice * Math.abs(held.qty) + fill.price * Math.abs(signed)) / Math.abs(qty);
   const positions = { ...book.positions };
+  // A position that shrinks keeps its protective levels; one that closes or flips leaves them behind.
+  const kept = Math.sign(qty) === Math.sign(held.qty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit } : {};
   if (Math.abs(qty) < 1e-12) delete positions[fill.symbol];
-  else positions[fill.symbol] = { qty, avgPrice };
+  else positions[fill.symbol] = withoutUndefined({ qty, avgPrice, ...kept });
   return {
     cashUsd: book.cashUsd - signed * fill.price - fill.feeUsd,
     positions,
@@ -75,3 +80,5 @@ export function applyFill(book: Book, fill: Fill): Book {
     trades: book.trades + 1,
   };
 }
+
+const withoutUndefined = (position: Position): Position => Object.fromEntries(Object.entries(position).filter(([, v]) => v !== undefined)) as unknown as Position;

@@ -75,7 +75,7 @@ export class Catalog {
   /** Checks what the schema cannot: the signal's parameters, the symbols and the data sources this deployment has. */
   private async newVersion(strategyId: string, input: StrategyVersionInput, now: Date): Promise<NewVersion> {
     try {
-      signalParams(input.definition.instructions);
+      if (input.kind === 'quant_signal') signalParams(input.definition.instructions);
     } catch (error) {
       if (error instanceof SignalParamsError) throw tradingErrors.invalidDefinition(`definition.instructions: ${error.message}`);
       throw error;

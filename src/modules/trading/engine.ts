@@ -1,6 +1,8 @@
+import type { AgentDecider } from './agent-decider.js';
 import { applyFill, markToMarket, type Book, type Fill } from './book.js';
 import { digestOf } from './canonical.js';
-import { CANDLE_INTERVALS, type MarketDataProvider } from './market-data.js';
+import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
+import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
 import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import type { ExecutionStatus, KillSwitchMode } from './tables.js';
 import type { OrderRequest, Venue } from './venue.js';
@@ -11,8 +13,11 @@ export interface RiskLimits {
   maxDrawdownPercent: number;
 }
 
+export type StrategyKind = 'quant_signal' | 'llm_agent';
+
 export interface TickInput {
-  version: { contentHash: string; definition: QuantSignalDefinition };
+  /** `id` scopes an llm_agent's kept decisions to this version of this strategy (never another user's twin). */
+  version: { id: string; contentHash: string; kind: StrategyKind; definition: QuantSignalDefinition | LlmAgentDefinition };
   limits: RiskLimits;
   book: Book;
   killSwitch: KillSwitchMode;
@@ -30,6 +35,9 @@ export interface OrderSummary {
   venue: string;
   /** The feed's price when the order was decided (a live venue fills at its own). */
   referencePrice?: number;
+  /** Protective levels the position takes when this order opens or grows it (an llm_agent's order). */
+  stopLoss?: number;
+  takeProfit?: number;
   price: number | null;
   notionalUsd: number;
   feeUsd: number | null;
@@ -74,8 +82,8 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *     claims it first (ticks.ts).
  * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
-export async function decideTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Pick<Venue, 'name'> }): Promise<TickOutcome & { placing: OrderRequest | null }> {
-  const { best, decision, prices, inputsDigest } = input.flatten ? await flattenOrder(input, parts.feed) : await strategyOrder(input, parts.feed);
+export async function decideTick(input: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
+  const { best, decision, prices, inputsDigest, protection } = input.flatten ? await flattenOrder(input, parts.feed) : ((await protectiveExit(input, parts.feed)) ?? (await strategyDecision(input, parts)));
   const before = markToMarket(input.book, prices);
 
   // 3. Risk, as the book would stand after the order.
@@ -114,14 +122,21 @@ export async function decideTick(input: TickInput, parts: { feed: MarketDataProv
   const side = best.delta > 0 ? 'buy' : 'sell';
   const notionalUsd = size * prices[best.symbol]!;
   if (status !== 'completed') {
-    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, price: null, notionalUsd, feeUsd: null };
+    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, ...protection, price: null, notionalUsd, feeUsd: null };
     return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing: null };
   }
 
   const referencePrice = prices[best.symbol]!;
   const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice, at: input.at };
-  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, referencePrice, price: null, notionalUsd, feeUsd: null };
+  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, referencePrice, ...protection, price: null, notionalUsd, feeUsd: null };
   return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing };
+}
+
+/** What a tick decides with: the feed, the venue's name, and (an llm_agent's tick) the model. */
+export interface TickParts {
+  feed: MarketDataProvider;
+  venue: Pick<Venue, 'name'>;
+  agent?: AgentDecider;
 }
 
 interface Decided {
@@ -129,6 +144,67 @@ interface Decided {
   decision: Record<string, unknown>;
   prices: Record<string, number>;
   inputsDigest: string;
+  /** Levels the order gives its position (an llm_agent's stopLoss and takeProfit). */
+  protection?: { stopLoss?: number; takeProfit?: number };
+}
+
+function strategyDecision(input: TickInput, parts: TickParts): Promise<Decided> {
+  return input.version.kind === 'llm_agent' ? agentOrder(input, parts) : strategyOrder(input, parts.feed);
+}
+
+/**
+ * Before the strategy: a position whose price crossed its stopLoss (or reached its takeProfit) is closed
+ * whole, and that is the tick's order (it only reduces, so no limit blocks it). Null when none did.
+ */
+async function protectiveExit(input: TickInput, feed: MarketDataProvider): Promise<Decided | null> {
+  const guarded = Object.entries(input.book.positions).filter(([, p]) => p.stopLoss !== undefined || p.takeProfit !== undefined);
+  if (guarded.length === 0) return null;
+  const prices: Record<string, number> = {};
+  for (const [symbol] of guarded) prices[symbol] = await feed.price(symbol, input.at);
+  for (const [symbol, p] of guarded) {
+    const price = prices[symbol]!;
+    const long = p.qty > 0;
+    const stopped = p.stopLoss !== undefined && (long ? price <= p.stopLoss : price >= p.stopLoss);
+    const taken = p.takeProfit !== undefined && (long ? price >= p.takeProfit : price <= p.takeProfit);
+    if (!stopped && !taken) continue;
+    const decision = { kind: 'exit', reason: stopped ? 'stop_loss' : 'take_profit', level: stopped ? p.stopLoss : p.takeProfit, price, action: long ? 'sell' : 'buy', symbol };
+    const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), exit: decision, book: input.book, killSwitch: input.killSwitch });
+    return { best: { symbol, delta: -p.qty, usd: Math.abs(p.qty) * price }, decision, prices, inputsDigest };
+  }
+  return null;
+}
+
+/**
+ * An llm_agent's tick: its model (or the decision kept for these very inputs) answers the structured
+ * decision; an invalid, refused or late answer places nothing and is recorded as such.
+ */
+async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> {
+  const definition = input.version.definition as LlmAgentDefinition;
+  if (!parts.agent) throw new Error('an llm_agent tick needs a model decider');
+  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
+  const candles: Record<string, Candle[]> = {};
+  const prices: Record<string, number> = {};
+  for (const symbol of definition.universe) {
+    candles[symbol] = await parts.feed.candles(symbol, interval, input.at, definition.lookback ?? DEFAULT_LOOKBACK);
+    prices[symbol] = await parts.feed.price(symbol, input.at);
+  }
+  const equityUsd = markToMarket(input.book, prices).equityUsd;
+  const prompt = agentPrompt({ at: input.at, definition, limits: input.limits, book: input.book, equityUsd, prices, candles });
+  // The prompt holds everything the model reads (time, candles, prices, book, limits): its digest keys the decision.
+  const inputsDigest = digestOf({ versionHash: input.version.contentHash, versionId: input.version.id, promptDigest: prompt.digest });
+  const record = await parts.agent.decide({ versionHash: input.version.contentHash, inputsDigest, definition, prompt });
+  const hold = (extra: Record<string, unknown> = {}): Decided => ({ best: null, decision: { ...record, ...extra, action: 'hold', symbol: null }, prices, inputsDigest });
+  if (record.outcome !== 'ok' || !record.decision) return hold();
+  const asked = orderOf(record.decision, definition.universe, prices);
+  if ('hold' in asked) return hold();
+  if ('invalid' in asked) return hold({ outcome: 'invalid', error: asked.invalid });
+  const { order } = asked;
+  const price = prices[order.symbol]!;
+  // A limit order is immediate-or-cancel at the tick's price: one that would not fill now is not placed.
+  if (order.type === 'limit' && (order.side === 'buy' ? order.limitPrice! < price : order.limitPrice! > price)) return hold({ unfilled: 'limit_not_marketable' });
+  const delta = order.side === 'buy' ? order.size : -order.size;
+  const protection = { stopLoss: order.stopLoss, takeProfit: order.takeProfit };
+  return { best: { symbol: order.symbol, delta, usd: order.size * price }, decision: { ...record, action: order.side, symbol: order.symbol }, prices, inputsDigest, protection };
 }
 
 /** Steps 1 and 2: the strategy's signals, its targets, and the one rebalance order. */
@@ -186,19 +262,31 @@ async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise
   return { best, decision, prices, inputsDigest };
 }
 
-/** The order's fill applied to the book the decision left: the summary and the book after it. */
-export function filled(book: Book, fill: Fill, venue: string): { order: OrderSummary; book: Book } {
-  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
-  return { order, book: applyFill(book, fill) };
+/**
+ * The order's fill applied to the book the decision left: the summary and the book after it. The order's
+ * protective levels go to the position it opened or grew.
+ */
+export function filled(book: Book, fill: Fill, venue: string, protection: { stopLoss?: number; takeProfit?: number } = {}): { order: OrderSummary; book: Book } {
+  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, ...protection, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
+  const after = applyFill(book, fill);
+  const held = book.positions[fill.symbol]?.qty ?? 0;
+  const position = after.positions[fill.symbol];
+  const grew = position && Math.abs(position.qty) > Math.abs(held) && (protection.stopLoss !== undefined || protection.takeProfit !== undefined);
+  if (!grew) return { order, book: after };
+  const guarded = { ...position, ...(protection.stopLoss !== undefined ? { stopLoss: protection.stopLoss } : {}), ...(protection.takeProfit !== undefined ? { takeProfit: protection.takeProfit } : {}) };
+  return { order, book: { ...after, positions: { ...after.positions, [fill.symbol]: guarded } } };
 }
 
 /**
  * decideTick, then the order placed and filled: the whole tick for the paper venue and backtests, whose
  * orders have no effect outside the book. A live venue's tick claims its order before placing it (ticks.ts).
  */
-export async function evaluateTick(input: TickInput, parts: { feed: MarketDataProvider; venue: Venue }): Promise<TickOutcome> {
+export async function evaluateTick(input: TickInput, parts: TickParts & { venue: Venue }): Promise<TickOutcome> {
   const { placing, ...outcome } = await decideTick(input, parts);
   if (!placing) return outcome;
   const fill = await parts.venue.place(placing);
-  return { ...outcome, ...filled(outcome.book, fill, parts.venue.name) };
+  return { ...outcome, ...filled(outcome.book, fill, parts.venue.name, protectionOf(outcome.order!)) };
 }
+
+/** The protective levels an order carries. */
+export const protectionOf = (order: Pick<OrderSummary, 'stopLoss' | 'takeProfit'>) => ({ stopLoss: order.stopLoss, takeProfit: order.takeProfit });

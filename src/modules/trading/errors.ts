@@ -11,6 +11,7 @@ export const tradingErrors = {
   invalidDefinition: (message: string) => fail(400, 'invalid_strategy_definition', message),
   invalidCron: (message: string) => fail(400, 'invalid_cron_expression', message),
   invalidWindow: (message: string) => fail(400, 'invalid_backtest_window', message),
+  invalidBacktest: (message: string) => fail(400, 'invalid_backtest', message),
   marketDataGap: (gap: { source: string; symbol: string; interval: string; needFrom: string; needTo: string; firstMissing: string; missing: number }) =>
     fail(
       422,

@@ -6,6 +6,7 @@ import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
+import { AgentDeciders } from './agent-decider.js';
 import { Backtester } from './backtest.js';
 import { Catalog } from './catalog.js';
 import { ChargeReconciler, chargeReconcileLoop } from './charge-reconcile.js';
@@ -34,6 +35,8 @@ import {
   executionSchema,
   executionsQuery,
   flattenResult,
+  providerKeySchema,
+  setProviderBody,
   marketDataSchema,
   listQuery,
   killSwitchBody,
@@ -66,6 +69,7 @@ export interface TradingParts {
   schedules: RuntimeSchedules;
   meter: Meter;
   charges: ChargeReconciler;
+  agents: AgentDeciders;
 }
 
 declare module '../../context.js' {
@@ -89,11 +93,12 @@ export const createTradingModule =
     const meter = new Meter(ctx, chargeStore, meteringPayTo(ctx));
     const charges = new ChargeReconciler(ctx, chargeStore);
     const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, meter, ctx.clock, ctx.log);
-    const runner = new TickRunner(ctx, catalog.store, { feedFor, venue, meter });
+    const agents = new AgentDeciders(ctx.db, ctx.config, ctx.clock);
+    const runner = new TickRunner(ctx, catalog.store, { feedFor, venue, meter, agents });
     const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
     const consumer = new TickConsumer(() => ctx.services.events, schedules, runner, (runtime) => reconciler.align(runtime), ctx.log);
-    const backtester = new Backtester(catalog, feedFor, venue, ctx.clock);
-    ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules, meter, charges };
+    const backtester = new Backtester(catalog, feedFor, venue, agents, ctx.clock);
+    ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules, meter, charges, agents };
 
     return {
       name: 'trading',
@@ -113,7 +118,7 @@ export const createTradingModule =
         },
       },
       loops: [reconcileLoop(reconciler), { name: 'trading.executions', intervalMs: 1000, run: async () => (await consumer.drain()) > 0 }, chargeReconcileLoop(charges)],
-      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester, chargeStore, candles: imported.store }) },
+      routes: { api: (app) => registerRoutes(app, ctx, { catalog, runtimes, backtester, chargeStore, candles: imported.store, agents }) },
     };
   };
 
@@ -125,8 +130,12 @@ function meteringPayTo(ctx: AppContext): string | null {
   return ctx.chain.devchain ? devReceiver(ctx.config.dataDir, 'trading-receiver-key') : null;
 }
 
-function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester; chargeStore: ChargeStore; candles: CandleStore }): void {
-  const { catalog, runtimes, backtester, chargeStore, candles } = parts;
+function registerRoutes(
+  app: ZodApp,
+  ctx: AppContext,
+  parts: { catalog: Catalog; runtimes: RuntimeService; backtester: Backtester; chargeStore: ChargeStore; candles: CandleStore; agents: AgentDeciders },
+): void {
+  const { catalog, runtimes, backtester, chargeStore, candles, agents } = parts;
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   const common = { tags: ['agentic-trading'], security: [{ bearer: [] }] };
   const onRequest = ctx.auth.guard(['identity']);
@@ -198,6 +207,34 @@ function registerRoutes(app: ZodApp, ctx: AppContext, parts: { catalog: Catalog;
     `${base}/accounts/agent-wallets`,
     { onRequest, schema: { ...common, summary: 'A trading account with a new agent wallet (Wallet API provider)', body: createAccountBody, response: { 201: envelopeSchema(accountSchema), ...errors(400, 401) } } },
     async (request, reply) => reply.code(201).send(envelope(await catalog.createAccount(userOf(request), request.body.name))),
+  );
+  app.put(
+    `${base}/accounts/:accountId/providers`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: "Set the account's key for a model provider (its llm_agent runtimes and backtests call the model with it); answered masked",
+        params: accountIdParams,
+        body: setProviderBody,
+        response: { 200: envelopeSchema(providerKeySchema), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      await catalog.account(userOf(request), request.params.accountId);
+      return envelope(await agents.setKey(request.params.accountId, request.body.provider, request.body.apiKey));
+    },
+  );
+  app.get(
+    `${base}/accounts/:accountId/providers`,
+    {
+      onRequest,
+      schema: { ...common, summary: "The account's model-provider keys, masked", params: accountIdParams, response: { 200: envelopeSchema(z.array(providerKeySchema)), ...errors(400, 401, 404) } },
+    },
+    async (request) => {
+      await catalog.account(userOf(request), request.params.accountId);
+      return envelope(await agents.keys(request.params.accountId));
+    },
   );
   app.put(
     `${base}/accounts/:accountId/kill-switch`,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MODEL_PROVIDERS } from '../../platform/model-providers.js';
 import { CANDLE_INTERVALS, SYMBOL_PATTERN } from './market-data.js';
 import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, TRIGGER_TYPES, VISIBILITIES } from './tables.js';
 
@@ -17,18 +18,37 @@ export const TRADING_LIMITS = {
 const symbol = z.string().regex(SYMBOL_PATTERN, 'a symbol such as BTC-USD');
 const candleInterval = z.enum(Object.keys(CANDLE_INTERVALS) as [string, ...string[]]);
 
-export const strategyVersionInput = z.object({
+const definitionBase = {
+  universe: z.array(symbol).min(1).max(TRADING_LIMITS.universe).refine((list) => new Set(list).size === list.length, 'symbols must not repeat'),
+  dataSources: z.array(z.string().min(1).max(100)).min(1).max(TRADING_LIMITS.dataSources).describe('Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import)'),
+  candleInterval,
+};
+
+const quantSignalVersion = z.object({
   kind: z.literal('quant_signal'),
   schemaVersion: z.literal(1),
   definition: z
     .object({
       instructions: z.string().trim().min(1).max(TRADING_LIMITS.instructionsChars).describe('Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md)'),
-      universe: z.array(symbol).min(1).max(TRADING_LIMITS.universe).refine((list) => new Set(list).size === list.length, 'symbols must not repeat'),
-      dataSources: z.array(z.string().min(1).max(100)).min(1).max(TRADING_LIMITS.dataSources).describe('Market-data providers; this deployment offers `embedded`'),
-      candleInterval,
+      ...definitionBase,
     })
     .strict(),
 });
+
+const llmAgentVersion = z.object({
+  kind: z.literal('llm_agent'),
+  schemaVersion: z.literal(1),
+  definition: z
+    .object({
+      instructions: z.string().trim().min(1).max(TRADING_LIMITS.instructionsChars).describe("What the agent is told to do, put before each tick's data"),
+      ...definitionBase,
+      model: z.object({ provider: z.enum(MODEL_PROVIDERS), model: z.string().trim().min(1).max(200) }).strict().describe("The model asked each tick, with the runtime's account key for its provider"),
+      lookback: z.number().int().min(5).max(200).optional().describe('Closed candles per symbol shown to the model (default 30)'),
+    })
+    .strict(),
+});
+
+export const strategyVersionInput = z.discriminatedUnion('kind', [quantSignalVersion, llmAgentVersion]);
 export type StrategyVersionInput = z.infer<typeof strategyVersionInput>;
 
 /** Dollars of USDG as a decimal string, above 0. */
@@ -55,9 +75,9 @@ export const versionSchema = z.object({
   id: z.string(),
   strategyId: z.string(),
   number: z.number().int(),
-  kind: z.literal('quant_signal'),
+  kind: z.enum(['quant_signal', 'llm_agent']),
   schemaVersion: z.literal(1),
-  definition: strategyVersionInput.shape.definition,
+  definition: z.union([quantSignalVersion.shape.definition, llmAgentVersion.shape.definition]),
   contentHash: z.string().describe('sha256 of the canonical JSON of kind, schemaVersion and definition'),
   createdAt: z.string(),
 });
@@ -123,7 +143,9 @@ export const bookSchema = z.object({
   peakEquityUsd: z.number(),
   drawdownPercent: z.number(),
   trades: z.number().int(),
-  positions: z.array(z.object({ symbol: z.string(), qty: z.number(), avgPrice: z.number(), price: z.number() })),
+  positions: z.array(
+    z.object({ symbol: z.string(), qty: z.number(), avgPrice: z.number(), price: z.number(), stopLoss: z.number().optional(), takeProfit: z.number().optional() }).describe('stopLoss, takeProfit: the levels of the order that opened or grew it; a tick closes it once the price crosses one'),
+  ),
   markedAt: z.string(),
 });
 
@@ -154,6 +176,8 @@ export const orderSchema = z.object({
   status: z.enum(['filled', 'blocked', 'placing', 'rejected']).describe('placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled'),
   venue: z.string(),
   referencePrice: z.number().optional().describe("The feed's price when the order was decided"),
+  stopLoss: z.number().optional(),
+  takeProfit: z.number().optional(),
   price: z.number().nullable(),
   notionalUsd: z.number(),
   feeUsd: z.number().nullable(),
@@ -197,6 +221,9 @@ export const marketDataSchema = z.object({
     .describe('The data source imported (tollgate trading import), per symbol and interval'),
 });
 
+export const setProviderBody = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().min(1).max(1000) });
+export const providerKeySchema = z.object({ provider: z.enum(MODEL_PROVIDERS), apiKey: z.string().describe('masked: only the start and end are shown'), updatedAt: z.string().optional() });
+
 export const flattenResult = z.object({
   runtime: runtimeSchema,
   executions: z.array(executionSchema).describe('The orders placed (or stopped) by this flatten, in order'),
@@ -217,6 +244,8 @@ export const backtestBody = riskLimitsInput.extend({
   from: z.iso.datetime({ offset: true }),
   to: z.iso.datetime({ offset: true }),
   cronExpression: z.string().trim().min(1).max(200).default('* * * * *'),
+  accountId: z.uuid().optional().describe("An llm_agent's backtest: the account whose provider key pays the model calls"),
+  maxModelCalls: z.number().int().min(0).max(10_000).optional().describe("An llm_agent's backtest (required): model calls at most; decisions kept from earlier ticks with the same inputs cost none"),
   executionsLimit: z.number().int().min(0).max(500).default(100).describe('Executions answered (one page); the report and the curve cover every tick'),
   executionsOffset: z.number().int().min(0).default(0).describe('Executions skipped before the page: the replay is deterministic, so the same body with the next offset answers the next page'),
 });
@@ -225,7 +254,9 @@ export const backtestResult = z.object({
   strategyVersionId: z.string(),
   strategyVersionHash: z.string(),
   ticks: z.number().int(),
-  stoppedAt: z.string().nullable().describe('The tick whose risk breach would have moved a runtime to needs_review; later ticks are not run'),
+  stoppedAt: z.string().nullable().describe('The tick where the replay stopped (see stopReason); later ticks are not run'),
+  stopReason: z.enum(['risk_breach', 'max_model_calls']).nullable().describe('risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls'),
+  modelCalls: z.number().int().describe("An llm_agent's model calls made (decisions kept from earlier runs cost none)"),
   report: z.object({
     startEquityUsd: z.number(),
     endEquityUsd: z.number().describe('Marked at `to`'),

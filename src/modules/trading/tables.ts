@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { check, doublePrecision, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../../platform/db-types.js';
+import type { ModelProvider } from '../../platform/model-providers.js';
 
 // Tables of agentic trading. User ids are the identity's subject; wallet ids and event schedule ids are
 // other modules' ids, kept without foreign keys (a module owns its tables).
@@ -66,6 +67,41 @@ export const tradingAccounts = pgTable(
     check('trading_accounts_kill_switch_check', sql`${t.killSwitch} in ('off', 'halt', 'reduce_only')`),
     index('trading_accounts_user_idx').on(t.userId, t.id),
   ],
+);
+
+/** An account's model-provider keys (llm_agent strategies call the model with them), sealed under the master key. */
+export const tradingProviderKeys = pgTable(
+  'trading_provider_keys',
+  {
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => tradingAccounts.id),
+    provider: text('provider').$type<ModelProvider>().notNull(),
+    /** Sealed, bound to the account and provider (docs/trading.md#llm-agents). */
+    sealedKey: text('sealed_key').notNull(),
+    /** The key masked: what listings show. */
+    keyHint: text('key_hint').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.provider] })],
+);
+
+/**
+ * An llm_agent's decisions by what it was asked: the version's hash and the tick's inputs digest. The first
+ * answer for a pair is kept and every later tick or backtest with the same inputs reuses it, so paper and
+ * backtest agree decision for decision and a repeated backtest calls no model.
+ */
+export const tradingDecisions = pgTable(
+  'trading_decisions',
+  {
+    versionHash: text('version_hash').notNull(),
+    inputsDigest: text('inputs_digest').notNull(),
+    /** The model, prompt digest, answer, its validation and token usage (docs/trading.md#llm-agents). */
+    record: guardedJsonb('record').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.versionHash, t.inputsDigest] })],
 );
 
 export const RUNTIME_STATUSES = ['provisioning', 'active', 'paused', 'stopped', 'needs_review', 'failed'] as const;

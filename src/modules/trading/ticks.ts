@@ -2,7 +2,9 @@ import type { Cron } from 'croner';
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
 import type { Fill } from './book.js';
-import { decideTick, evaluateTick, filled, type OrderSummary } from './engine.js';
+import type { AgentDeciders } from './agent-decider.js';
+import { decideTick, evaluateTick, filled, protectionOf, type OrderSummary, type StrategyKind } from './engine.js';
+import type { LlmAgentDefinition } from './llm-agent.js';
 import type { MarketDataProvider } from './market-data.js';
 import type { Meter } from './metering.js';
 import type { QuantSignalDefinition } from './quant-signal.js';
@@ -39,6 +41,8 @@ export interface TickParts {
   venue: Venue;
   /** Charges metered ticks before they run (docs/trading.md#payment-metering). */
   meter: Meter;
+  /** An llm_agent's decisions, with its account's provider keys. */
+  agents: AgentDeciders;
 }
 
 /** Reads before giving up on a runtime whose book keeps changing under a tick (another tick of it won each time). */
@@ -109,6 +113,7 @@ export class TickRunner {
     const commits: { tick: T; state: TickState; commit: TickCommit }[] = [];
     // fresh: claimed by this round's commit, so certainly never sent; the others may be out at the venue.
     const orders: { tick: T; state: TickState; placing: PlacingExecution; fresh: boolean }[] = [];
+    const toRun: { tick: T; state: TickState }[] = [];
     for (const tick of round) {
       const state = states.find((s) => s.id === tick.runtimeId && s.scheduledAt.getTime() === tick.scheduledAt.getTime());
       if (!state) results[tick.index] = { ran: false, reason: 'gone' };
@@ -116,21 +121,20 @@ export class TickRunner {
       else if (state.placing) orders.push({ tick, state, placing: state.placing, fresh: false });
       else if (!runsIn(trigger, state.status)) results[tick.index] = { ran: false, reason: 'not_active', status: state.status };
       else if (state.tickStatus && state.tickStatus !== 'failed') results[tick.index] = { ran: false, reason: 'done', status: state.tickStatus };
-      else {
+      else toRun.push({ tick, state });
+    }
+    // The round's ticks decide side by side (an llm_agent's waits on its model), and commit together below.
+    const decided = await Promise.all(
+      toRun.map(async ({ tick, state }) => {
         try {
-          const due = trigger === 'schedule' ? this.nextDue(state, tick.scheduledAt) : null;
-          if (due && due.getTime() <= now.getTime()) {
-            commits.push({ tick, state, commit: await this.stale(trigger, tick, state, now, due) });
-            continue;
-          }
-          const paid = await this.payFor(trigger, tick, state);
-          const commit = paid.kind === 'paid' ? await this.evaluate(trigger, tick, state, now) : await this.paymentRefused(trigger, tick, state, now, paid.reason);
-          commits.push({ tick, state, commit });
+          return { tick, state, commit: await this.decide(trigger, tick, state, now) };
         } catch (error) {
           results[tick.index] = await this.failed(trigger, tick, error);
+          return null;
         }
-      }
-    }
+      }),
+    );
+    for (const entry of decided) if (entry) commits.push(entry);
     let committed: ExecutionRow[];
     try {
       committed = await this.runtimes.commitTicks(commits.map((c) => c.commit));
@@ -196,8 +200,16 @@ export class TickRunner {
         at,
       });
     }
-    const after = filled(state.book, fill, venue.name);
+    const after = filled(state.book, fill, venue.name, protectionOf(order));
     return this.runtimes.commitFill({ executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, book: after.book, order: after.order, attempt, at });
+  }
+
+  /** One tick's commit: skipped when stale, else paid for (a metered tick) and evaluated. */
+  private async decide(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date): Promise<TickCommit> {
+    const due = trigger === 'schedule' ? this.nextDue(state, tick.scheduledAt) : null;
+    if (due && due.getTime() <= now.getTime()) return this.stale(trigger, tick, state, now, due);
+    const paid = await this.payFor(trigger, tick, state);
+    return paid.kind === 'paid' ? this.evaluate(trigger, tick, state, now) : this.paymentRefused(trigger, tick, state, now, paid.reason);
   }
 
   /** The next run of the runtime's cron after `scheduledAt`: once it is due, that tick is stale. */
@@ -232,14 +244,14 @@ export class TickRunner {
   private async evaluate(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date): Promise<TickCommit> {
     const version = await this.version(state.strategyVersionId);
     const input = {
-      version: { contentHash: version.contentHash, definition: version.definition as QuantSignalDefinition },
+      version: { id: version.id, contentHash: version.contentHash, kind: version.kind as StrategyKind, definition: version.definition as QuantSignalDefinition | LlmAgentDefinition },
       limits: { fundLimitUsd: state.fundLimitUsd, maxLeverage: state.maxLeverage, maxDrawdownPercent: state.maxDrawdownPercent },
       book: state.book,
       killSwitch: state.killSwitch,
       at: tick.scheduledAt,
       flatten: trigger === 'flatten',
     };
-    const parts = { feed: this.parts.feedFor(version), venue: this.parts.venue };
+    const parts = { feed: this.parts.feedFor(version), venue: this.parts.venue, agent: this.parts.agents.forAccount(state.accountId) };
     // A live venue's order is only decided here, and claimed by the commit before it is placed.
     const outcome = this.parts.venue.live ? await decideTick(input, parts) : await evaluateTick(input, parts);
     // A breach blocks the order (in evaluateTick) and hands the runtime to its owner; a flatten moves no status.

@@ -64,7 +64,7 @@ export function bookView(book: Book, prices: Record<string, number>, at: Date): 
     peakEquityUsd: Math.max(book.peakEquityUsd, marked.equityUsd),
     drawdownPercent: marked.drawdownPercent,
     trades: book.trades,
-    positions: Object.entries(book.positions).map(([symbol, p]) => ({ symbol, qty: p.qty, avgPrice: p.avgPrice, price: prices[symbol] ?? p.avgPrice })),
+    positions: Object.entries(book.positions).map(([symbol, p]) => ({ symbol, qty: p.qty, avgPrice: p.avgPrice, price: prices[symbol] ?? p.avgPrice, stopLoss: p.stopLoss, takeProfit: p.takeProfit })),
     markedAt: at.toISOString(),
   };
 }

@@ -1,0 +1,162 @@
+// The llm_agent strategy kind: what its model is asked each tick (instructions, recent candles with a few
+// indicators, the book and the limits), the one tool it must answer with, and that answer checked into at
+// most one order. No I/O here: agent-decider.ts asks the model (or the decision cache).
+import { z } from 'zod';
+import type { Book } from './book.js';
+import { digestOf } from './canonical.js';
+import type { Candle } from './market-data.js';
+import type { RiskLimits } from './engine.js';
+import type { ModelProvider } from '../../platform/model-providers.js';
+
+/** An `llm_agent` version's definition (schemaVersion 1). */
+export interface LlmAgentDefinition {
+  instructions: string;
+  universe: string[];
+  dataSources: string[];
+  candleInterval: string;
+  model: { provider: ModelProvider; model: string };
+  /** Closed candles per symbol shown to the model (default 30). */
+  lookback?: number;
+}
+
+export const DEFAULT_LOOKBACK = 30;
+export const DECISION_TOOL = 'submit_decision';
+const RATIONALE_CHARS = 2_000;
+
+/** One order the model may ask for (checked against the tick's prices by `orderOf`). */
+const agentOrder = z
+  .object({
+    symbol: z.string(),
+    side: z.enum(['buy', 'sell']),
+    size: z.number().positive().finite().optional(),
+    notionalUsd: z.number().positive().finite().optional(),
+    type: z.enum(['market', 'limit']),
+    limitPrice: z.number().positive().finite().optional(),
+    stopLoss: z.number().positive().finite().optional(),
+    takeProfit: z.number().positive().finite().optional(),
+  })
+  .strict()
+  .refine((o) => (o.size === undefined) !== (o.notionalUsd === undefined), 'give exactly one of size and notionalUsd')
+  .refine((o) => (o.type === 'limit') === (o.limitPrice !== undefined), 'a limit order has a limitPrice, a market order none');
+
+/** The answer the tool takes: validated with zod, so anything else the model writes places nothing. */
+export const agentDecision = z.object({ orders: z.array(agentOrder).max(1), rationale: z.string().max(RATIONALE_CHARS) }).strict();
+export type AgentDecision = z.infer<typeof agentDecision>;
+export type AgentOrder = AgentDecision['orders'][number];
+
+/** The same shape as JSON schema, for the provider's tool mode. */
+export const decisionTool = {
+  name: DECISION_TOOL,
+  description: "Submit this tick's trading decision: at most one order (or none to hold) and a short rationale.",
+  parameters: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['orders', 'rationale'],
+    properties: {
+      orders: {
+        type: 'array',
+        maxItems: 1,
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['symbol', 'side', 'type'],
+          properties: {
+            symbol: { type: 'string', description: 'One of the universe' },
+            side: { type: 'string', enum: ['buy', 'sell'] },
+            size: { type: 'number', description: 'Units of the symbol (give this or notionalUsd)' },
+            notionalUsd: { type: 'number', description: 'USD to trade at the current price (give this or size)' },
+            type: { type: 'string', enum: ['market', 'limit'], description: 'A limit order fills this tick only if marketable at the current price' },
+            limitPrice: { type: 'number' },
+            stopLoss: { type: 'number', description: 'Closes the position once the price crosses it (below the price for a buy, above for a sell)' },
+            takeProfit: { type: 'number', description: 'Closes the position once the price reaches it (above the price for a buy, below for a sell)' },
+          },
+        },
+      },
+      rationale: { type: 'string', maxLength: RATIONALE_CHARS },
+    },
+  },
+} as const;
+
+const SYSTEM_PROMPT = [
+  'You are the trading agent of one Tollgate runtime. Each tick you get your instructions, the recent closed candles',
+  'of your universe with a few indicators, your paper book and your risk limits. Decide what to do now and answer only',
+  `by calling ${DECISION_TOOL}: at most one order (none to hold) and a short rationale. Prices are in USD. Orders that`,
+  'add exposure beyond your limits are blocked; orders that reduce a position always pass.',
+].join(' ');
+
+export interface AgentView {
+  at: Date;
+  definition: LlmAgentDefinition;
+  limits: RiskLimits;
+  book: Book;
+  equityUsd: number;
+  prices: Record<string, number>;
+  candles: Record<string, Candle[]>;
+}
+
+/** The tick's prompt, and its digest (what `decision.promptDigest` records). */
+export function agentPrompt(view: AgentView): { system: string; user: string; digest: string } {
+  const universe = view.definition.universe.map((symbol) => {
+    const candles = view.candles[symbol]!;
+    const closes = candles.map((c) => c.close);
+    return {
+      symbol,
+      price: view.prices[symbol],
+      indicators: { sma20: sma(closes, 20), ema12: ema(closes, 12), ema26: ema(closes, 26), rsi14: rsi(closes, 14) },
+      candles: candles.map((c) => [c.start, c.open, c.high, c.low, c.close]),
+    };
+  });
+  const user = JSON.stringify({
+    instructions: view.definition.instructions,
+    at: view.at.toISOString(),
+    candleInterval: view.definition.candleInterval,
+    candleColumns: ['start', 'open', 'high', 'low', 'close'],
+    universe,
+    book: {
+      cashUsd: view.book.cashUsd,
+      equityUsd: view.equityUsd,
+      positions: Object.entries(view.book.positions).map(([symbol, p]) => ({ symbol, ...p })),
+    },
+    limits: view.limits,
+  });
+  return { system: SYSTEM_PROMPT, user, digest: digestOf({ system: SYSTEM_PROMPT, user }) };
+}
+
+/** The one order the decision asks for, checked against the tick's prices; a reason when it cannot be placed as asked. */
+export function orderOf(decision: AgentDecision, universe: readonly string[], prices: Record<string, number>): { order: AgentOrder & { size: number } } | { hold: true } | { invalid: string } {
+  const order = decision.orders[0];
+  if (!order) return { hold: true };
+  if (!universe.includes(order.symbol)) return { invalid: `${order.symbol} is not in the universe` };
+  const price = prices[order.symbol]!;
+  const size = order.size ?? order.notionalUsd! / price;
+  const up = order.side === 'buy';
+  if (order.stopLoss !== undefined && (up ? order.stopLoss >= price : order.stopLoss <= price)) return { invalid: `the stopLoss ${order.stopLoss} is on the wrong side of the price ${price}` };
+  if (order.takeProfit !== undefined && (up ? order.takeProfit <= price : order.takeProfit >= price)) return { invalid: `the takeProfit ${order.takeProfit} is on the wrong side of the price ${price}` };
+  return { order: { ...order, size } };
+}
+
+function sma(values: number[], period: number): number | null {
+  if (values.length < period) return null;
+  return values.slice(-period).reduce((a, b) => a + b, 0) / period;
+}
+
+function ema(values: number[], period: number): number | null {
+  if (values.length < period) return null;
+  const k = 2 / (period + 1);
+  let value = sma(values.slice(0, period), period)!;
+  for (const v of values.slice(period)) value = v * k + value * (1 - k);
+  return value;
+}
+
+/** Wilder's RSI over the last `period` changes (its first average a simple one). */
+function rsi(values: number[], period: number): number | null {
+  if (values.length <= period) return null;
+  const changes = values.slice(1).map((v, i) => v - values[i]!);
+  let gain = changes.slice(0, period).reduce((a, c) => a + Math.max(c, 0), 0) / period;
+  let loss = changes.slice(0, period).reduce((a, c) => a + Math.max(-c, 0), 0) / period;
+  for (const c of changes.slice(period)) {
+    gain = (gain * (period - 1) + Math.max(c, 0)) / period;
+    loss = (loss * (period - 1) + Math.max(-c, 0)) / period;
+  }
+  return loss === 0 ? 100 : 100 - 100 / (1 + gain / loss);
+}
