@@ -5,7 +5,10 @@
 // 1,000 executions for the tick, one per runtime. Ticks alternate between one worker and two, so each
 // round compares them side by side. Targets: every tick done in < 60 s with one worker; two workers ≥ 1.6×
 // one worker's executions/s.
-// Run: npx tsx bench/trading/run.ts   (BENCH_ROUNDS 5, BENCH_RUNTIMES 1000, BENCH_PG_URL)
+// BENCH_KIND=llm_agent runs llm_agent runtimes instead, their model a stand-in answering over OpenAI's wire
+// protocol after BENCH_MODEL_DELAY_MS (200): each runtime's own fund limit makes each prompt differ, so every
+// runtime's tick asks the model (no decision is shared).
+// Run: npx tsx bench/trading/run.ts   (BENCH_ROUNDS 5, BENCH_RUNTIMES 1000, BENCH_PG_URL, BENCH_KIND, BENCH_MODEL_DELAY_MS)
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -14,11 +17,27 @@ import { sql } from 'drizzle-orm';
 import { ManualClock } from '../../src/platform/clock.js';
 import { databaseUrl, machine, pgAdmin } from '../lib.js';
 import { startBenchServer } from '../bench-server.js';
+import { startModelStandIn } from '../../test/trading/model-stand-in.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const runtimeCount = Number(process.env.BENCH_RUNTIMES ?? 1000);
+const kind = process.env.BENCH_KIND === 'llm_agent' ? 'llm_agent' : 'quant_signal';
+const modelDelayMs = Number(process.env.BENCH_MODEL_DELAY_MS ?? 200);
+
+// llm_agent: the stand-in model (buys $100 when flat, else holds), one master key for every process so the
+// account's sealed provider key opens in the workers too.
+const MODEL_KEY = 'sk-bench-model-key';
+const model = kind === 'llm_agent' ? await startModelStandIn({ openai: MODEL_KEY, anthropic: MODEL_KEY, openrouter: MODEL_KEY }) : null;
+if (model) {
+  model.delayMs = modelDelayMs;
+  model.reply = (asked) =>
+    asked.prompt.book.positions.length === 0
+      ? { input: { orders: [{ symbol: 'BTC-USD', side: 'buy', notionalUsd: 100, type: 'market' }], rationale: 'flat: enter' } }
+      : { input: { orders: [], rationale: 'hold' } };
+  Object.assign(process.env, model.env(), { WALLET_MASTER_KEY: randomBytes(32).toString('hex') });
+}
 
 const database = `tollgate_bench_trading_${randomBytes(4).toString('hex')}`;
 const admin = pgAdmin(serverUrl);
@@ -48,15 +67,15 @@ function startWorker(): Promise<ChildProcess> {
   });
 }
 
-/** Sends go to `n` workers; resolves with the drain time and what each handled. */
-async function drainWith(n: number): Promise<{ ms: number; handled: number[]; cpuMs: number[] }> {
+/** Sends go (with the tick's time, the workers' clock) to `n` workers; resolves with the drain time and what each handled. */
+async function drainWith(n: number, at: Date): Promise<{ ms: number; handled: number[]; cpuMs: number[] }> {
   const started = Date.now();
   const reports = await Promise.all(
     workers.slice(0, n).map(
       (worker) =>
         new Promise<{ handled: number; endedAt: number; cpuMs: number }>((resolve) => {
           worker.once('message', (message: { handled: number; endedAt: number; cpuMs: number }) => resolve(message));
-          worker.send({ type: 'go' });
+          worker.send({ type: 'go', at: at.toISOString() });
         }),
     ),
   );
@@ -65,19 +84,24 @@ async function drainWith(n: number): Promise<{ ms: number; handled: number[]; cp
 
 try {
   const setupStarted = Date.now();
+  const definition = { instructions: 'fast=5 slow=20', universe: ['BTC-USD', 'ETH-USD'], dataSources: ['embedded'], candleInterval: '1m' };
   const strategy = await trading.catalog.createStrategy('bench', {
     name: 'bench trend',
     visibility: 'private',
-    version: { kind: 'quant_signal', schemaVersion: 1, definition: { instructions: 'fast=5 slow=20', universe: ['BTC-USD', 'ETH-USD'], dataSources: ['embedded'], candleInterval: '1m' } },
+    version:
+      kind === 'llm_agent'
+        ? { kind, schemaVersion: 1, definition: { ...definition, instructions: 'Buy 100 USD of BTC when flat; hold otherwise.', model: { provider: 'openai', model: 'bench-model' }, lookback: 20 } }
+        : { kind, schemaVersion: 1, definition },
   });
   const account = await trading.catalog.createAccount('bench', 'bench');
+  if (kind === 'llm_agent') await trading.agents.setKey(account.id, 'openai', MODEL_KEY);
   for (let i = 0; i < runtimeCount; i++) {
     await trading.runtimes.create('bench', {
       strategyVersionId: strategy.latestVersion.id,
       accountId: account.id,
       name: `runtime ${i}`,
       cronExpression: '* * * * *',
-      fundLimitUsd: 10_000,
+      fundLimitUsd: 10_000 + i,
       maxLeverage: 2,
       maxDrawdownPercent: 50,
       idempotencyKey: `bench-${i}`,
@@ -101,7 +125,7 @@ try {
       const fireStarted = Date.now();
       while ((await ctx.services.events.scheduler.tick()).more);
       const fireMs = Date.now() - fireStarted;
-      const { ms, handled, cpuMs } = await drainWith(n);
+      const { ms, handled, cpuMs } = await drainWith(n, tick);
       ticks += 1;
       // Exactly once: one execution per runtime for this tick, and no tick event left behind.
       const executions = await count(sql`select count(*)::text as n from trading_executions where scheduled_at = ${tick} and trigger_type = 'schedule'`);
@@ -116,13 +140,18 @@ try {
     ratios.push(perSecond[2]! / perSecond[1]!);
   }
   const total = await count(sql`select count(*)::text as n from trading_executions`);
-  const failed = await count(sql`select count(*)::text as n from trading_executions where status = 'failed'`);
+  const failed = await count(sql`select count(*)::text as n from trading_executions where status in ('failed', 'skipped')`);
   if (total !== runtimeCount * ticks) throw new Error(`${total} executions for ${ticks} ticks`);
 
   const one = results[1];
   const worstTickS = Math.max(...one.fireMs.map((f, i) => f + one.drainMs[i]!)) / 1000;
   console.log(`\nmachine: ${machine()}, PostgreSQL ${(await admin('show server_version')).rows[0].server_version}`);
-  console.log(`${runtimeCount} runtimes, ${rounds} rounds, ${ticks} ticks, ${total} executions (${failed} failed), each tick exactly once`);
+  if (model) {
+    const calls = model.asked.length;
+    const agentTicks = await count(sql`select count(*)::text as n from trading_executions where decision->>'kind' = 'llm_agent' and decision->>'outcome' = 'ok'`);
+    console.log(`llm_agent: model answering in ${modelDelayMs} ms; ${calls} model calls for ${total} executions, ${agentTicks} decided by the model (ok), ${total - agentTicks} otherwise`);
+  }
+  console.log(`${runtimeCount} runtimes, ${rounds} rounds, ${ticks} ticks, ${total} executions (${failed} failed or skipped), each tick exactly once`);
   console.log(`1 worker: fire median ${median(one.fireMs)} ms, drain median ${median(one.drainMs)} ms (${spread(one.drainMs, 0)}), ${median(one.perSecond).toFixed(0)} executions/s (${spread(one.perSecond, 0)}); worst tick ${worstTickS.toFixed(1)} s of 60 s ${worstTickS < 60 ? 'PASS' : 'MISS'}`);
   console.log(`2 workers: drain median ${median(results[2].drainMs)} ms (${spread(results[2].drainMs, 0)}), ${median(results[2].perSecond).toFixed(0)} executions/s (${spread(results[2].perSecond, 0)})`);
   console.log(`two workers / one, per round: median ${median(ratios).toFixed(2)}× (${spread(ratios)}) ${median(ratios) >= 1.6 ? 'PASS' : 'MISS'} (target ≥ 1.6×)`);
@@ -135,5 +164,6 @@ try {
     clearTimeout(timer);
   }
   await main.stop();
+  await model?.close();
   await admin(`drop database ${database} with (force)`);
 }
