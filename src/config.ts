@@ -76,6 +76,7 @@ const envSchema = z.object({
   TRADING_PRICE_MARKET_DATA_USD: usdPrice,
   TRADING_CHARGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   TRADING_MODEL_TIMEOUT_MS: positiveInt(20_000),
+  TRADING_PROVISIONING_TIMEOUT_SECONDS: positiveInt(600),
   CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
@@ -259,6 +260,8 @@ export interface Config {
     };
     /** An llm_agent tick's model call gives up after this (the tick then places nothing, recorded `late`). */
     modelTimeoutMs: number;
+    /** A runtime still provisioning (schedule or wallet not ready) this long after creation fails. */
+    provisioningTimeoutSeconds: number;
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
@@ -396,6 +399,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         reconcileAfterSeconds: e.TRADING_CHARGE_RECONCILE_AFTER_SECONDS,
       },
       modelTimeoutMs: e.TRADING_MODEL_TIMEOUT_MS,
+      provisioningTimeoutSeconds: e.TRADING_PROVISIONING_TIMEOUT_SECONDS,
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     walletKeys:

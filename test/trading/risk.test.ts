@@ -2,7 +2,7 @@
 // hands the runtime to review (its schedule paused), never one that closes; halt places nothing; reduce_only
 // only shrinks positions; the owner's flatten closes everything; a stale tick is skipped, not placed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, openTradingHarness, type TradingHarness } from './harness.js';
+import { launch, openTradingHarness, runtimeBody, type TradingHarness } from './harness.js';
 
 let h: TradingHarness;
 beforeAll(async () => {
@@ -170,5 +170,42 @@ describe('stale ticks', () => {
     // The next tick, on time, runs (short=true: an empty book trades at once).
     await h.nextMinute();
     expect((await executionsOf(token, runtimeId)).at(-1)).toMatchObject({ status: 'completed', order: { status: 'filled' } });
+  });
+});
+
+describe('the account-wide limit', () => {
+  it("blocks an order that would take the account's runtimes together past it; paused runtimes' positions count", async () => {
+    const { token, runtimeId, account, strategy } = await launch(h, 'account-limited', 'fast=2 slow=5');
+    const limited = await h.call('PUT', `/agentic-trading/accounts/${account.id}/limits`, token, { maxExposureUsd: 15_000 });
+    expect(limited).toMatchObject({ status: 200, body: { data: { id: account.id, maxExposureUsd: 15_000 } } });
+    expect((await h.call('PUT', `/agentic-trading/accounts/${account.id}/limits`, await h.app.identityToken('mallory'), { maxExposureUsd: 1 })).status).toBe(404);
+    // The first runtime takes ~10,000 USD of exposure (exposure=1 of its 10,000 equity), then pauses.
+    expect(await untilOrder(token, runtimeId)).toMatchObject({ status: 'completed', order: { side: 'buy', status: 'filled' } });
+    expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
+    // A second runtime of the account wants as much again: 20,000 > 15,000.
+    const second = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data;
+    await h.settle();
+    const blocked = await untilOrder(token, second.id);
+    expect(blocked).toMatchObject({ status: 'blocked', order: { side: 'buy', status: 'blocked' }, riskAssessment: { breaches: ['account_limit'] } });
+    const check = blocked.riskAssessment.checks.find((c: { name: string }) => c.name === 'account_limit');
+    expect(check.value).toBeGreaterThan(15_000);
+    expect(check.limit).toBe(15_000);
+    expect(await runtimeOf(token, second.id)).toMatchObject({ status: 'needs_review', statusReason: expect.stringContaining('account_limit') });
+  });
+});
+
+describe('provisioning', () => {
+  it('a runtime whose schedule is never registered fails after the provisioning timeout, saying why', async () => {
+    const { token, account, strategy } = await launch(h, 'never-scheduled', 'fast=2 slow=5');
+    const created = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data;
+    const reconciler = h.app.ctx.services.trading.reconciler;
+    while (await reconciler.pass()); // makes the schedule; the events scheduler never registers it here
+    expect(await runtimeOf(token, created.id)).toMatchObject({ status: 'provisioning' });
+    h.clock.advance(599_000);
+    while (await reconciler.pass());
+    expect(await runtimeOf(token, created.id)).toMatchObject({ status: 'provisioning' });
+    h.clock.advance(2_000);
+    while (await reconciler.pass());
+    expect(await runtimeOf(token, created.id)).toMatchObject({ status: 'failed', statusReason: 'provisioning timed out after 601 s: its schedule was never registered' });
   });
 });

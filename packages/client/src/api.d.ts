@@ -10991,6 +10991,8 @@ export interface paths {
                                 status: "provisioning" | "active" | "failed";
                                 /** @enum {string} */
                                 killSwitch: "off" | "halt" | "reduce_only";
+                                /** @description Gross exposure all the account's runtimes may hold together (USD); null: none */
+                                maxExposureUsd: number | null;
                                 createdAt: string;
                                 updatedAt: string;
                             }[];
@@ -11083,6 +11085,8 @@ export interface paths {
                                 status: "provisioning" | "active" | "failed";
                                 /** @enum {string} */
                                 killSwitch: "off" | "halt" | "reduce_only";
+                                /** @description Gross exposure all the account's runtimes may hold together (USD); null: none */
+                                maxExposureUsd: number | null;
                                 createdAt: string;
                                 updatedAt: string;
                             };
@@ -11289,6 +11293,113 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agentic-trading/accounts/{accountId}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the account-wide limit across its runtimes (extension): orders that add exposure past it are blocked */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    accountId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Gross exposure in USD all the account's runtimes may hold together; null removes the limit */
+                        maxExposureUsd: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "agent_wallet";
+                                walletId: string;
+                                address: string | null;
+                                /**
+                                 * @description The agent wallet's status
+                                 * @enum {string}
+                                 */
+                                status: "provisioning" | "active" | "failed";
+                                /** @enum {string} */
+                                killSwitch: "off" | "halt" | "reduce_only";
+                                /** @description Gross exposure all the account's runtimes may hold together (USD); null: none */
+                                maxExposureUsd: number | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agentic-trading/accounts/{accountId}/kill-switch": {
         parameters: {
             query?: never;
@@ -11343,6 +11454,8 @@ export interface paths {
                                 status: "provisioning" | "active" | "failed";
                                 /** @enum {string} */
                                 killSwitch: "off" | "halt" | "reduce_only";
+                                /** @description Gross exposure all the account's runtimes may hold together (USD); null: none */
+                                maxExposureUsd: number | null;
                                 createdAt: string;
                                 updatedAt: string;
                             };

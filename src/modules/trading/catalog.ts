@@ -100,7 +100,7 @@ export class Catalog {
     const now = this.ctx.clock.now();
     const id = newId(now.getTime());
     const created = await this.ctx.services.wallets.create(TRADING_WALLET_OWNER, { externalId: `trading-account:${id}`, name: `${name} (${userId})`.slice(0, 200), chainType: 'ethereum' });
-    const row = await this.store.insertAccount({ id, userId, name, type: 'agent_wallet', walletId: created.wallet.id, killSwitch: 'off', createdAt: now, updatedAt: now });
+    const row = await this.store.insertAccount({ id, userId, name, type: 'agent_wallet', walletId: created.wallet.id, killSwitch: 'off', maxExposureUsd: null, createdAt: now, updatedAt: now });
     return accountView(row, created.wallet);
   }
 
@@ -121,6 +121,12 @@ export class Catalog {
 
   async setKillSwitch(userId: string, accountId: string, mode: KillSwitchMode) {
     const row = await this.store.setKillSwitch(userId, accountId, mode, this.ctx.clock.now());
+    if (!row) throw tradingErrors.accountNotFound();
+    return this.withWallet(row);
+  }
+
+  async setLimits(userId: string, accountId: string, limits: { maxExposureUsd: number | null }) {
+    const row = await this.store.setLimits(userId, accountId, limits, this.ctx.clock.now());
     if (!row) throw tradingErrors.accountNotFound();
     return this.withWallet(row);
   }

@@ -1,5 +1,5 @@
 import type { AgentDecider } from './agent-decider.js';
-import { applyFill, markToMarket, type Book, type Fill } from './book.js';
+import { applyFill, markToMarket, type Book, type Fill, type Position } from './book.js';
 import { digestOf } from './canonical.js';
 import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
 import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
@@ -24,6 +24,14 @@ export interface TickInput {
   at: Date;
   /** The owner's flatten: the order closes the largest position, whatever the strategy would do. */
   flatten?: boolean;
+  /** The account-wide limit across its runtimes (none in a backtest). */
+  account?: AccountRisk;
+}
+
+/** An account's limit on the gross exposure of all its runtimes, and the positions its other runtimes hold. */
+export interface AccountRisk {
+  maxExposureUsd: number | null;
+  otherPositions: Array<Record<string, Position>>;
 }
 
 export interface OrderSummary {
@@ -98,6 +106,13 @@ export async function decideTick(input: TickInput, parts: TickParts): Promise<Ti
     { name: 'fund_limit', value: exposureAfterUsd, limit: capacityUsd, ok: exposureAfterUsd <= capacityUsd * (1 + EPSILON) },
     { name: 'leverage', value: leverageAfter, limit: input.limits.maxLeverage, ok: leverageAfter <= input.limits.maxLeverage * (1 + EPSILON) },
   ];
+  const account = input.account;
+  if (account?.maxExposureUsd != null) {
+    // The other runtimes' positions at this tick's prices where it has them, else at their average price.
+    const othersUsd = account.otherPositions.flatMap((positions) => Object.entries(positions)).reduce((sum, [symbol, p]) => sum + Math.abs(p.qty) * (prices[symbol] ?? p.avgPrice), 0);
+    const accountAfterUsd = othersUsd + exposureAfterUsd;
+    checks.push({ name: 'account_limit', value: accountAfterUsd, limit: account.maxExposureUsd, ok: accountAfterUsd <= account.maxExposureUsd * (1 + EPSILON) });
+  }
   const breached = checks.filter((c) => !c.ok).map((c) => c.name);
   const reducing = best !== null && Math.abs(after) < Math.abs(held) && Math.sign(after) !== -Math.sign(held);
   // A breach stops risk being added, never taken off: it blocks an order that adds exposure, and only that.

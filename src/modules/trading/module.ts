@@ -24,6 +24,7 @@ import { RuntimeStore } from './runtime-store.js';
 import { RuntimeSchedules } from './schedules.js';
 import {
   accountIdParams,
+  accountLimitsBody,
   accountSchema,
   backtestBody,
   backtestResult,
@@ -92,7 +93,7 @@ export const createTradingModule =
     const chargeStore = new ChargeStore(ctx.db);
     const meter = new Meter(ctx, chargeStore, meteringPayTo(ctx));
     const charges = new ChargeReconciler(ctx, chargeStore);
-    const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, meter, ctx.clock, ctx.log);
+    const reconciler = new RuntimeReconciler(runtimeStore, schedules, catalog, meter, ctx.clock, ctx.log, ctx.config.trading.provisioningTimeoutSeconds * 1000);
     const agents = new AgentDeciders(ctx.db, ctx.config, ctx.clock);
     const runner = new TickRunner(ctx, catalog.store, { feedFor, venue, meter, agents });
     const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
@@ -235,6 +236,20 @@ function registerRoutes(
       await catalog.account(userOf(request), request.params.accountId);
       return envelope(await agents.keys(request.params.accountId));
     },
+  );
+  app.put(
+    `${base}/accounts/:accountId/limits`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: "Set the account-wide limit across its runtimes (extension): orders that add exposure past it are blocked",
+        params: accountIdParams,
+        body: accountLimitsBody,
+        response: { 200: envelopeSchema(accountSchema), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => envelope(await catalog.setLimits(userOf(request), request.params.accountId, request.body)),
   );
   app.put(
     `${base}/accounts/:accountId/kill-switch`,

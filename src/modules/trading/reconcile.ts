@@ -19,7 +19,9 @@ const BATCH = 100;
  *
  *  - provisioning: the schedule is made; once the events scheduler has registered it, the account's
  *    wallet is active and metered activation (if priced) is paid, the runtime becomes active. A schedule
- *    the scheduler refuses, a failed wallet, or a refused activation payment fails the runtime.
+ *    the scheduler refuses, a failed wallet, or a refused activation payment fails the runtime; so does
+ *    waiting on the schedule or the wallet past the provisioning timeout (a settling activation charge is
+ *    always waited for: the charge reconciler resolves it).
  *  - active: the schedule runs (resumed if it was paused);
  *  - paused, needs_review: the schedule is paused;
  *  - stopped, failed: the schedule is deleted.
@@ -32,6 +34,8 @@ export class RuntimeReconciler {
     private readonly meter: Meter,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** A runtime still waiting on its schedule or wallet this long after creation fails (TRADING_PROVISIONING_TIMEOUT_SECONDS). */
+    private readonly provisioningTimeoutMs: number,
   ) {}
 
   /** Where the last pass stopped: passes walk the unaligned runtimes round, so ones that must wait never hide the rest. */
@@ -91,7 +95,14 @@ export class RuntimeReconciler {
     const account = await this.catalog.store.account(this.catalog.store.db, runtime.userId, runtime.accountId);
     const wallet = account ? await this.catalog.walletStatus(account) : 'failed';
     if (wallet === 'failed') return fail("the account's agent wallet failed to provision");
-    if (schedule.syncStatus !== 'synced' || wallet !== 'active') return; // not yet: the next pass looks again
+    if (schedule.syncStatus !== 'synced' || wallet !== 'active') {
+      // Not yet: the next pass looks again, until the timeout. No charge exists before this point (activation is
+      // charged only once both are ready), so failing here never leaves a payment behind.
+      const waited = this.clock.now().getTime() - runtime.createdAt.getTime();
+      if (waited < this.provisioningTimeoutMs) return;
+      const missing = schedule.syncStatus !== 'synced' ? 'its schedule was never registered' : "the account's agent wallet never became active";
+      return fail(`provisioning timed out after ${Math.round(waited / 1000)} s: ${missing}`);
+    }
 
     const { strategy } = (await this.catalog.store.version(runtime.strategyVersionId))!;
     const paid = await this.meter.forActivation({ accountId: account!.id, walletId: account!.walletId, runtimeId: runtime.id }, runtime.userId, strategy);

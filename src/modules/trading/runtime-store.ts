@@ -2,6 +2,7 @@ import { and, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-or
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
+import type { AccountRisk } from './engine.js';
 import type { Page } from './store.js';
 import { tradingAccounts, tradingExecutions, tradingRuntimes, type KillSwitchMode, type RuntimeStatus } from './tables.js';
 
@@ -22,6 +23,8 @@ export interface TickState {
   book: Book;
   bookVersion: number;
   killSwitch: KillSwitchMode;
+  /** The account-wide limit, and the positions its other runtimes hold (their last committed books). */
+  account: AccountRisk;
   /** The account and its agent wallet, which pays a metered tick. */
   accountId: string;
   walletId: string;
@@ -132,11 +135,13 @@ export class RuntimeStore {
    * Runtimes that do not exist are left out.
    */
   async tickStates(triggerType: string, ticks: readonly { runtimeId: string; scheduledAt: Date }[]): Promise<TickState[]> {
-    const rows = await rowsOf<TickState & { scheduledAt: Timestamp }>(
+    const rows = await rowsOf<Omit<TickState, 'account'> & { scheduledAt: Timestamp; maxExposureUsd: number | string | null; otherPositions: unknown }>(
       this.db,
       sql`select r.id, t.scheduled_at as "scheduledAt", r.status, r.schedule_id as "scheduleId", r.cron_expression as "cronExpression", r.strategy_version_id as "strategyVersionId",
                  r.fund_limit_usd as "fundLimitUsd", r.max_leverage as "maxLeverage", r.max_drawdown_percent as "maxDrawdownPercent",
-                 r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch",
+                 r.book, r.book_version as "bookVersion", a.kill_switch as "killSwitch", a.max_exposure_usd as "maxExposureUsd",
+                 (select coalesce(jsonb_agg(o.book->'positions'), '[]'::jsonb) from trading_runtimes o
+                   where a.max_exposure_usd is not null and o.account_id = a.id and o.id <> r.id and o.status not in ('stopped', 'failed')) as "otherPositions",
                  a.id as "accountId", a.wallet_id as "walletId",
                  (select e.status from trading_executions e
                    where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus",
@@ -146,8 +151,9 @@ export class RuntimeStore {
             join trading_runtimes r on r.id = t.runtime_id
             join trading_accounts a on a.id = r.account_id`,
     );
-    return rows.map((row) => ({
+    return rows.map(({ maxExposureUsd, otherPositions, ...row }) => ({
       ...row,
+      account: { maxExposureUsd: maxExposureUsd === null ? null : Number(maxExposureUsd), otherPositions: (typeof otherPositions === 'string' ? JSON.parse(otherPositions) : otherPositions) as AccountRisk['otherPositions'] },
       placing: placingOf(row.placing),
       scheduledAt: toDate(row.scheduledAt),
       book: typeof row.book === 'string' ? JSON.parse(row.book) : row.book,

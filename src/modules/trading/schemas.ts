@@ -103,11 +103,15 @@ export const accountSchema = z.object({
   address: z.string().nullable(),
   status: z.enum(['provisioning', 'active', 'failed']).describe("The agent wallet's status"),
   killSwitch: z.enum(KILL_SWITCH_MODES),
+  maxExposureUsd: z.number().nullable().describe("Gross exposure all the account's runtimes may hold together (USD); null: none"),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
 
 export const createAccountBody = z.object({ name: z.string().trim().min(1).max(100).default('agent wallet') }).default({ name: 'agent wallet' });
+export const accountLimitsBody = z.object({
+  maxExposureUsd: z.number().positive().max(1e12).nullable().describe("Gross exposure in USD all the account's runtimes may hold together; null removes the limit"),
+});
 export const killSwitchBody = z.object({ mode: z.enum(KILL_SWITCH_MODES).describe('off; halt: no orders; reduce_only: only orders that shrink a position') });
 
 const usd = z.number().positive().max(1e12);

@@ -106,9 +106,17 @@ export class CatalogStore {
   }
 
   async setKillSwitch(userId: string, id: string, mode: KillSwitchMode, now: Date): Promise<AccountRow | null> {
+    return this.updateAccount(userId, id, { killSwitch: mode }, now);
+  }
+
+  async setLimits(userId: string, id: string, limits: { maxExposureUsd: number | null }, now: Date): Promise<AccountRow | null> {
+    return this.updateAccount(userId, id, limits, now);
+  }
+
+  private async updateAccount(userId: string, id: string, set: Partial<Pick<AccountRow, 'killSwitch' | 'maxExposureUsd'>>, now: Date): Promise<AccountRow | null> {
     const [row] = await this.db
       .update(tradingAccounts)
-      .set({ killSwitch: mode, updatedAt: now })
+      .set({ ...set, updatedAt: now })
       .where(and(eq(tradingAccounts.id, id), eq(tradingAccounts.userId, userId)))
       .returning();
     return row ?? null;

@@ -60,6 +60,8 @@ export const tradingAccounts = pgTable(
     type: text('type').notNull(),
     walletId: uuid('wallet_id').notNull(),
     killSwitch: text('kill_switch').$type<KillSwitchMode>().notNull().default('off'),
+    /** Gross exposure in USD all the account's runtimes may hold together; null: no account-wide limit (engine.ts). */
+    maxExposureUsd: doublePrecision('max_exposure_usd'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },

@@ -250,6 +250,7 @@ export class TickRunner {
       killSwitch: state.killSwitch,
       at: tick.scheduledAt,
       flatten: trigger === 'flatten',
+      account: state.account,
     };
     const parts = { feed: this.parts.feedFor(version), venue: this.parts.venue, agent: this.parts.agents.forAccount(state.accountId) };
     // A live venue's order is only decided here, and claimed by the commit before it is placed.

@@ -46,6 +46,7 @@ export const accountView = (row: AccountRow, wallet: { address: string | null; s
   address: wallet.address,
   status: wallet.status as 'provisioning' | 'active' | 'failed',
   killSwitch: row.killSwitch,
+  maxExposureUsd: row.maxExposureUsd,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 });

@@ -32,6 +32,7 @@ CREATE TABLE "trading_provider_keys" (
 --> statement-breakpoint
 ALTER TABLE "trading_executions" DROP CONSTRAINT "trading_executions_status_check";--> statement-breakpoint
 ALTER TABLE "trading_executions" DROP CONSTRAINT "trading_executions_trigger_check";--> statement-breakpoint
+ALTER TABLE "trading_accounts" ADD COLUMN "max_exposure_usd" double precision;--> statement-breakpoint
 ALTER TABLE "trading_executions" ADD COLUMN "placing_until" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "trading_provider_keys" ADD CONSTRAINT "trading_provider_keys_account_id_trading_accounts_id_fk" FOREIGN KEY ("account_id") REFERENCES "public"."trading_accounts"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "trading_executions" ADD CONSTRAINT "trading_executions_status_check" CHECK ("trading_executions"."status" in ('completed', 'blocked', 'halted', 'failed', 'placing', 'rejected', 'skipped'));--> statement-breakpoint
