@@ -77,6 +77,17 @@ const envSchema = z.object({
   TRADING_CHARGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   TRADING_MODEL_TIMEOUT_MS: positiveInt(20_000),
   TRADING_PROVISIONING_TIMEOUT_SECONDS: positiveInt(600),
+  TRADING_VENUE: z.enum(['paper', 'ccxt']).default('paper'),
+  TRADING_CCXT_EXCHANGE: optionalString,
+  TRADING_CCXT_API_KEY: optionalString,
+  TRADING_CCXT_SECRET: optionalString,
+  TRADING_CCXT_SANDBOX: z.enum(['true', 'false']).default('true'),
+  TRADING_CCXT_API_URL: optionalUrl,
+  TRADING_CCXT_SYMBOLS: z
+    .string()
+    .regex(/^([A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)(,[A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)*$/, 'must be SYMBOL=BASE/QUOTE pairs separated by commas, e.g. BTC-USD=BTC/USDT')
+    .optional(),
+  TRADING_VENUE_TIMEOUT_MS: positiveInt(15_000),
   CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
@@ -262,6 +273,10 @@ export interface Config {
     modelTimeoutMs: number;
     /** A runtime still provisioning (schedule or wallet not ready) this long after creation fails. */
     provisioningTimeoutSeconds: number;
+    /** Where orders go: the paper venue, or an exchange through ccxt (docs/trading.md#live-venues-through-ccxt). */
+    venue:
+      | { kind: 'paper' }
+      | { kind: 'ccxt'; exchange: string; apiKey: string; secret: string; sandbox: boolean; apiUrl: string | null; symbols: Record<string, string>; timeoutMs: number };
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
@@ -331,7 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
-  const combinationProblems = [...relayerKeyProblems(e), ...oidcProblems(e)];
+  const combinationProblems = [...relayerKeyProblems(e), ...oidcProblems(e), ...venueProblems(e)];
   if (combinationProblems.length > 0) throw new ConfigError(combinationProblems);
   const facilitatorPrivateKeys = e.FACILITATOR_PRIVATE_KEYS
     ? e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim())
@@ -400,6 +415,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       modelTimeoutMs: e.TRADING_MODEL_TIMEOUT_MS,
       provisioningTimeoutSeconds: e.TRADING_PROVISIONING_TIMEOUT_SECONDS,
+      venue:
+        e.TRADING_VENUE === 'ccxt'
+          ? {
+              kind: 'ccxt',
+              exchange: e.TRADING_CCXT_EXCHANGE!,
+              apiKey: e.TRADING_CCXT_API_KEY!,
+              secret: e.TRADING_CCXT_SECRET!,
+              sandbox: e.TRADING_CCXT_SANDBOX === 'true',
+              apiUrl: trimSlash(e.TRADING_CCXT_API_URL) ?? null,
+              symbols: Object.fromEntries((e.TRADING_CCXT_SYMBOLS ?? '').split(',').filter(Boolean).map((pair) => pair.split('=') as [string, string])),
+              timeoutMs: e.TRADING_VENUE_TIMEOUT_MS,
+            }
+          : { kind: 'paper' },
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     walletKeys:
@@ -584,6 +612,12 @@ function stripEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) if (value !== undefined && value !== '') out[key] = value;
   return out;
+}
+
+/** A ccxt venue needs its exchange and its keys. */
+function venueProblems(e: Env): string[] {
+  if (e.TRADING_VENUE !== 'ccxt') return [];
+  return (['TRADING_CCXT_EXCHANGE', 'TRADING_CCXT_API_KEY', 'TRADING_CCXT_SECRET'] as const).filter((name) => !e[name]).map((name) => `${name}: required with TRADING_VENUE=ccxt`);
 }
 
 function trimSlash(url: string | undefined): string | undefined {

@@ -46,7 +46,7 @@ class LiveVenue implements Venue {
     return fill;
   }
 
-  async findOrder(clientOrderId: string): Promise<Fill | null> {
+  async findOrder({ clientOrderId }: { clientOrderId: string }): Promise<Fill | null> {
     this.lookups += 1;
     if (this.down) throw new Error('connect ECONNREFUSED');
     return this.orders.get(clientOrderId) ?? null;

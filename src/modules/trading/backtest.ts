@@ -13,7 +13,7 @@ import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
 import { utcCron } from './schedules.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
 import type { VersionRow } from './store.js';
-import type { Venue } from './venue.js';
+import type { PaperVenue } from './venue.js';
 import { bookView } from './views.js';
 
 /** Ticks replayed between yields to the event loop. */
@@ -29,7 +29,8 @@ export class Backtester {
   constructor(
     private readonly catalog: Catalog,
     private readonly feedFor: (version: VersionRow) => MarketDataProvider,
-    private readonly venue: Venue,
+    /** Paper, always: a replay never places a real order. */
+    private readonly venue: PaperVenue,
     private readonly agents: AgentDeciders,
     private readonly clock: Clock,
   ) {}

@@ -8,6 +8,7 @@ import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/sc
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { AgentDeciders } from './agent-decider.js';
 import { Backtester } from './backtest.js';
+import { CcxtVenue } from './ccxt-venue.js';
 import { Catalog } from './catalog.js';
 import { ChargeReconciler, chargeReconcileLoop } from './charge-reconcile.js';
 import { ChargeStore } from './charge-store.js';
@@ -86,7 +87,8 @@ export const createTradingModule =
     const imported = new ImportedFeed(ctx.db);
     const feeds = new Map([imported, ...(options.feeds ?? [new EmbeddedFeed()])].map((feed) => [feed.name, feed]));
     const feedFor = (version: VersionRow) => feeds.get((version.definition as { dataSources: string[] }).dataSources[0]!)!;
-    const venue = options.venue ?? new PaperVenue();
+    const venueConfig = ctx.config.trading.venue;
+    const venue = options.venue ?? (venueConfig.kind === 'ccxt' ? new CcxtVenue(venueConfig) : new PaperVenue());
     const catalog = new Catalog(ctx, feeds);
     const schedules = new RuntimeSchedules(ctx);
     const runtimeStore = new RuntimeStore(ctx.db);
@@ -98,7 +100,8 @@ export const createTradingModule =
     const runner = new TickRunner(ctx, catalog.store, { feedFor, venue, meter, agents });
     const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
     const consumer = new TickConsumer(() => ctx.services.events, schedules, runner, (runtime) => reconciler.align(runtime), ctx.log);
-    const backtester = new Backtester(catalog, feedFor, venue, agents, ctx.clock);
+    // A backtest fills on paper, whatever the runtimes' venue: a replay must never place a real order.
+    const backtester = new Backtester(catalog, feedFor, new PaperVenue(), agents, ctx.clock);
     ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules, meter, charges, agents };
 
     return {

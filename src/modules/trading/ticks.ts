@@ -186,7 +186,7 @@ export class TickRunner {
     const at = this.ctx.clock.now();
     let fill: Fill;
     try {
-      const known = fresh ? null : await venue.findOrder(placing.id);
+      const known = fresh ? null : await venue.findOrder({ clientOrderId: placing.id, symbol: order.symbol });
       fill = known ?? (await venue.place({ symbol: order.symbol, side: order.side, size: Number(order.size), referencePrice: referencePriceOf(placing), at: placing.scheduledAt, clientOrderId: placing.id }));
     } catch (error) {
       if (!(error instanceof OrderRejected)) throw error;

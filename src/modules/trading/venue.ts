@@ -36,7 +36,7 @@ export interface Venue {
    * before an order is placed again: real venues keep a client order id unique only among open orders,
    * so a filled order's id placed again is a second order.
    */
-  findOrder(clientOrderId: string): Promise<Fill | null>;
+  findOrder(order: { clientOrderId: string; symbol: string }): Promise<Fill | null>;
 }
 
 /** Slippage against the buyer or seller and the fee, in basis points of the notional (docs/trading.md). */

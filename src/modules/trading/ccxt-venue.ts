@@ -1,0 +1,129 @@
+// A live venue over ccxt: any exchange ccxt speaks, chosen by configuration (exchange id, keys, sandbox), with
+// market orders placed under the execution's id as client order id and looked up by it before any second try.
+// ccxt is loaded only when this venue is configured (it is large).
+import type { Fill } from './book.js';
+import { OrderRejected, type OrderRequest, type Venue } from './venue.js';
+
+export interface CcxtVenueConfig {
+  /** A ccxt exchange id (binance, kraken, coinbase, …). */
+  exchange: string;
+  apiKey: string;
+  secret: string;
+  /** The exchange's test network (ccxt's sandbox mode). */
+  sandbox: boolean;
+  /** Sends every request to this origin instead of the exchange's (a proxy, or a stand-in in tests). */
+  apiUrl: string | null;
+  /** Our symbols to the exchange's (BTC-USD → BTC/USDT); unmapped, BTC-USD is BTC/USD. */
+  symbols: Record<string, string>;
+  /** Each exchange call gives up after this (keep it well inside the placement lease, ticks.ts). */
+  timeoutMs: number;
+}
+
+// The ccxt exchange instance's unified calls this venue uses (typed here: ccxt's own types are the whole library).
+interface Exchange {
+  urls: { api: unknown };
+  timeout: number;
+  setSandboxMode(on: boolean): void;
+  loadMarkets(): Promise<unknown>;
+  createOrder(symbol: string, type: 'market', side: 'buy' | 'sell', amount: number, price?: number, params?: Record<string, unknown>): Promise<CcxtOrder>;
+  fetchOrder(id: string | undefined, symbol: string, params?: Record<string, unknown>): Promise<CcxtOrder>;
+  amountToPrecision(symbol: string, amount: number): string;
+}
+
+interface CcxtOrder {
+  status?: string;
+  side?: 'buy' | 'sell';
+  filled?: number;
+  average?: number;
+  price?: number;
+  cost?: number;
+  fee?: { cost?: number; currency?: string };
+  fees?: Array<{ cost?: number; currency?: string }>;
+}
+
+export class CcxtVenue implements Venue {
+  readonly live = true;
+  readonly name: string;
+  #exchange: Promise<{ exchange: Exchange; errors: CcxtErrors }> | null = null;
+
+  constructor(private readonly config: CcxtVenueConfig) {
+    this.name = `ccxt:${config.exchange}${config.sandbox ? ':sandbox' : ''}`;
+  }
+
+  async place(order: OrderRequest): Promise<Fill> {
+    const { exchange, errors } = await this.connect();
+    const symbol = this.symbolOf(order.symbol);
+    let placed: CcxtOrder;
+    try {
+      const amount = Number(exchange.amountToPrecision(symbol, order.size));
+      placed = await exchange.createOrder(symbol, 'market', order.side, amount, undefined, { clientOrderId: order.clientOrderId });
+    } catch (error) {
+      // The exchange refused the order (funds, size, symbol, rules): definitive, nothing was filled.
+      if (error instanceof errors.InvalidOrder || error instanceof errors.InsufficientFunds || error instanceof errors.BadSymbol || error instanceof errors.PermissionDenied) {
+        throw new OrderRejected(error.message);
+      }
+      throw error;
+    }
+    return this.fillOf(order.symbol, order.side, placed);
+  }
+
+  async findOrder({ clientOrderId, symbol }: { clientOrderId: string; symbol: string }): Promise<Fill | null> {
+    const { exchange, errors } = await this.connect();
+    let found: CcxtOrder;
+    try {
+      found = await exchange.fetchOrder(undefined, this.symbolOf(symbol), { clientOrderId });
+    } catch (error) {
+      if (error instanceof errors.OrderNotFound) return null;
+      throw error;
+    }
+    return this.fillOf(symbol, found.side ?? 'buy', found);
+  }
+
+  /** A filled order's fill; anything not filled yet throws (the tick is retried, and asks by client id first). */
+  private fillOf(symbol: string, side: 'buy' | 'sell', order: CcxtOrder): Fill {
+    const size = order.filled ?? 0;
+    const price = order.average ?? (order.cost && size ? order.cost / size : order.price);
+    if (order.status !== 'closed' || !size || !price) throw new Error(`the ${this.name} order is ${order.status ?? 'in an unknown state'}, not filled yet`);
+    // Fees in the quote currency as the exchange reports them; a lookup by client id may carry none.
+    const feeUsd = [order.fee, ...(order.fees ?? [])].filter((fee, i, all) => fee && all.indexOf(fee) === i && fee.currency && !symbol.startsWith(`${fee.currency}-`)).reduce((sum, fee) => sum + (fee!.cost ?? 0), 0);
+    return { symbol, side: order.side ?? side, size, price, feeUsd };
+  }
+
+  private symbolOf(symbol: string): string {
+    return this.config.symbols[symbol] ?? symbol.replace('-', '/');
+  }
+
+  private connect(): Promise<{ exchange: Exchange; errors: CcxtErrors }> {
+    this.#exchange ??= (async () => {
+      const ccxt = ((await import('ccxt')) as unknown as { default: CcxtModule }).default;
+      const Exchange = ccxt[this.config.exchange as keyof CcxtModule] as unknown as (new (options: Record<string, unknown>) => Exchange) | undefined;
+      if (typeof Exchange !== 'function') throw new Error(`ccxt has no exchange ${this.config.exchange}`);
+      const exchange = new Exchange({ apiKey: this.config.apiKey, secret: this.config.secret, enableRateLimit: true, timeout: this.config.timeoutMs, options: { defaultType: 'spot', fetchMarkets: { types: ['spot'] } } });
+      if (this.config.sandbox) exchange.setSandboxMode(true);
+      if (this.config.apiUrl) exchange.urls.api = rebased(exchange.urls.api, this.config.apiUrl);
+      await exchange.loadMarkets();
+      return { exchange, errors: ccxt as unknown as CcxtErrors };
+    })().catch((error: unknown) => {
+      this.#exchange = null; // a failed connection is tried again by the next order
+      throw error;
+    });
+    return this.#exchange;
+  }
+}
+
+type ErrorClass = new (...args: never[]) => Error;
+interface CcxtErrors {
+  InvalidOrder: ErrorClass;
+  InsufficientFunds: ErrorClass;
+  BadSymbol: ErrorClass;
+  PermissionDenied: ErrorClass;
+  OrderNotFound: ErrorClass;
+}
+type CcxtModule = CcxtErrors & Record<string, unknown>;
+
+/** Every API URL of the exchange moved to `origin`, its path kept. */
+function rebased(urls: unknown, origin: string): unknown {
+  if (typeof urls === 'string') return `${origin.replace(/\/$/, '')}${new URL(urls).pathname}`;
+  if (urls && typeof urls === 'object') return Object.fromEntries(Object.entries(urls).map(([key, value]) => [key, rebased(value, origin)]));
+  return urls;
+}
