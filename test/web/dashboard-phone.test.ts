@@ -55,6 +55,9 @@ beforeAll(async () => {
 
   await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'pat', cents: 2500, note: 'test' });
   await api('POST', '/agents', owner, { name: 'Support assistant', type: 'runtime_a' });
+  const strategy = (await api('POST', '/agentic-trading/strategies', owner, { name: 'BTC trend', version: { kind: 'quant_signal', schemaVersion: 1, definition: { instructions: 'Trend follow. fast=5 slow=20', universe: ['BTC-USD'], dataSources: ['embedded'], candleInterval: '1m' } } })).data;
+  const account = (await api('POST', '/agentic-trading/accounts/agent-wallets', owner, { name: 'main' })).data;
+  await api('POST', '/agentic-trading/runtimes', owner, { strategyVersionId: strategy.latestVersion.id, accountId: account.id, name: 'BTC trend, hourly with a long name', cronExpression: '0 * * * *', fundLimitUsd: 10_000, maxLeverage: 2, maxDrawdownPercent: 20, idempotencyKey: 'phone' });
   await eventually(async () => ((await (await fetch(`${app.urls.api}/x402scan/transactions?recipient=${payTo}`)).json()) as unknown[]).length === 1);
 
   browser = await launchChromium();
@@ -78,6 +81,7 @@ const routes = (): Route[] => [
   { hash: `#/projects/${projectId}`, h1: 'Pat’s hardware store with a rather long project name', shot: 'dashboard', ready: `document.querySelectorAll('[data-intent-id]').length === 3` },
   { hash: '#/wallets', h1: 'Wallets', shot: 'wallets', ready: `document.querySelectorAll('[data-balance]').length === 2 && !document.querySelector('[data-balance=loading]') && !document.querySelector('main').textContent.includes('Loading…')` },
   { hash: '#/agents', h1: 'Agents and credits', shot: 'agents', ready: `!document.querySelector('main').textContent.includes('Loading…')` },
+  { hash: '#/trading', h1: 'Trading', shot: 'trading', ready: `document.querySelectorAll('tr[data-runtime-id]').length === 1 && !document.querySelector('main').textContent.includes('Loading…')` },
   { hash: '#/explorer', h1: 'Payment explorer', ready: `document.querySelectorAll('tbody tr').length === 1` },
   { hash: `#/explorer?recipient=${payTo}`, h1: 'Payment explorer', shot: 'explorer', ready: `document.querySelector('tbody tr .badge')?.textContent === 'verified'` },
 ];

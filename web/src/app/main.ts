@@ -6,6 +6,7 @@ import { agentsPage } from './agents.js';
 import { explorerPage } from './explorer.js';
 import { forgetProjectKeys, projectPage, projectsPage } from './projects.js';
 import { session, signIn } from './session.js';
+import { tradingPage } from './trading.js';
 import { forgetCredential, walletsPage } from './wallets.js';
 
 const content = document.getElementById('content')!;
@@ -23,6 +24,7 @@ const routes: Route[] = [
   { path: /^\/projects\/([0-9a-f-]{36})$/, title: 'Project', signedIn: true, render: (root, m, q) => projectPage(root, m[1]!, q) },
   { path: /^\/wallets$/, title: 'Wallets', signedIn: true, render: (root) => walletsPage(root) },
   { path: /^\/agents$/, title: 'Agents and credits', signedIn: true, render: (root) => agentsPage(root) },
+  { path: /^\/trading$/, title: 'Trading', signedIn: true, render: (root) => tradingPage(root) },
   { path: /^\/explorer$/, title: 'Payment explorer', signedIn: false, render: (root, _m, q) => explorerPage(root, q) },
 ];
 
@@ -30,6 +32,7 @@ const links = [
   ['#/projects', 'Projects'],
   ['#/wallets', 'Wallets'],
   ['#/agents', 'Agents and credits'],
+  ['#/trading', 'Trading'],
   ['#/explorer', 'Payment explorer'],
 ] as const;
 

@@ -1,0 +1,201 @@
+// The user's trading runtimes (docs/trading.md): each one's book, its equity over its recent ticks, its
+// executions page by page, and the controls that protect it: pause, resume, and flatten (close every position).
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { dataTable, h, mount, notice } from '../shared/dom.js';
+import { when } from '../shared/format.js';
+import { json } from '../shared/http.js';
+import { session } from './session.js';
+
+interface Position { symbol: string; qty: number; avgPrice: number; price: number; stopLoss?: number; takeProfit?: number }
+interface Book { cashUsd: number; equityUsd: number; pnlUsd: number; drawdownPercent: number; trades: number; positions: Position[]; markedAt: string }
+interface Runtime { id: string; name: string; status: string; statusReason: string | null; fundLimitUsd: number; book: Book; createdAt: string }
+interface Order { symbol: string; side: string; size: string; status: string; price: number | null }
+interface Execution {
+  id: string;
+  triggerType: string;
+  scheduledAt: string;
+  status: string;
+  decision: { kind?: string; action?: string; outcome?: string } | null;
+  riskAssessment: { equityUsd?: number } | null;
+  order: Order | null;
+  error: { message: string } | null;
+}
+
+/** Executions per page, and the ticks the equity curve covers. */
+const PAGE = 20;
+const CURVE_TICKS = 100;
+const OPEN_PANELS = 3;
+
+/** What a control said about a runtime, shown once its panel is drawn again (the page reloads after each action). */
+const said = new Map<string, string>();
+
+const api = <T>(method: string, path: string, body?: unknown) => json<{ data: T }>(method, path, { token: session.token, body }).then((r) => r.data);
+const dollars = (n: number) => n.toLocaleString('en-US', { style: 'currency', currency: 'USD' });
+
+export async function tradingPage(root: HTMLElement): Promise<void> {
+  const runtimes = await api<Runtime[]>('GET', '/agentic-trading/runtimes?limit=100');
+  mount(
+    root,
+    h('h1', {}, 'Trading'),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'runtimes' },
+      h('h2', { id: 'runtimes' }, 'Runtimes'),
+      runtimes.length === 0
+        ? h('p', {}, 'No runtimes yet: launch one with POST /agentic-trading/runtimes (docs/trading.md).')
+        : dataTable(
+            ['Name', 'Status', 'Equity', 'P&L', 'Drawdown', 'Trades', 'Created'],
+            runtimes.map((r) => ({
+              attrs: { 'data-runtime-id': r.id },
+              cells: [r.name, h('span', { class: `badge ${r.status}` }, r.status), dollars(r.book.equityUsd), dollars(r.book.pnlUsd), `${r.book.drawdownPercent.toFixed(2)} %`, String(r.book.trades), when(r.createdAt)],
+            })),
+          ),
+    ),
+    runtimes.map((r) => runtimePanel(root, r, runtimes.length <= OPEN_PANELS)),
+  );
+}
+
+/** One runtime: its positions, equity curve, executions and controls; loads when first opened. */
+function runtimePanel(root: HTMLElement, runtime: Runtime, open: boolean): HTMLDetailsElement {
+  const base = `/agentic-trading/runtimes/${encodeURIComponent(runtime.id)}`;
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  let loaded = false;
+  const load = async () => {
+    loaded = true;
+    try {
+      const [current, executions] = await Promise.all([api<Runtime>('GET', base), api<Execution[]>('GET', `${base}/executions?limit=${CURVE_TICKS}`)]);
+      mount(body, controls(root, current, base), positionsOf(current), equityChart(current, executions), executionsSection(current, base, executions.slice(0, PAGE)));
+    } catch (error) {
+      mount(body, notice('error', (error as Error).message));
+    }
+  };
+  const details: HTMLDetailsElement = h(
+    'details',
+    { class: 'card runtime', 'data-runtime-id': runtime.id, ontoggle: () => void (details.open && !loaded && load()) },
+    h('summary', {}, h('h2', {}, runtime.name), h('span', { class: `badge ${runtime.status}` }, runtime.status)),
+    body,
+  );
+  if (open) details.open = true;
+  return details;
+}
+
+/** Pause or resume, and flatten; each answer shown, then the page read again. */
+function controls(root: HTMLElement, runtime: Runtime, base: string): HTMLElement {
+  const feedback = h('div', { 'data-slot': 'feedback' });
+  const last = said.get(runtime.id);
+  said.delete(runtime.id);
+  if (last) mount(feedback, notice('success', last));
+  const act = (label: string, run: () => Promise<string>, confirmText?: string) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: label === 'Flatten' ? 'danger' : 'secondary',
+        onclick: async (event: Event) => {
+          if (confirmText && !confirm(confirmText)) return;
+          const button = event.currentTarget as HTMLButtonElement;
+          button.disabled = true;
+          try {
+            said.set(runtime.id, await run());
+            await tradingPage(root);
+          } catch (error) {
+            mount(feedback, notice('error', (error as Error).message));
+            button.disabled = false;
+          }
+        },
+      },
+      label,
+    );
+  const move = (status: string) => async () => (await api<Runtime>('PATCH', `${base}/status`, { status }), `${runtime.name} is ${status === 'active' ? 'active again' : status}.`);
+  const flatten = async () => {
+    const result = await api<{ executions: Execution[]; runtime: Runtime }>('POST', `${base}/flatten`);
+    const left = result.runtime.book.positions.length;
+    return `Flatten placed ${result.executions.length} order(s); ${left === 0 ? 'no position is left' : `${left} position(s) left (see the executions)`}.`;
+  };
+  const buttons = [];
+  if (runtime.status === 'active' || runtime.status === 'needs_review') buttons.push(act('Pause', move('paused')));
+  if (runtime.status === 'paused') buttons.push(act('Resume', move('active')));
+  if (['active', 'paused', 'needs_review'].includes(runtime.status) && runtime.book.positions.length > 0) {
+    buttons.push(act('Flatten', flatten, `Close every position of ${runtime.name} now, at market?`));
+  }
+  return h(
+    'div',
+    { class: 'controls' },
+    runtime.statusReason ? notice('info', runtime.statusReason) : null,
+    h('p', {}, `Cash ${dollars(runtime.book.cashUsd)} · equity ${dollars(runtime.book.equityUsd)} · fund limit ${dollars(runtime.fundLimitUsd)}`),
+    h('div', { class: 'inline' }, buttons),
+    feedback,
+  );
+}
+
+function positionsOf(runtime: Runtime): HTMLElement {
+  if (runtime.book.positions.length === 0) return h('p', { class: 'muted' }, 'No open position.');
+  return dataTable(
+    ['Symbol', 'Quantity', 'Average price', 'Price', 'Stop-loss', 'Take-profit'],
+    runtime.book.positions.map((p) => ({ cells: [p.symbol, String(p.qty), dollars(p.avgPrice), dollars(p.price), p.stopLoss ? dollars(p.stopLoss) : '—', p.takeProfit ? dollars(p.takeProfit) : '—'] })),
+    'Open positions',
+  );
+}
+
+/** Equity before each recent tick (its risk assessment's), then as the book is marked now: uPlot draws it. */
+function equityChart(runtime: Runtime, executions: Execution[]): HTMLElement {
+  const points = executions
+    .filter((e) => typeof e.riskAssessment?.equityUsd === 'number')
+    .map((e) => [Date.parse(e.scheduledAt) / 1000, e.riskAssessment!.equityUsd!] as const)
+    .reverse();
+  points.push([Date.parse(runtime.book.markedAt) / 1000, runtime.book.equityUsd]);
+  const holder = h('figure', { class: 'equity', role: 'img', 'aria-label': `Equity curve of ${runtime.name}` });
+  if (points.length < 2) return h('p', { class: 'muted' }, 'The equity curve appears after the first ticks.');
+  // Drawn once the element is in the page, at its width.
+  requestAnimationFrame(() => {
+    const width = Math.max(holder.clientWidth, 320);
+    new uPlot(
+      { width, height: 200, scales: { x: { time: true } }, series: [{}, { label: 'Equity (USD)', stroke: '#2563eb', width: 2 }], axes: [{}, { size: 70 }] },
+      [points.map((p) => p[0]), points.map((p) => p[1])],
+      holder,
+    );
+  });
+  return holder;
+}
+
+/** Executions, newest first, a page at a time (`before` the last one shown). */
+function executionsSection(runtime: Runtime, base: string, first: Execution[]): HTMLElement {
+  const table = h('div');
+  const more = h('button', { type: 'button', class: 'secondary' }, 'Older executions');
+  let shown = first;
+  const render = () => {
+    mount(
+      table,
+      shown.length === 0
+        ? h('p', { class: 'muted' }, 'No executions yet.')
+        : dataTable(
+            ['Due', 'Trigger', 'Status', 'Decision', 'Order', 'Error'],
+            shown.map((e) => ({
+              attrs: { 'data-execution-id': e.id },
+              cells: [
+                when(e.scheduledAt),
+                e.triggerType,
+                h('span', { class: `badge ${e.status}` }, e.status),
+                [e.decision?.kind, e.decision?.outcome, e.decision?.action].filter(Boolean).join(' · ') || '—',
+                e.order ? `${e.order.side} ${e.order.size} ${e.order.symbol} ${e.order.status}${e.order.price ? ` at ${dollars(e.order.price)}` : ''}` : '—',
+                e.error?.message ?? '—',
+              ],
+            })),
+            `Executions of ${runtime.name}`,
+          ),
+    );
+    more.hidden = shown.length === 0 || shown.length % PAGE !== 0;
+  };
+  more.onclick = async () => {
+    more.disabled = true;
+    const older = await api<Execution[]>('GET', `${base}/executions?limit=${PAGE}&before=${encodeURIComponent(shown.at(-1)!.id)}`);
+    shown = [...shown, ...older];
+    if (older.length < PAGE) more.hidden = true;
+    more.disabled = false;
+    render();
+    if (older.length < PAGE) more.hidden = true;
+  };
+  render();
+  return h('section', { 'aria-label': `Executions of ${runtime.name}` }, table, more);
+}
