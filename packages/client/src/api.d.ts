@@ -9979,13 +9979,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10016,13 +10100,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10108,13 +10276,97 @@ export interface paths {
                             /** @enum {number} */
                             schemaVersion: 1;
                             definition: {
-                                /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                 instructions: string;
                                 universe: string[];
                                 /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                 dataSources: string[];
                                 /** @enum {string} */
                                 candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                rules?: {
+                                    indicators: {
+                                        [key: string]: {
+                                            /** @enum {string} */
+                                            type: "sma";
+                                            period: number;
+                                        } | {
+                                            /** @enum {string} */
+                                            type: "ema";
+                                            period: number;
+                                        } | {
+                                            /** @enum {string} */
+                                            type: "rsi";
+                                            period: number;
+                                        } | {
+                                            /** @enum {string} */
+                                            type: "atr";
+                                            period: number;
+                                        } | {
+                                            /** @enum {string} */
+                                            type: "bollinger";
+                                            period: number;
+                                            /** @default 2 */
+                                            deviations?: number;
+                                        } | {
+                                            /** @enum {string} */
+                                            type: "macd";
+                                            fast: number;
+                                            slow: number;
+                                            signal: number;
+                                        };
+                                    };
+                                    entry: {
+                                        /** @default [] */
+                                        long?: {
+                                            left: number | string;
+                                            /** @enum {string} */
+                                            op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                            right: number | string;
+                                        }[];
+                                        /** @default [] */
+                                        short?: {
+                                            left: number | string;
+                                            /** @enum {string} */
+                                            op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                            right: number | string;
+                                        }[];
+                                    };
+                                    /**
+                                     * @default {
+                                     *       "long": [],
+                                     *       "short": []
+                                     *     }
+                                     */
+                                    exit?: {
+                                        /** @default [] */
+                                        long?: {
+                                            left: number | string;
+                                            /** @enum {string} */
+                                            op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                            right: number | string;
+                                        }[];
+                                        /** @default [] */
+                                        short?: {
+                                            left: number | string;
+                                            /** @enum {string} */
+                                            op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                            right: number | string;
+                                        }[];
+                                    };
+                                    /**
+                                     * @default {
+                                     *       "exposure": 1
+                                     *     }
+                                     */
+                                    sizing?: {
+                                        /** @default 1 */
+                                        exposure?: number;
+                                    };
+                                    stopLossPercent?: number;
+                                    takeProfitPercent?: number;
+                                    trailingStopPercent?: number;
+                                };
                             };
                         } | {
                             /** @enum {string} */
@@ -10171,13 +10423,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10208,13 +10544,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10323,13 +10743,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10360,13 +10864,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10470,13 +11058,97 @@ export interface paths {
                         /** @enum {number} */
                         schemaVersion: 1;
                         definition: {
-                            /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                            /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                             instructions: string;
                             universe: string[];
                             /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                             dataSources: string[];
                             /** @enum {string} */
                             candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                            /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                            rules?: {
+                                indicators: {
+                                    [key: string]: {
+                                        /** @enum {string} */
+                                        type: "sma";
+                                        period: number;
+                                    } | {
+                                        /** @enum {string} */
+                                        type: "ema";
+                                        period: number;
+                                    } | {
+                                        /** @enum {string} */
+                                        type: "rsi";
+                                        period: number;
+                                    } | {
+                                        /** @enum {string} */
+                                        type: "atr";
+                                        period: number;
+                                    } | {
+                                        /** @enum {string} */
+                                        type: "bollinger";
+                                        period: number;
+                                        /** @default 2 */
+                                        deviations?: number;
+                                    } | {
+                                        /** @enum {string} */
+                                        type: "macd";
+                                        fast: number;
+                                        slow: number;
+                                        signal: number;
+                                    };
+                                };
+                                entry: {
+                                    /** @default [] */
+                                    long?: {
+                                        left: number | string;
+                                        /** @enum {string} */
+                                        op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                        right: number | string;
+                                    }[];
+                                    /** @default [] */
+                                    short?: {
+                                        left: number | string;
+                                        /** @enum {string} */
+                                        op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                        right: number | string;
+                                    }[];
+                                };
+                                /**
+                                 * @default {
+                                 *       "long": [],
+                                 *       "short": []
+                                 *     }
+                                 */
+                                exit?: {
+                                    /** @default [] */
+                                    long?: {
+                                        left: number | string;
+                                        /** @enum {string} */
+                                        op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                        right: number | string;
+                                    }[];
+                                    /** @default [] */
+                                    short?: {
+                                        left: number | string;
+                                        /** @enum {string} */
+                                        op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                        right: number | string;
+                                    }[];
+                                };
+                                /**
+                                 * @default {
+                                 *       "exposure": 1
+                                 *     }
+                                 */
+                                sizing?: {
+                                    /** @default 1 */
+                                    exposure?: number;
+                                };
+                                stopLossPercent?: number;
+                                takeProfitPercent?: number;
+                                trailingStopPercent?: number;
+                            };
                         };
                     } | {
                         /** @enum {string} */
@@ -10532,13 +11204,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
@@ -10569,13 +11325,97 @@ export interface paths {
                                     /** @enum {number} */
                                     schemaVersion: 1;
                                     definition: {
-                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md) */
+                                        /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
                                         /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
+                                        /** @description Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules) */
+                                        rules?: {
+                                            indicators: {
+                                                [key: string]: {
+                                                    /** @enum {string} */
+                                                    type: "sma";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "ema";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "rsi";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "atr";
+                                                    period: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "bollinger";
+                                                    period: number;
+                                                    /** @default 2 */
+                                                    deviations: number;
+                                                } | {
+                                                    /** @enum {string} */
+                                                    type: "macd";
+                                                    fast: number;
+                                                    slow: number;
+                                                    signal: number;
+                                                };
+                                            };
+                                            entry: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "long": [],
+                                             *       "short": []
+                                             *     }
+                                             */
+                                            exit: {
+                                                /** @default [] */
+                                                long: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                                /** @default [] */
+                                                short: {
+                                                    left: number | string;
+                                                    /** @enum {string} */
+                                                    op: ">" | "<" | ">=" | "<=" | "crosses_above" | "crosses_below";
+                                                    right: number | string;
+                                                }[];
+                                            };
+                                            /**
+                                             * @default {
+                                             *       "exposure": 1
+                                             *     }
+                                             */
+                                            sizing: {
+                                                /** @default 1 */
+                                                exposure: number;
+                                            };
+                                            stopLossPercent?: number;
+                                            takeProfitPercent?: number;
+                                            trailingStopPercent?: number;
+                                        };
                                     } | {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;

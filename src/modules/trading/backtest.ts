@@ -9,7 +9,7 @@ import { evaluateTick, type OrderSummary, type RiskLimits, type StrategyKind } f
 import { DEFAULT_LOOKBACK, type LlmAgentDefinition } from './llm-agent.js';
 import { tradingErrors } from './errors.js';
 import { CANDLE_INTERVALS, lastClosedStart, type MarketDataProvider } from './market-data.js';
-import { signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import { candlesRead, type QuantSignalDefinition } from './quant-signal.js';
 import { utcCron } from './schedules.js';
 import { TRADING_LIMITS, type backtestBody, type backtestResult } from './schemas.js';
 import type { VersionRow } from './store.js';
@@ -43,9 +43,9 @@ export class Backtester {
     const ticks = this.ticksOf(input);
     const kind = version.kind as StrategyKind;
     const definition = version.definition as QuantSignalDefinition | LlmAgentDefinition;
-    const candlesRead = kind === 'llm_agent' ? ((definition as LlmAgentDefinition).lookback ?? DEFAULT_LOOKBACK) : signalParams(definition.instructions).slow;
-    this.checkWork(definition, candlesRead, ticks, input);
-    await this.checkCoverage(this.feedFor(version), definition, candlesRead, ticks);
+    const perTick = kind === 'llm_agent' ? ((definition as LlmAgentDefinition).lookback ?? DEFAULT_LOOKBACK) : candlesRead(definition as QuantSignalDefinition);
+    this.checkWork(definition, perTick, ticks, input);
+    await this.checkCoverage(this.feedFor(version), definition, perTick, ticks);
 
     const limits: RiskLimits = { fundLimitUsd: input.fundLimitUsd, maxLeverage: input.maxLeverage, maxDrawdownPercent: input.maxDrawdownPercent };
     const agent = kind === 'llm_agent' ? await this.agentFor(userId, input) : undefined;

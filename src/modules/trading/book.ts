@@ -5,6 +5,10 @@ export interface Position {
   /** The order's protective levels that opened or grew it: each tick closes it once the price crosses one (engine.ts). */
   stopLoss?: number;
   takeProfit?: number;
+  /** A trailing stop: the position closes once the price falls this far from its best since entry (`bestPrice`). */
+  trailingStopPercent?: number;
+  /** The highest price since entry for a long, the lowest for a short: what the trailing stop follows. */
+  bestPrice?: number;
 }
 
 /**
@@ -68,7 +72,7 @@ export function applyFill(book: Book, fill: Fill): Book {
   else if (Math.abs(qty) > Math.abs(held.qty)) avgPrice = (held.avgPrice * Math.abs(held.qty) + fill.price * Math.abs(signed)) / Math.abs(qty);
   const positions = { ...book.positions };
   // A position that shrinks keeps its protective levels; one that closes or flips leaves them behind.
-  const kept = Math.sign(qty) === Math.sign(held.qty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit } : {};
+  const kept = Math.sign(qty) === Math.sign(held.qty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit, trailingStopPercent: held.trailingStopPercent, bestPrice: held.bestPrice } : {};
   if (Math.abs(qty) < 1e-12) delete positions[fill.symbol];
   else positions[fill.symbol] = withoutUndefined({ qty, avgPrice, ...kept });
   return {

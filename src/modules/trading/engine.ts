@@ -4,6 +4,7 @@ import { digestOf } from './canonical.js';
 import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
 import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
 import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import { candlesNeeded, evaluateRules, type QuantRules } from './rules.js';
 import type { ExecutionStatus, KillSwitchMode } from './tables.js';
 import type { OrderRequest, Venue } from './venue.js';
 
@@ -43,9 +44,10 @@ export interface OrderSummary {
   venue: string;
   /** The feed's price when the order was decided (a live venue fills at its own). */
   referencePrice?: number;
-  /** Protective levels the position takes when this order opens or grows it (an llm_agent's order). */
+  /** Protective levels the position takes when this order opens or grows it (an llm_agent's order, or rules'). */
   stopLoss?: number;
   takeProfit?: number;
+  trailingStopPercent?: number;
   price: number | null;
   notionalUsd: number;
   feeUsd: number | null;
@@ -90,8 +92,11 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *     claims it first (ticks.ts).
  * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
-export async function decideTick(input: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
-  const { best, decision, prices, inputsDigest, protection } = input.flatten ? await flattenOrder(input, parts.feed) : ((await protectiveExit(input, parts.feed)) ?? (await strategyDecision(input, parts)));
+export async function decideTick(tick: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
+  // Protective levels first: trailing stops follow the price, and a level crossed closes its position this tick.
+  const guarded = tick.flatten ? { book: tick.book, exit: null } : await guardPositions(tick, parts.feed);
+  const input = { ...tick, book: guarded.book };
+  const { best, decision, prices, inputsDigest, protection } = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
   const before = markToMarket(input.book, prices);
 
   // 3. Risk, as the book would stand after the order.
@@ -159,34 +164,93 @@ interface Decided {
   decision: Record<string, unknown>;
   prices: Record<string, number>;
   inputsDigest: string;
-  /** Levels the order gives its position (an llm_agent's stopLoss and takeProfit). */
-  protection?: { stopLoss?: number; takeProfit?: number };
+  /** Levels the order gives its position (an llm_agent's stopLoss and takeProfit, or rules' levels). */
+  protection?: Protection;
+}
+
+/** Protective levels an order gives the position it opens or grows. */
+export interface Protection {
+  stopLoss?: number;
+  takeProfit?: number;
+  trailingStopPercent?: number;
 }
 
 function strategyDecision(input: TickInput, parts: TickParts): Promise<Decided> {
-  return input.version.kind === 'llm_agent' ? agentOrder(input, parts) : strategyOrder(input, parts.feed);
+  if (input.version.kind === 'llm_agent') return agentOrder(input, parts);
+  const definition = input.version.definition as QuantSignalDefinition;
+  return definition.rules ? rulesOrder(input, parts.feed, definition.rules) : strategyOrder(input, parts.feed);
 }
 
 /**
- * Before the strategy: a position whose price crossed its stopLoss (or reached its takeProfit) is closed
- * whole, and that is the tick's order (it only reduces, so no limit blocks it). Null when none did.
+ * Before the strategy: each trailing stop's best price moves with the market (the book answered carries it),
+ * and a position whose price crossed its stopLoss, its trailing stop or its takeProfit is closed whole: that is
+ * the tick's order (it only reduces, so no limit blocks it). `exit` is null when no level was crossed.
  */
-async function protectiveExit(input: TickInput, feed: MarketDataProvider): Promise<Decided | null> {
-  const guarded = Object.entries(input.book.positions).filter(([, p]) => p.stopLoss !== undefined || p.takeProfit !== undefined);
-  if (guarded.length === 0) return null;
+async function guardPositions(input: TickInput, feed: MarketDataProvider): Promise<{ book: Book; exit: Decided | null }> {
+  const guarded = Object.entries(input.book.positions).filter(([, p]) => p.stopLoss !== undefined || p.takeProfit !== undefined || p.trailingStopPercent !== undefined);
+  if (guarded.length === 0) return { book: input.book, exit: null };
   const prices: Record<string, number> = {};
-  for (const [symbol] of guarded) prices[symbol] = await feed.price(symbol, input.at);
+  const positions = { ...input.book.positions };
   for (const [symbol, p] of guarded) {
+    const price = (prices[symbol] = await feed.price(symbol, input.at));
+    if (p.trailingStopPercent !== undefined) positions[symbol] = { ...p, bestPrice: p.qty > 0 ? Math.max(p.bestPrice ?? price, price) : Math.min(p.bestPrice ?? price, price) };
+  }
+  const book = { ...input.book, positions };
+  for (const [symbol] of guarded) {
+    const p = positions[symbol]!;
     const price = prices[symbol]!;
     const long = p.qty > 0;
-    const stopped = p.stopLoss !== undefined && (long ? price <= p.stopLoss : price >= p.stopLoss);
-    const taken = p.takeProfit !== undefined && (long ? price >= p.takeProfit : price <= p.takeProfit);
-    if (!stopped && !taken) continue;
-    const decision = { kind: 'exit', reason: stopped ? 'stop_loss' : 'take_profit', level: stopped ? p.stopLoss : p.takeProfit, price, action: long ? 'sell' : 'buy', symbol };
-    const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), exit: decision, book: input.book, killSwitch: input.killSwitch });
-    return { best: { symbol, delta: -p.qty, usd: Math.abs(p.qty) * price }, decision, prices, inputsDigest };
+    const trail = p.trailingStopPercent === undefined ? undefined : p.bestPrice! * (long ? 1 - p.trailingStopPercent / 100 : 1 + p.trailingStopPercent / 100);
+    const crossed = (level: number | undefined, below: boolean) => level !== undefined && (below ? price <= level : price >= level);
+    const reason = crossed(p.stopLoss, long) ? 'stop_loss' : crossed(trail, long) ? 'trailing_stop' : crossed(p.takeProfit, !long) ? 'take_profit' : null;
+    if (!reason) continue;
+    const level = reason === 'stop_loss' ? p.stopLoss : reason === 'trailing_stop' ? trail : p.takeProfit;
+    const decision = { kind: 'exit', reason, level, price, action: long ? 'sell' : 'buy', symbol };
+    const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), exit: decision, book, killSwitch: input.killSwitch });
+    return { book, exit: { best: { symbol, delta: -p.qty, usd: Math.abs(p.qty) * price }, decision, prices, inputsDigest } };
   }
-  return null;
+  return { book, exit: null };
+}
+
+/**
+ * quant_signal rules (rules.ts): per symbol, its indicators on closed candles decide to enter long or short
+ * from flat, to close, or to keep the position; the one order is the largest move toward those targets, and
+ * an entry carries the rules' protective levels.
+ */
+async function rulesOrder(input: TickInput, feed: MarketDataProvider, rules: QuantRules): Promise<Decided> {
+  const definition = input.version.definition as QuantSignalDefinition;
+  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
+  const count = candlesNeeded(rules);
+  const signals = [];
+  const candlesBySymbol: Record<string, Candle[]> = {};
+  const prices: Record<string, number> = {};
+  for (const symbol of definition.universe) {
+    const candles = (candlesBySymbol[symbol] = await feed.candles(symbol, interval, input.at, count));
+    const price = (prices[symbol] = await feed.price(symbol, input.at));
+    const qty = input.book.positions[symbol]?.qty ?? 0;
+    signals.push({ symbol, price, ...evaluateRules(rules, candles, price, qty > 0 ? 'long' : qty < 0 ? 'short' : 'flat') });
+  }
+  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, candles: candlesBySymbol, prices });
+  const equity = Math.max(markToMarket(input.book, prices).equityUsd, 0);
+  const weight = rules.sizing.exposure / definition.universe.length;
+  let best: Decided['best'] = null;
+  for (const s of signals) {
+    if (s.target === 'keep') continue;
+    const held = input.book.positions[s.symbol]?.qty ?? 0;
+    const target = s.target === 'flat' ? 0 : ((s.target === 'long' ? 1 : -1) * weight * equity) / s.price;
+    const delta = target - held;
+    const usd = Math.abs(delta) * s.price;
+    if (usd >= MIN_ORDER_USD && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
+  }
+  const chosen = best && signals.find((s) => s.symbol === best!.symbol);
+  const entering = chosen && (chosen.target === 'long' || chosen.target === 'short');
+  const up = chosen?.target === 'long';
+  const pct = (p: number | undefined, sign: 1 | -1) => (p === undefined || !chosen ? undefined : chosen.price * (1 + (sign * p) / 100));
+  const protection: Protection | undefined = entering
+    ? { stopLoss: pct(rules.stopLossPercent, up ? -1 : 1), takeProfit: pct(rules.takeProfitPercent, up ? 1 : -1), trailingStopPercent: rules.trailingStopPercent }
+    : undefined;
+  const decision = { kind: 'quant_signal', rules: true, signals, action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: best?.symbol ?? null };
+  return { best, decision, prices, inputsDigest, protection };
 }
 
 /**
@@ -281,14 +345,15 @@ async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise
  * The order's fill applied to the book the decision left: the summary and the book after it. The order's
  * protective levels go to the position it opened or grew.
  */
-export function filled(book: Book, fill: Fill, venue: string, protection: { stopLoss?: number; takeProfit?: number } = {}): { order: OrderSummary; book: Book } {
-  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, ...protection, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
+export function filled(book: Book, fill: Fill, venue: string, protection: Protection = {}): { order: OrderSummary; book: Book } {
+  const levels = Object.fromEntries(Object.entries(protection).filter(([, v]) => v !== undefined)) as Protection;
+  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, ...levels, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
   const after = applyFill(book, fill);
   const held = book.positions[fill.symbol]?.qty ?? 0;
   const position = after.positions[fill.symbol];
-  const grew = position && Math.abs(position.qty) > Math.abs(held) && (protection.stopLoss !== undefined || protection.takeProfit !== undefined);
+  const grew = position && Math.abs(position.qty) > Math.abs(held) && Object.keys(levels).length > 0;
   if (!grew) return { order, book: after };
-  const guarded = { ...position, ...(protection.stopLoss !== undefined ? { stopLoss: protection.stopLoss } : {}), ...(protection.takeProfit !== undefined ? { takeProfit: protection.takeProfit } : {}) };
+  const guarded = { ...position, ...levels, ...(levels.trailingStopPercent !== undefined ? { bestPrice: fill.price } : {}) };
   return { order, book: { ...after, positions: { ...after.positions, [fill.symbol]: guarded } } };
 }
 
@@ -304,4 +369,4 @@ export async function evaluateTick(input: TickInput, parts: TickParts & { venue:
 }
 
 /** The protective levels an order carries. */
-export const protectionOf = (order: Pick<OrderSummary, 'stopLoss' | 'takeProfit'>) => ({ stopLoss: order.stopLoss, takeProfit: order.takeProfit });
+export const protectionOf = (order: Pick<OrderSummary, 'stopLoss' | 'takeProfit' | 'trailingStopPercent'>): Protection => ({ stopLoss: order.stopLoss, takeProfit: order.takeProfit, trailingStopPercent: order.trailingStopPercent });

@@ -1,4 +1,5 @@
 import type { Candle } from './market-data.js';
+import { candlesNeeded, type QuantRules } from './rules.js';
 
 /** A `quant_signal` version's definition (schemaVersion 1). */
 export interface QuantSignalDefinition {
@@ -6,7 +7,12 @@ export interface QuantSignalDefinition {
   universe: string[];
   dataSources: string[];
   candleInterval: string;
+  /** Declarative rules (rules.ts); when given, the instructions' tokens are not read. */
+  rules?: QuantRules;
 }
+
+/** Closed candles a tick of this definition reads per symbol. */
+export const candlesRead = (definition: QuantSignalDefinition) => (definition.rules ? candlesNeeded(definition.rules) : signalParams(definition.instructions).slow);
 
 /**
  * The signal's parameters, read from `key=value` tokens in the instructions; the rest of the text is

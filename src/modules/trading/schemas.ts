@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MODEL_PROVIDERS } from '../../platform/model-providers.js';
+import { quantRules } from './rules.js';
 import { CANDLE_INTERVALS, SYMBOL_PATTERN } from './market-data.js';
 import { CHARGE_BOUNDARIES, CHARGE_STATUSES, EXECUTION_STATUSES, KILL_SWITCH_MODES, RUNTIME_STATUSES, TRIGGER_TYPES, VISIBILITIES } from './tables.js';
 
@@ -29,8 +30,9 @@ const quantSignalVersion = z.object({
   schemaVersion: z.literal(1),
   definition: z
     .object({
-      instructions: z.string().trim().min(1).max(TRADING_LIMITS.instructionsChars).describe('Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal (docs/trading.md)'),
+      instructions: z.string().trim().min(1).max(TRADING_LIMITS.instructionsChars).describe('Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md)'),
       ...definitionBase,
+      rules: quantRules.optional().describe('Declarative entry and exit conditions over indicators, sizing and protective levels (docs/trading.md#rules)'),
     })
     .strict(),
 });

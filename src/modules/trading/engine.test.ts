@@ -1,0 +1,49 @@
+// decideTick's protective levels over a feed whose prices the test sets: trailing stops follow the best price
+// and close once the price falls back past them; a stop-loss closes whatever the strategy would do.
+import { describe, expect, it } from 'vitest';
+import { openBook, type Book } from './book.js';
+import { decideTick, type TickInput } from './engine.js';
+import type { Candle, MarketDataProvider } from './market-data.js';
+
+function feedAt(price: number): MarketDataProvider {
+  return {
+    name: 'set',
+    supports: async () => true,
+    price: async () => price,
+    candles: async (_symbol, interval, at, count) =>
+      Array.from({ length: count }, (_, i): Candle => ({ start: new Date(at.getTime() - (count - i) * interval * 60_000).toISOString(), open: price, high: price, low: price, close: price })),
+  };
+}
+
+const withPosition = (position: Book['positions'][string]): Book => ({ ...openBook(10_000), cashUsd: 10_000 - 100 * position.qty, positions: { 'BTC-USD': position } });
+const input = (book: Book): TickInput => ({
+  version: { id: 'v', contentHash: 'sha256:v', kind: 'quant_signal', definition: { instructions: 'fast=2 slow=5', universe: ['BTC-USD'], dataSources: ['set'], candleInterval: '1m' } },
+  limits: { fundLimitUsd: 10_000, maxLeverage: 2, maxDrawdownPercent: 50 },
+  book,
+  killSwitch: 'off',
+  at: new Date('2026-06-01T00:10:00Z'),
+});
+const venue = { name: 'paper' };
+
+describe('protective levels', () => {
+  it('a trailing stop follows the best price up, then closes the long once the price falls 1 % from it', async () => {
+    const book = withPosition({ qty: 1, avgPrice: 100, trailingStopPercent: 1, bestPrice: 100 });
+    const up = await decideTick(input(book), { feed: feedAt(110), venue });
+    expect(up.book.positions['BTC-USD']).toMatchObject({ bestPrice: 110 });
+    expect(up.decision.kind).not.toBe('exit');
+    const dip = await decideTick(input(up.book), { feed: feedAt(109.5), venue });
+    expect(dip.decision.kind).not.toBe('exit'); // 109.5 > 110 × 0.99
+    const fall = await decideTick(input(up.book), { feed: feedAt(108.8), venue });
+    expect(fall).toMatchObject({ decision: { kind: 'exit', reason: 'trailing_stop', action: 'sell' }, order: { side: 'sell', size: '1.000000', status: 'placing' } });
+    expect(fall.decision.level).toBeCloseTo(108.9, 9);
+  });
+
+  it('a short trails the lowest price; a stop-loss closes before the strategy is asked', async () => {
+    const short = withPosition({ qty: -2, avgPrice: 100, trailingStopPercent: 2, bestPrice: 100 });
+    const down = await decideTick(input(short), { feed: feedAt(90), venue });
+    expect(down.book.positions['BTC-USD']).toMatchObject({ bestPrice: 90 });
+    expect(await decideTick(input(down.book), { feed: feedAt(91.9), venue })).toMatchObject({ decision: { kind: 'exit', reason: 'trailing_stop', action: 'buy' } });
+    const stopped = await decideTick(input(withPosition({ qty: 1, avgPrice: 100, stopLoss: 95 })), { feed: feedAt(94), venue });
+    expect(stopped).toMatchObject({ decision: { kind: 'exit', reason: 'stop_loss', level: 95, price: 94 }, order: { side: 'sell' } });
+  });
+});
