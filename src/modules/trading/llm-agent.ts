@@ -1,6 +1,7 @@
 // The llm_agent strategy kind: what its model is asked each tick (instructions, recent candles with a few
 // indicators, the book and the limits), the one tool it must answer with, and that answer checked into at
 // most one order. No I/O here: agent-decider.ts asks the model (or the decision cache).
+import { EMA, RSI, SMA } from 'trading-signals';
 import { z } from 'zod';
 import type { Book } from './book.js';
 import { digestOf } from './canonical.js';
@@ -102,7 +103,7 @@ export function agentPrompt(view: AgentView): { system: string; user: string; di
     return {
       symbol,
       price: view.prices[symbol],
-      indicators: { sma20: sma(closes, 20), ema12: ema(closes, 12), ema26: ema(closes, 26), rsi14: rsi(closes, 14) },
+      indicators: { sma20: indicator(new SMA(20), closes), ema12: indicator(new EMA(12), closes), ema26: indicator(new EMA(26), closes), rsi14: indicator(new RSI(14), closes) },
       candles: candles.map((c) => [c.start, c.open, c.high, c.low, c.close]),
     };
   });
@@ -135,28 +136,8 @@ export function orderOf(decision: AgentDecision, universe: readonly string[], pr
   return { order: { ...order, size } };
 }
 
-function sma(values: number[], period: number): number | null {
-  if (values.length < period) return null;
-  return values.slice(-period).reduce((a, b) => a + b, 0) / period;
-}
-
-function ema(values: number[], period: number): number | null {
-  if (values.length < period) return null;
-  const k = 2 / (period + 1);
-  let value = sma(values.slice(0, period), period)!;
-  for (const v of values.slice(period)) value = v * k + value * (1 - k);
-  return value;
-}
-
-/** Wilder's RSI over the last `period` changes (its first average a simple one). */
-function rsi(values: number[], period: number): number | null {
-  if (values.length <= period) return null;
-  const changes = values.slice(1).map((v, i) => v - values[i]!);
-  let gain = changes.slice(0, period).reduce((a, c) => a + Math.max(c, 0), 0) / period;
-  let loss = changes.slice(0, period).reduce((a, c) => a + Math.max(-c, 0), 0) / period;
-  for (const c of changes.slice(period)) {
-    gain = (gain * (period - 1) + Math.max(c, 0)) / period;
-    loss = (loss * (period - 1) + Math.max(-c, 0)) / period;
-  }
-  return loss === 0 ? 100 : 100 - 100 / (1 + gain / loss);
+/** The indicator over the closes once it has enough of them (trading-signals), else null. */
+function indicator(series: SMA | EMA | RSI, closes: number[]): number | null {
+  for (const close of closes) series.add(close);
+  return series.isStable ? (series.getResult() ?? null) : null;
 }
