@@ -220,24 +220,27 @@ export class TickRunner {
   }
 
   /** A scheduled tick consumed after its successor was due: recorded `skipped`, nothing decided or charged. */
-  private async stale(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, due: Date): Promise<TickCommit> {
+  private stale(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, due: Date): Promise<TickCommit> {
+    const message = `run at ${now.toISOString()}, after the next tick was due (${due.toISOString()}): its prices are old, so nothing was decided or placed`;
+    return this.undecided(trigger, tick, state, now, { status: 'skipped', error: { code: 'stale_tick', message }, review: null });
+  }
+
+  /** A tick that decides nothing: the book stays, the execution says why, and the runtime goes to `review` if given. */
+  private async undecided(
+    trigger: TickTrigger,
+    tick: TickRequest,
+    state: TickState,
+    now: Date,
+    { status, error, review }: { status: 'skipped' | 'failed'; error: Record<string, string>; review: string | null },
+  ): Promise<TickCommit> {
     const version = await this.version(state.strategyVersionId);
     return {
       bookVersion: state.bookVersion,
       book: state.book,
       from: ['active'],
-      status: null,
-      reason: null,
-      execution: {
-        ...this.executionBase(tick, trigger, version, now),
-        status: 'skipped',
-        inputsDigest: null,
-        decision: null,
-        riskAssessment: null,
-        order: null,
-        error: { code: 'stale_tick', message: `run at ${now.toISOString()}, after the next tick was due (${due.toISOString()}): its prices are old, so nothing was decided or placed` },
-        completedAt: now,
-      },
+      status: review ? 'needs_review' : null,
+      reason: review,
+      execution: { ...this.executionBase(tick, trigger, version, now), status, inputsDigest: null, decision: null, riskAssessment: null, order: null, error, completedAt: now },
     };
   }
 
@@ -292,25 +295,9 @@ export class TickRunner {
   }
 
   /** The account could not pay for the tick: nothing runs, the runtime goes to review (an account problem), the book stays. */
-  private async paymentRefused(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, reason: string): Promise<TickCommit> {
-    const version = await this.version(state.strategyVersionId);
-    return {
-      bookVersion: state.bookVersion,
-      book: state.book,
-      from: ['active'],
-      status: 'needs_review',
-      reason: `tick payment refused: ${reason}`,
-      execution: {
-        ...this.executionBase(tick, trigger, version, now),
-        status: 'failed',
-        inputsDigest: null,
-        decision: null,
-        riskAssessment: null,
-        order: null,
-        error: { code: 'payment_refused', reason, message: `The account's agent wallet could not pay for this tick: ${reason}` },
-        completedAt: now,
-      },
-    };
+  private paymentRefused(trigger: TickTrigger, tick: TickRequest, state: TickState, now: Date, reason: string): Promise<TickCommit> {
+    const error = { code: 'payment_refused', reason, message: `The account's agent wallet could not pay for this tick: ${reason}` };
+    return this.undecided(trigger, tick, state, now, { status: 'failed', error, review: `tick payment refused: ${reason}` });
   }
 
   private async failed(trigger: TickTrigger, tick: TickRequest, error: unknown): Promise<TickResult> {
