@@ -8,17 +8,24 @@ import { TickRunner } from '../../src/modules/trading/ticks.js';
 import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
 import { PaperVenue } from '../../src/modules/trading/venue.js';
 import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
+import { startModelStandIn, type ModelStandIn } from './model-stand-in.js';
 
 const PRICES = { TRADING_PRICE_ACTIVATION_USD: '0.5', TRADING_PRICE_EXECUTION_USD: '0.01', TRADING_PRICE_MARKET_DATA_USD: '0.002' };
 const PAY_TO = '0x00000000000000000000000000000000000fee01' as Address;
 const AUTHOR = '0x00000000000000000000000000000000000a7701' as Address;
 
+const MODEL_KEY = 'sk-metered-model-key';
 let h: TradingHarness;
+let model: ModelStandIn;
 beforeAll(async () => {
+  model = await startModelStandIn({ openai: MODEL_KEY, anthropic: MODEL_KEY, openrouter: MODEL_KEY });
   // The facilitator role settles the payments (its origin is what ctx.x402 calls).
-  h = await openTradingHarness({}, ['api', 'facilitator'], { ...PRICES, TRADING_METERING_PAY_TO: PAY_TO }, new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000).toISOString());
+  h = await openTradingHarness({}, ['api', 'facilitator'], { ...PRICES, TRADING_METERING_PAY_TO: PAY_TO, ...model.env() }, new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000).toISOString());
 });
-afterAll(async () => h?.close());
+afterAll(async () => {
+  await h?.close();
+  await model?.close();
+});
 
 const balance = (address: string) => h.app.ctx.chain.devchain!.balanceOf(address as Address);
 const fund = (address: string, usdg: string) => h.app.ctx.chain.devchain!.fund(address as Address, usdg);
@@ -49,6 +56,25 @@ async function runtime(token: string, versionId: string, accountId: string, over
 const charges = async (token: string, accountId: string) => (await h.call('GET', `/agentic-trading/accounts/${accountId}/charges`, token)).body.data as any[];
 
 describe('metered trading (x402, paid by the agent wallet)', () => {
+  it("an llm_agent's tick pays its market data and its execution from the wallet, then asks the model", async () => {
+    const token = await h.app.identityToken('metered-agent');
+    const definition = { instructions: 'Hold unless sure.', universe: ['BTC-USD'], dataSources: ['embedded'], candleInterval: '1m', model: { provider: 'openai', model: 'metered-1' }, lookback: 10 };
+    const { latestVersion } = await strategy(token, { version: { kind: 'llm_agent', schemaVersion: 1, definition } });
+    const acct = await account(token, '2');
+    expect((await h.call('PUT', `/agentic-trading/accounts/${acct.id}/providers`, token, { provider: 'openai', apiKey: MODEL_KEY })).status).toBe(200);
+    const rt = await runtime(token, latestVersion.id, acct.id);
+    const asked = model.asked.length;
+    await h.nextMinute();
+    expect(model.asked.length - asked).toBe(1);
+    const [execution] = (await h.call('GET', `/agentic-trading/runtimes/${rt.id}/executions`, token)).body.data;
+    expect(execution).toMatchObject({ status: 'completed', decision: { kind: 'llm_agent', outcome: 'ok' } });
+    const paid = (await charges(token, acct.id)).filter((c) => c.subject.startsWith('tick:'));
+    expect(paid.map((c) => c.boundary).sort()).toEqual(['execution', 'market_data']);
+    for (const charge of paid) expect(charge).toMatchObject({ status: 'settled', runtimeId: rt.id });
+    expect(await balance(acct.address)).toBe(1_500_000n - 12_000n);
+    expect((await h.call('PATCH', `/agentic-trading/runtimes/${rt.id}/status`, token, { status: 'paused' })).status).toBe(200);
+  });
+
   it('charges activation once, then market data and execution once per tick, moving USDG on chain', async () => {
     const token = await h.app.identityToken('metered-trader');
     const { latestVersion } = await strategy(token);
