@@ -13,11 +13,12 @@ CREATE TABLE "trading_candles" (
 );
 --> statement-breakpoint
 CREATE TABLE "trading_decisions" (
+	"account_id" uuid NOT NULL,
 	"version_hash" text NOT NULL,
 	"inputs_digest" text NOT NULL,
 	"record" jsonb NOT NULL,
 	"created_at" timestamp with time zone NOT NULL,
-	CONSTRAINT "trading_decisions_version_hash_inputs_digest_pk" PRIMARY KEY("version_hash","inputs_digest")
+	CONSTRAINT "trading_decisions_account_id_version_hash_inputs_digest_pk" PRIMARY KEY("account_id","version_hash","inputs_digest")
 );
 --> statement-breakpoint
 CREATE TABLE "trading_provider_keys" (
@@ -34,6 +35,7 @@ ALTER TABLE "trading_executions" DROP CONSTRAINT "trading_executions_status_chec
 ALTER TABLE "trading_executions" DROP CONSTRAINT "trading_executions_trigger_check";--> statement-breakpoint
 ALTER TABLE "trading_accounts" ADD COLUMN "max_exposure_usd" double precision;--> statement-breakpoint
 ALTER TABLE "trading_executions" ADD COLUMN "placing_until" timestamp with time zone;--> statement-breakpoint
+ALTER TABLE "trading_decisions" ADD CONSTRAINT "trading_decisions_account_id_trading_accounts_id_fk" FOREIGN KEY ("account_id") REFERENCES "public"."trading_accounts"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "trading_provider_keys" ADD CONSTRAINT "trading_provider_keys_account_id_trading_accounts_id_fk" FOREIGN KEY ("account_id") REFERENCES "public"."trading_accounts"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "trading_executions" ADD CONSTRAINT "trading_executions_status_check" CHECK ("trading_executions"."status" in ('completed', 'blocked', 'halted', 'failed', 'placing', 'rejected', 'skipped'));--> statement-breakpoint
 ALTER TABLE "trading_executions" ADD CONSTRAINT "trading_executions_trigger_check" CHECK ("trading_executions"."trigger_type" in ('schedule', 'manual', 'flatten'));

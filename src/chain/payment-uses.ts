@@ -45,9 +45,11 @@ export class PaymentUses {
       amount: use.amount,
       claimant,
     }));
+    // In key order, so concurrent batches claiming a shared transfer lock it in the same order.
+    const ordered = [...rows].sort((a, b) => (useKey(a) < useKey(b) ? -1 : 1));
     const inserted = await db
       .insert(chainPaymentUses)
-      .values(rows)
+      .values(ordered)
       .onConflictDoNothing()
       .returning({ network: chainPaymentUses.network, transactionHash: chainPaymentUses.transactionHash, logIndex: chainPaymentUses.logIndex, claimant: chainPaymentUses.claimant });
     const mine = new Set(inserted.map(useKey));

@@ -3,8 +3,10 @@
 // exchangeInfo, placing a market order (POST /api/v3/order), an order by client order id (GET
 // /api/v3/order?origClientOrderId=) and balances (GET /api/v3/account). As at Binance, a client order id is
 // unique only among open orders: a market order fills at once, so the same id placed again is a new order.
-// Knobs: the price, the balances, `loseNextAnswer` (places the order, then drops the connection) and
-// `rejectNext` (answers Binance's insufficient-balance error).
+// Knobs: the price, the balances, `loseNextAnswer` (places the order, then drops the connection),
+// `rejectNext` (answers Binance's insufficient-balance error), `expireNext` (a market order that found no
+// liquidity: EXPIRED, nothing filled) and `commissionAsset` (Binance takes a buy's fee in the asset bought
+// unless BNB pays it).
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,8 @@ export interface StandInOrder {
   qty: string;
   price: string;
   commission: string;
+  commissionAsset: string;
+  status: 'FILLED' | 'EXPIRED';
   time: number;
 }
 
@@ -27,6 +31,8 @@ export interface BinanceStandIn {
   balances: Record<string, number>;
   loseNextAnswer: boolean;
   rejectNext: boolean;
+  expireNext: boolean;
+  commissionAsset: 'USDT' | 'BTC';
   /** Requests refused for their signature or key. */
   refused: number;
   close(): Promise<void>;
@@ -35,7 +41,7 @@ export interface BinanceStandIn {
 const COMMISSION_RATE = 0.001;
 
 export async function startBinanceStandIn(apiKey: string, secret: string): Promise<BinanceStandIn> {
-  const state: BinanceStandIn = { url: '', orders: [], price: 50_000, balances: { USDT: 1_000_000, BTC: 100 }, loseNextAnswer: false, rejectNext: false, refused: 0, close: async () => {} };
+  const state: BinanceStandIn = { url: '', orders: [], price: 50_000, balances: { USDT: 1_000_000, BTC: 100 }, loseNextAnswer: false, rejectNext: false, expireNext: false, commissionAsset: 'USDT', refused: 0, close: async () => {} };
   const server = http.createServer(async (request, response) => {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
@@ -73,15 +79,33 @@ export async function startBinanceStandIn(apiKey: string, secret: string): Promi
         state.rejectNext = false;
         return error(400, -2010, 'Account has insufficient balance for requested action.');
       }
-      state.balances.USDT! += side === 'BUY' ? -cost : cost;
-      state.balances.BTC! += side === 'BUY' ? qty : -qty;
-      const order: StandInOrder = { orderId: state.orders.length + 1, clientOrderId, symbol, side, qty: qty.toFixed(5), price: state.price.toFixed(2), commission: (cost * COMMISSION_RATE).toFixed(8), time: Date.now() };
+      const expired = state.expireNext;
+      state.expireNext = false;
+      const inBase = state.commissionAsset === 'BTC' && side === 'BUY';
+      const commission = inBase ? qty * COMMISSION_RATE : cost * COMMISSION_RATE;
+      if (!expired) {
+        state.balances.USDT! += (side === 'BUY' ? -cost : cost) - (inBase ? 0 : commission);
+        state.balances.BTC! += (side === 'BUY' ? qty : -qty) - (inBase ? commission : 0);
+      }
+      const order: StandInOrder = {
+        orderId: state.orders.length + 1,
+        clientOrderId,
+        symbol,
+        side,
+        qty: qty.toFixed(5),
+        price: state.price.toFixed(2),
+        commission: expired ? '0' : commission.toFixed(8),
+        commissionAsset: inBase ? 'BTC' : 'USDT',
+        status: expired ? 'EXPIRED' : 'FILLED',
+        time: Date.now(),
+      };
       state.orders.push(order);
       if (state.loseNextAnswer) {
         state.loseNextAnswer = false;
         return response.destroy();
       }
-      return send(200, { ...orderJson(order), transactTime: order.time, workingTime: order.time, fills: [{ price: order.price, qty: order.qty, commission: order.commission, commissionAsset: 'USDT', tradeId: order.orderId }] });
+      const fills = order.status === 'FILLED' ? [{ price: order.price, qty: order.qty, commission: order.commission, commissionAsset: order.commissionAsset, tradeId: order.orderId }] : [];
+      return send(200, { ...orderJson(order), transactTime: order.time, workingTime: order.time, fills });
     }
     return error(404, -1, `no route ${request.method} ${url.pathname}`);
   });
@@ -92,7 +116,8 @@ export async function startBinanceStandIn(apiKey: string, secret: string): Promi
 }
 
 function orderJson(order: StandInOrder) {
-  const quote = (Number(order.qty) * Number(order.price)).toFixed(8);
+  const executed = order.status === 'FILLED' ? order.qty : '0.00000';
+  const quote = (Number(executed) * Number(order.price)).toFixed(8);
   return {
     symbol: order.symbol,
     orderId: order.orderId,
@@ -100,9 +125,9 @@ function orderJson(order: StandInOrder) {
     clientOrderId: order.clientOrderId,
     price: '0.00000000',
     origQty: order.qty,
-    executedQty: order.qty,
+    executedQty: executed,
     cummulativeQuoteQty: quote,
-    status: 'FILLED',
+    status: order.status,
     timeInForce: 'GTC',
     type: 'MARKET',
     side: order.side,

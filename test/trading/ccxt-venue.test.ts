@@ -59,7 +59,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
     let [execution] = await executionsOf(runtimeId);
     expect(execution).toMatchObject({ status: 'placing', error: { message: expect.any(String) } });
     expect(ordersFor(execution!.id)).toHaveLength(1);
-    h.clock.advance(6_000);
+    h.clock.advance(61_000); // the placement lease lapses; the retry asks the exchange first
     while ((await h.app.ctx.services.trading.consumer.drain()) > 0);
     [execution] = await executionsOf(runtimeId);
     expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', price: 50_000 } });
@@ -87,5 +87,31 @@ describe('the ccxt venue (Binance stand-in)', () => {
     expect(replay.body.data.report.trades).toBeGreaterThan(0);
     expect(replay.body.data.executions.find((e: any) => e.order?.status === 'filled').order.venue).toBe('paper');
     expect(binance.orders.length).toBe(before);
+  });
+
+  it("a buy whose fee Binance takes in BTC books the BTC received; an order that expired unfilled is a rejection", async () => {
+    const { token, runtimeId } = await launch(h, 'ccxt-base-fee', 'Long only. fast=2 slow=5');
+    binance.commissionAsset = 'BTC';
+    let execution;
+    for (let i = 0; i < 60 && !execution; i++) {
+      await h.nextMinute();
+      [execution] = (await executionsOf(runtimeId)).filter((e) => e.order);
+    }
+    binance.commissionAsset = 'USDT';
+    const [order] = ordersFor(execution!.id);
+    expect(order).toMatchObject({ side: 'BUY', commissionAsset: 'BTC' });
+    const received = Number(order!.qty) - Number(order!.commission);
+    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', feeUsd: 0 } });
+    expect(Number(execution!.order.size)).toBeCloseTo(received, 6);
+    const book = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.book;
+    expect(book.positions[0].qty).toBeCloseTo(received, 8);
+    expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
+
+    const expiring = await launch(h, 'ccxt-expired', TRADES_AT_ONCE);
+    binance.expireNext = true;
+    await h.nextMinute();
+    const [expired] = await executionsOf(expiring.runtimeId);
+    expect(expired).toMatchObject({ status: 'rejected', error: { code: 'order_rejected', message: expect.stringContaining('ended expired with nothing filled') } });
+    expect((await h.call('GET', `/agentic-trading/runtimes/${expiring.runtimeId}`, expiring.token)).body.data).toMatchObject({ status: 'needs_review', book: { trades: 0 } });
   });
 });

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import type { Fill } from '../../src/modules/trading/book.js';
+import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
 import { OrderRejected, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
@@ -134,10 +135,14 @@ describe('a live venue', () => {
     expect(venue.orders.has(execution!.id)).toBe(true);
     const shown = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}/executions`, token)).body.data[0];
     expect(shown).toMatchObject({ id: execution!.id, status: 'placing', scheduledAt: at });
-    // While the order is out, nothing else of the runtime runs: a manual run records its fill first (the
-    // venue asked for the order by its client id, not sent it again), then runs.
-    const [callsBefore, lookupsBefore] = [venue.calls, venue.lookups];
+    // While the order is out, nothing else of the runtime runs. Its placement stays with the caller that lost
+    // the answer until the lease lapses (a late arrival at the venue would show by then): 409 order_placing.
     h.clock.advance(1_000);
+    expect(await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {})).toMatchObject({ status: 409, body: { data: { reason: 'order_placing' } } });
+    // Past it, a manual run records the fill first (the venue asked for the order by its client id, not sent
+    // it again), then runs.
+    const [callsBefore, lookupsBefore] = [venue.calls, venue.lookups];
+    h.clock.advance(PLACEMENT_LEASE_MS);
     const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
     expect(manual.status).toBe(201);
     expect(venue.lookups - lookupsBefore).toBeGreaterThanOrEqual(1);
@@ -160,7 +165,7 @@ describe('a live venue', () => {
     const ordersBefore = venue.orders.size;
     await h.nextMinute();
     expect((await executionsOf(runtimeId))[0]).toMatchObject({ status: 'placing', attemptCount: 1 });
-    h.clock.advance(6_000);
+    h.clock.advance(PLACEMENT_LEASE_MS + 1_000);
     while ((await h.app.ctx.services.trading.consumer.drain()) > 0);
     const [execution] = await executionsOf(runtimeId);
     expect(execution).toMatchObject({ status: 'completed', attemptCount: 2, order: { status: 'filled' } });
@@ -197,7 +202,7 @@ describe('a live venue', () => {
     const [execution] = await executionsOf(runtimeId);
     expect(execution).toMatchObject({ status: 'placing', error: { message: 'connect ECONNREFUSED' } });
     venue.down = false;
-    h.clock.advance(1_000);
+    h.clock.advance(PLACEMENT_LEASE_MS + 1_000);
     expect((await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {})).status).toBe(201);
     expect(venue.placed.get(execution!.id)).toBe(1);
     await expectOrdersMatchBook(runtimeId);

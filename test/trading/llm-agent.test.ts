@@ -174,4 +174,33 @@ describe('llm_agent runtimes', () => {
     const missing = await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, token, later);
     expect(missing).toMatchObject({ status: 400, body: { data: { reason: 'invalid_backtest' } } });
   });
+
+  it("kept decisions are the paying account's: another user backtesting the same public version asks its own model", async () => {
+    model.reply = buyWhenFlat;
+    const alice = await h.app.identityToken('agent-public-author');
+    const instructions = 'agent-public-author: buy 1,000 USD of BTC when flat, with a stop 0.05 % below.';
+    const strategy = (await h.call('POST', '/agentic-trading/strategies', alice, { name: 'public agent', visibility: 'public', version: agentVersion('openai', instructions) })).body.data;
+    const aliceAccount = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', alice, { name: 'a' })).body.data;
+    await h.call('PUT', `/agentic-trading/accounts/${aliceAccount.id}/providers`, alice, { provider: 'openai', apiKey: KEYS.openai });
+    const runtime = (await h.call('POST', '/agentic-trading/runtimes', alice, runtimeBody(strategy.latestVersion.id, aliceAccount.id))).body.data;
+    await h.settle();
+    const ticks = [await h.nextMinute(), await h.nextMinute()];
+    await pause(alice, runtime.id);
+
+    const bob = await h.app.identityToken('agent-public-reader');
+    const bobAccount = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', bob, { name: 'b' })).body.data;
+    const window = { from: ticks[0], to: ticks[1], fundLimitUsd: 10_000, maxLeverage: 2, maxDrawdownPercent: 20, maxModelCalls: 10 };
+    // Without a key of his own he gets no decision (refused), not Alice's kept ones.
+    const keyless = (await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, bob, { ...window, accountId: bobAccount.id })).body.data;
+    expect(keyless.executions.map((e: any) => e.decision.outcome)).toEqual(['refused', 'refused']);
+    await h.call('PUT', `/agentic-trading/accounts/${bobAccount.id}/providers`, bob, { provider: 'openai', apiKey: KEYS.openai });
+    const own = (await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, bob, { ...window, accountId: bobAccount.id })).body.data;
+    expect(own.modelCalls).toBeGreaterThan(0);
+    expect(own.executions.every((e: any) => e.decision.cached === false)).toBe(true);
+    // Alice's own backtest of the window reuses hers.
+    const hers = (await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, alice, { ...window, accountId: aliceAccount.id })).body.data;
+    expect(hers.modelCalls).toBe(0);
+    // Nor may Bob pay with Alice's account.
+    expect((await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, bob, { ...window, accountId: aliceAccount.id })).status).toBe(404);
+  });
 });

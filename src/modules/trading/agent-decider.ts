@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
+import { isSafeJson, isSafeString } from '../../platform/json-guard.js';
 import { loadMasterKey } from '../../platform/master-key.js';
 import { maskKey, type ModelProvider } from '../../platform/model-providers.js';
 import { KeySealer } from '../../platform/sealing.js';
@@ -75,7 +76,7 @@ export class AgentDeciders {
         return modelCalls;
       },
       decide: async ({ versionHash, inputsDigest, definition, prompt }) => {
-        const cached = await this.cached(versionHash, inputsDigest);
+        const cached = await this.cached(accountId, versionHash, inputsDigest);
         if (cached) return cached;
         const { provider, model } = definition.model;
         const base = { kind: 'llm_agent' as const, model: { provider, model, answeredBy: null }, promptDigest: prompt.digest, answer: null, decision: null, usage: null, cached: false };
@@ -91,34 +92,44 @@ export class AgentDeciders {
           if (error instanceof ModelFailed) return { ...base, outcome: 'refused', error: error.message };
           throw error;
         }
-        const checked = answer.input === null ? null : agentDecision.safeParse(answer.input);
+        // Kept as written when it is storable JSON; text cut by code points (never half a character).
+        const storable = isSafeJson(answer.input);
+        const checked = answer.input === null || !storable ? null : agentDecision.safeParse(answer.input);
+        const said = Array.from(answer.text.replace(/\u0000/g, '')).slice(0, 300).join('');
         const record: AgentRecord = {
           ...base,
-          model: { provider, model, answeredBy: answer.model },
-          answer: answer.input,
+          model: { provider, model, answeredBy: isSafeString(answer.model) ? answer.model.slice(0, 200) : null },
+          answer: storable ? answer.input : null,
           usage: answer.usage,
           ...(checked?.success
             ? { outcome: 'ok', decision: checked.data, error: null }
-            : { outcome: 'invalid', error: checked ? `the answer does not fit ${decisionTool.name}: ${checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` : `the model answered without calling ${decisionTool.name}: ${answer.text.slice(0, 300)}` }),
+            : {
+                outcome: 'invalid',
+                error: checked
+                  ? `the answer does not fit ${decisionTool.name}: ${checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`
+                  : !storable
+                    ? `the answer is not storable JSON (too deep, or holding NUL characters)`
+                    : `the model answered without calling ${decisionTool.name}: ${said}`,
+              }),
         };
-        return this.keep(versionHash, inputsDigest, record);
+        return this.keep(accountId, versionHash, inputsDigest, record);
       },
     };
   }
 
-  private async cached(versionHash: string, inputsDigest: string): Promise<AgentRecord | null> {
+  private async cached(accountId: string, versionHash: string, inputsDigest: string): Promise<AgentRecord | null> {
     const [row] = await this.db
       .select({ record: tradingDecisions.record })
       .from(tradingDecisions)
-      .where(and(eq(tradingDecisions.versionHash, versionHash), eq(tradingDecisions.inputsDigest, inputsDigest)));
+      .where(and(eq(tradingDecisions.accountId, accountId), eq(tradingDecisions.versionHash, versionHash), eq(tradingDecisions.inputsDigest, inputsDigest)));
     return row ? { ...(row.record as AgentRecord), cached: true } : null;
   }
 
   /** The first answer for the inputs wins: a racer's kept answer is the one this call answers too. */
-  private async keep(versionHash: string, inputsDigest: string, record: AgentRecord): Promise<AgentRecord> {
-    const inserted = await this.db.insert(tradingDecisions).values({ versionHash, inputsDigest, record, createdAt: this.clock.now() }).onConflictDoNothing().returning({ versionHash: tradingDecisions.versionHash });
+  private async keep(accountId: string, versionHash: string, inputsDigest: string, record: AgentRecord): Promise<AgentRecord> {
+    const inserted = await this.db.insert(tradingDecisions).values({ accountId, versionHash, inputsDigest, record, createdAt: this.clock.now() }).onConflictDoNothing().returning({ versionHash: tradingDecisions.versionHash });
     if (inserted.length === 1) return record;
-    return (await this.cached(versionHash, inputsDigest)) ?? record;
+    return (await this.cached(accountId, versionHash, inputsDigest)) ?? record;
   }
 
   private async key(accountId: string, provider: ModelProvider): Promise<string | null> {

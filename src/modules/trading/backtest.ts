@@ -35,7 +35,7 @@ export class Backtester {
     private readonly clock: Clock,
   ) {}
 
-  async run(userId: string, strategyId: string, input: z.infer<typeof backtestBody>): Promise<z.infer<typeof backtestResult>> {
+  async run(userId: string, strategyId: string, input: z.infer<typeof backtestBody>, signal?: AbortSignal): Promise<z.infer<typeof backtestResult>> {
     const strategy = await this.catalog.visibleStrategy(userId, strategyId);
     const versions = await this.catalog.store.versions([strategy.id]);
     const version = input.versionId ? versions.find((v) => v.id === input.versionId) : versions.find((v) => v.number === strategy.latestVersion);
@@ -58,6 +58,7 @@ export class Backtester {
     const closes: number[] = [];
     for (const [i, at] of ticks.entries()) {
       if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve)); // let the api's other requests run
+      signal?.throwIfAborted();
       let outcome;
       try {
         outcome = await evaluateTick({ version: { id: version.id, contentHash: version.contentHash, kind, definition }, limits, book, killSwitch: 'off', at }, parts);
@@ -105,11 +106,21 @@ export class Backtester {
   private async checkCoverage(feed: MarketDataProvider, definition: { universe: string[]; candleInterval: string }, slow: number, ticks: Date[]): Promise<void> {
     if (!feed.gap || ticks.length === 0) return;
     const interval = CANDLE_INTERVALS[definition.candleInterval]!;
-    const from = new Date((lastClosedStart(ticks[0]!, interval) - (slow - 1) * interval) * 60_000);
-    const to = new Date(lastClosedStart(ticks.at(-1)!, interval) * 60_000);
+    // The candles the ticks read (each tick its last `slow` closed ones), as merged runs: a sparse cron over a
+    // fine interval reads a small part of the window, and only that part must be there.
+    const ranges: Array<{ from: number; to: number }> = [];
+    for (const tick of ticks) {
+      const to = lastClosedStart(tick, interval);
+      const from = to - (slow - 1) * interval;
+      const last = ranges.at(-1);
+      if (last && from <= last.to + interval) last.to = Math.max(last.to, to);
+      else ranges.push({ from, to });
+    }
+    const asDates = ranges.map((r) => ({ from: new Date(r.from * 60_000), to: new Date(r.to * 60_000) }));
+    const [needFrom, needTo] = [asDates[0]!.from.toISOString(), asDates.at(-1)!.to.toISOString()];
     for (const symbol of definition.universe) {
-      const gap = await feed.gap(symbol, interval, from, to);
-      if (gap) throw tradingErrors.marketDataGap({ source: feed.name, symbol, interval: definition.candleInterval, needFrom: from.toISOString(), needTo: to.toISOString(), firstMissing: gap.first.toISOString(), missing: gap.missing });
+      const gap = await feed.gap(symbol, interval, asDates);
+      if (gap) throw tradingErrors.marketDataGap({ source: feed.name, symbol, interval: definition.candleInterval, needFrom, needTo, firstMissing: gap.first.toISOString(), missing: gap.missing });
     }
   }
 

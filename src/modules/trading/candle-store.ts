@@ -68,13 +68,15 @@ export class CandleStore {
     return rows.length === 1;
   }
 
-  /** The first candle start in [from, to] (stepping by the interval) with no candle stored, and how many are missing. */
-  async gap(symbol: string, interval: string, from: Date, to: Date): Promise<{ first: Date; missing: number } | null> {
+  /** The first candle start within the ranges (each [from, to], stepping by the interval) with no candle stored, and how many are missing. */
+  async gap(symbol: string, interval: string, ranges: ReadonlyArray<{ from: Date; to: Date }>): Promise<{ first: Date; missing: number } | null> {
+    if (ranges.length === 0) return null;
     const step = `${IMPORT_INTERVALS[interval]!} minutes`;
     const rows = await rowsOf<{ first: Timestamp; missing: number | string }>(
       this.db,
       sql`select min(g) as first, count(*) as missing
-            from generate_series(${from.toISOString()}::timestamptz, ${to.toISOString()}::timestamptz, ${step}::interval) g
+            from unnest(${sql.param(ranges.map((r) => r.from.toISOString()))}::timestamptz[], ${sql.param(ranges.map((r) => r.to.toISOString()))}::timestamptz[]) as r(f, t),
+                 generate_series(r.f, r.t, ${step}::interval) g
            where not exists (select 1 from trading_candles c where c.symbol = ${symbol} and c.interval = ${interval} and c.start = g)
           having count(*) > 0`,
     );

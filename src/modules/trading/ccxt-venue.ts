@@ -58,6 +58,8 @@ export class CcxtVenue implements Venue {
       const amount = Number(exchange.amountToPrecision(symbol, order.size));
       placed = await exchange.createOrder(symbol, 'market', order.side, amount, undefined, { clientOrderId: order.clientOrderId });
     } catch (error) {
+      // A client order id the exchange already holds: that order is ours, and the next try looks it up.
+      if (error instanceof errors.DuplicateOrderId || error instanceof errors.OrderNotFound) throw error;
       // The exchange refused the order (funds, size, symbol, rules): definitive, nothing was filled.
       if (error instanceof errors.InvalidOrder || error instanceof errors.InsufficientFunds || error instanceof errors.BadSymbol || error instanceof errors.PermissionDenied) {
         throw new OrderRejected(error.message);
@@ -79,14 +81,24 @@ export class CcxtVenue implements Venue {
     return this.fillOf(symbol, found.side ?? 'buy', found);
   }
 
-  /** A filled order's fill; anything not filled yet throws (the tick is retried, and asks by client id first). */
+  /**
+   * What the order filled. Closed: its fill. Canceled, expired or rejected: what filled before that (a partial
+   * fill), or a rejection when nothing did. Still open: throws, and the tick is retried (asking by client id).
+   */
   private fillOf(symbol: string, side: 'buy' | 'sell', order: CcxtOrder): Fill {
-    const size = order.filled ?? 0;
-    const price = order.average ?? (order.cost && size ? order.cost / size : order.price);
-    if (order.status !== 'closed' || !size || !price) throw new Error(`the ${this.name} order is ${order.status ?? 'in an unknown state'}, not filled yet`);
-    // Fees in the quote currency as the exchange reports them; a lookup by client id may carry none.
-    const feeUsd = [order.fee, ...(order.fees ?? [])].filter((fee, i, all) => fee && all.indexOf(fee) === i && fee.currency && !symbol.startsWith(`${fee.currency}-`)).reduce((sum, fee) => sum + (fee!.cost ?? 0), 0);
-    return { symbol, side: order.side ?? side, size, price, feeUsd };
+    const filled = order.filled ?? 0;
+    const price = order.average ?? (order.cost && filled ? order.cost / filled : order.price);
+    const ended = order.status === 'canceled' || order.status === 'expired' || order.status === 'rejected';
+    if (ended && !filled) throw new OrderRejected(`the ${this.name} order ended ${order.status} with nothing filled`);
+    if ((order.status !== 'closed' && !ended) || !filled || !price) throw new Error(`the ${this.name} order is ${order.status ?? 'in an unknown state'}, not filled yet`);
+    // Fees as the exchange reports them (a lookup by client id may carry none): in the quote currency they are
+    // the fill's fee; in the base currency they came out of the amount bought, so the book holds the rest.
+    // Fees in a third currency (an exchange token) are not USD and are left out.
+    const [base, quote] = this.symbolOf(symbol).split('/') as [string, string];
+    const fees = [order.fee, ...(order.fees ?? [])].filter((fee, i, all): fee is { cost?: number; currency?: string } => Boolean(fee) && all.indexOf(fee) === i);
+    const paidIn = (currency: string) => fees.filter((fee) => fee.currency === currency).reduce((sum, fee) => sum + (fee.cost ?? 0), 0);
+    const size = (order.side ?? side) === 'buy' ? filled - paidIn(base) : filled;
+    return { symbol, side: order.side ?? side, size, price, feeUsd: paidIn(quote) };
   }
 
   private symbolOf(symbol: string): string {
@@ -113,6 +125,7 @@ export class CcxtVenue implements Venue {
 
 type ErrorClass = new (...args: never[]) => Error;
 interface CcxtErrors {
+  DuplicateOrderId: ErrorClass;
   InvalidOrder: ErrorClass;
   InsufficientFunds: ErrorClass;
   BadSymbol: ErrorClass;

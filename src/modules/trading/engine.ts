@@ -279,6 +279,8 @@ async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> 
   if ('invalid' in asked) return hold({ outcome: 'invalid', error: asked.invalid });
   const { order } = asked;
   const price = prices[order.symbol]!;
+  // Smaller than a lot (6 decimals) or than MIN_ORDER_USD: not worth an order, as for every strategy kind.
+  if (floor6(order.size) <= 0 || order.size * price < MIN_ORDER_USD) return hold({ unfilled: 'below_minimum' });
   // A limit order is immediate-or-cancel at the tick's price: one that would not fill now is not placed.
   if (order.type === 'limit' && (order.side === 'buy' ? order.limitPrice! < price : order.limitPrice! > price)) return hold({ unfilled: 'limit_not_marketable' });
   const delta = order.side === 'buy' ? order.size : -order.size;

@@ -42,8 +42,8 @@ export class ImportedFeed implements MarketDataProvider {
     return close;
   }
 
-  gap(symbol: string, intervalMinutes: number, from: Date, to: Date) {
-    return this.store.gap(symbol, this.interval(intervalMinutes), from, to);
+  gap(symbol: string, intervalMinutes: number, ranges: ReadonlyArray<{ from: Date; to: Date }>) {
+    return this.store.gap(symbol, this.interval(intervalMinutes), ranges);
   }
 
   private interval(minutes: number): string {

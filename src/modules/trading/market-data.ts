@@ -17,10 +17,11 @@ export interface MarketDataProvider {
   /** The price a market order would meet at `at`. */
   price(symbol: string, at: Date): Promise<number>;
   /**
-   * A feed with holes (imported data): the first candle start in [from, to] it lacks at the interval, and
-   * how many are missing; null when it has them all. A feed without it has every candle.
+   * A feed with holes (imported data): the first candle start within `ranges` (each [from, to], starts
+   * inclusive) it lacks at the interval, and how many are missing; null when it has them all. A feed
+   * without it has every candle.
    */
-  gap?(symbol: string, intervalMinutes: number, from: Date, to: Date): Promise<{ first: Date; missing: number } | null>;
+  gap?(symbol: string, intervalMinutes: number, ranges: ReadonlyArray<{ from: Date; to: Date }>): Promise<{ first: Date; missing: number } | null>;
 }
 
 /** The feed lacks candles a tick or a backtest needs (a gap in imported data). */

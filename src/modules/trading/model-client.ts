@@ -81,8 +81,8 @@ export async function askStructured(call: ModelCall, system: string, user: strin
     throw new ModelFailed(`${call.provider} could not be reached: ${(error as Error).message}`, null);
   }
   if (!response.ok) {
-    const detail = raw?.error?.message ?? raw?.message ?? '';
-    throw new ModelFailed(`${call.provider} answered ${response.status}${detail ? `: ${String(detail).slice(0, 300)}` : ''}`, response.status);
+    const detail = Array.from(String(raw?.error?.message ?? raw?.message ?? '').replace(/\u0000/g, '')).slice(0, 300).join('');
+    throw new ModelFailed(`${call.provider} answered ${response.status}${detail ? `: ${detail}` : ''}`, response.status);
   }
   return anthropic ? fromAnthropic(raw, tool.name, call.model) : fromOpenAi(raw, tool.name, call.model);
 }

@@ -187,7 +187,12 @@ function registerRoutes(
         response: { 200: envelopeSchema(backtestResult), ...errors(400, 401, 404, 422) },
       },
     },
-    async (request) => envelope(await backtester.run(userOf(request), request.params.strategyId, request.body)),
+    async (request, reply) => {
+      // A replay (an llm_agent's model calls above all) stops when its client goes away.
+      const gone = new AbortController();
+      reply.raw.once('close', () => reply.raw.writableFinished || gone.abort());
+      return envelope(await backtester.run(userOf(request), request.params.strategyId, request.body, gone.signal));
+    },
   );
 
   app.get(

@@ -263,9 +263,17 @@ export class RuntimeStore {
     return rows.length === 1;
   }
 
-  /** The placer's call failed without an answer: the next caller may try (asking the venue first). */
-  async releasePlacement(executionId: string): Promise<void> {
-    await this.db.update(tradingExecutions).set({ placingUntil: null }).where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing')));
+  /**
+   * Renews the placement this caller holds (`held`: the placing_until it took or committed) to `until`; false
+   * when another caller took it since (the lease lapsed), and then this one must not place.
+   */
+  async renewPlacement(executionId: string, held: Date, until: Date): Promise<boolean> {
+    const rows = await this.db
+      .update(tradingExecutions)
+      .set({ placingUntil: until })
+      .where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing'), eq(tradingExecutions.placingUntil, held)))
+      .returning({ id: tradingExecutions.id });
+    return rows.length === 1;
   }
 
   /**

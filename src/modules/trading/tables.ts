@@ -90,20 +90,24 @@ export const tradingProviderKeys = pgTable(
 );
 
 /**
- * An llm_agent's decisions by what it was asked: the version's hash and the tick's inputs digest. The first
- * answer for a pair is kept and every later tick or backtest with the same inputs reuses it, so paper and
- * backtest agree decision for decision and a repeated backtest calls no model.
+ * An llm_agent's decisions by what it was asked (the version's hash and the tick's inputs digest) and by
+ * the account whose key paid for them. The first answer is kept and every later tick or backtest of that
+ * account with the same inputs reuses it, so paper and backtest agree decision for decision and a repeated
+ * backtest calls no model; another account (another user running the same public version) asks its own.
  */
 export const tradingDecisions = pgTable(
   'trading_decisions',
   {
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => tradingAccounts.id),
     versionHash: text('version_hash').notNull(),
     inputsDigest: text('inputs_digest').notNull(),
     /** The model, prompt digest, answer, its validation and token usage (docs/trading.md#llm-agents). */
     record: guardedJsonb('record').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.versionHash, t.inputsDigest] })],
+  (t) => [primaryKey({ columns: [t.accountId, t.versionHash, t.inputsDigest] })],
 );
 
 export const RUNTIME_STATUSES = ['provisioning', 'active', 'paused', 'stopped', 'needs_review', 'failed'] as const;

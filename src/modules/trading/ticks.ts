@@ -112,7 +112,8 @@ export class TickRunner {
     const now = this.ctx.clock.now();
     const commits: { tick: T; state: TickState; commit: TickCommit }[] = [];
     // fresh: claimed by this round's commit, so certainly never sent; the others may be out at the venue.
-    const orders: { tick: T; state: TickState; placing: PlacingExecution; fresh: boolean }[] = [];
+    // lease: the placing_until this caller holds the placement by (fresh: from the commit; else taken below).
+    const orders: { tick: T; state: TickState; placing: PlacingExecution; fresh: boolean; lease?: Date }[] = [];
     const toRun: { tick: T; state: TickState }[] = [];
     for (const tick of round) {
       const state = states.find((s) => s.id === tick.runtimeId && s.scheduledAt.getTime() === tick.scheduledAt.getTime());
@@ -135,6 +136,9 @@ export class TickRunner {
       }),
     );
     for (const entry of decided) if (entry) commits.push(entry);
+    // A claim's placement lease starts as it commits, not when the round began (its ticks may have waited on models).
+    const leaseEnd = new Date(this.ctx.clock.now().getTime() + PLACEMENT_LEASE_MS);
+    for (const { commit } of commits) if (commit.execution.status === 'placing') commit.execution.placingUntil = leaseEnd;
     let committed: ExecutionRow[];
     try {
       committed = await this.runtimes.commitTicks(commits.map((c) => c.commit));
@@ -147,26 +151,32 @@ export class TickRunner {
       const execution = committed.find((e) => e.runtimeId === tick.runtimeId);
       if (!execution) lost.push(tick);
       // Claimed for a live venue: placed below, over the book version the claim moved to.
-      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution, fresh: true });
+      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution, fresh: true, lease: leaseEnd });
       else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status ?? state.status }, movedToReview: commit.status === 'needs_review' };
     }
     await Promise.all(
-      orders.map(async ({ tick, state, placing, fresh }) => {
+      orders.map(async ({ tick, state, placing, fresh, lease }) => {
         const own = placing.triggerType === trigger && placing.scheduledAt.getTime() === tick.scheduledAt.getTime();
-        // One caller at a time places an order: the tick that claimed it, else whoever takes the placement.
-        if (!fresh && !(await this.runtimes.takePlacement(placing.id, now, new Date(now.getTime() + PLACEMENT_LEASE_MS)))) {
+        // One caller at a time places an order: the tick that claimed it, else whoever takes the lapsed placement.
+        const at = this.ctx.clock.now();
+        const held = lease ?? new Date(at.getTime() + PLACEMENT_LEASE_MS);
+        if (!lease && !(await this.runtimes.takePlacement(placing.id, at, held))) {
           results[tick.index] = { ran: false, reason: 'placing' };
           return;
         }
         try {
-          const execution = await this.place(state, placing, own ? tick.attempt : 0, fresh);
+          const execution = await this.place(state, placing, own ? tick.attempt : 0, fresh, held);
+          if (execution === 'lease_lost') {
+            results[tick.index] = { ran: false, reason: 'placing' };
+            return;
+          }
           // A rejection moved the runtime to review: its schedule follows (the caller, else the reconciler's loop).
           const rejected = execution?.status === 'rejected';
           if (own && execution) results[tick.index] = { ran: true, execution, runtime: rejected ? { ...state, status: 'needs_review' } : state, movedToReview: rejected };
           else lost.push(tick); // another tick's order came first, or another worker recorded this fill: read again
         } catch (error) {
-          // No answer: the order may be out. The next caller may try at once; it asks the venue first.
-          await this.runtimes.releasePlacement(placing.id).catch(() => {});
+          // No answer: the order may be out, or may still arrive at the venue. The lease is kept until it lapses,
+          // so the next caller asks the venue (findOrder) only once a late arrival would have shown.
           if (!own) await this.failed(placing.triggerType as TickTrigger, { runtimeId: tick.runtimeId, scheduledAt: placing.scheduledAt, attempt: 0 }, error);
           results[tick.index] = await this.failed(trigger, tick, error);
         }
@@ -180,10 +190,12 @@ export class TickRunner {
    * fill, or its rejection (the runtime goes to review); null when another worker committed it first. A
    * claim that is not `fresh` may be out already: the venue is asked for it before it is placed again.
    */
-  private async place(state: TickState, placing: PlacingExecution, attempt: number, fresh: boolean): Promise<ExecutionRow | null> {
+  private async place(state: TickState, placing: PlacingExecution, attempt: number, fresh: boolean, lease: Date): Promise<ExecutionRow | null | 'lease_lost'> {
     const { venue } = this.parts;
     const order = placing.order as OrderSummary;
     const at = this.ctx.clock.now();
+    // Still ours, and a full lease ahead of the venue call: renewed by the value this caller holds it by.
+    if (!(await this.runtimes.renewPlacement(placing.id, lease, new Date(at.getTime() + PLACEMENT_LEASE_MS)))) return 'lease_lost';
     let fill: Fill;
     try {
       const known = fresh ? null : await venue.findOrder({ clientOrderId: placing.id, symbol: order.symbol });
@@ -275,8 +287,8 @@ export class TickRunner {
         order: outcome.order,
         error: null,
         completedAt: outcome.order?.status === 'placing' ? null : now,
-        // The claiming tick holds the order's placement from its commit (takePlacement).
-        placingUntil: outcome.order?.status === 'placing' ? new Date(now.getTime() + PLACEMENT_LEASE_MS) : null,
+        // Set as the claim commits (runRound): the claiming tick holds the placement from then.
+        placingUntil: null,
       },
     };
   }

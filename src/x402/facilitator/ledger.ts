@@ -114,9 +114,11 @@ export class SettlementLedger {
   /** A turn's claims in one INSERT: each gets its row back, or null where the key or the payment id was taken. */
   async #insertClaims(rows: NewSettlement[]): Promise<Array<SettlementRow | null>> {
     const now = this.clock.now();
+    // In key order, so two nodes' batches lock shared keys in the same order (no deadlock between them).
+    const ordered = [...rows].sort((a, b) => (keyString(a) < keyString(b) ? -1 : 1));
     const inserted = await this.db
       .insert(x402Settlements)
-      .values(rows.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
+      .values(ordered.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
       .onConflictDoNothing()
       .returning();
     const byToken = new Map(inserted.map((row) => [row.claimToken, row]));
