@@ -13,7 +13,7 @@ let model: ModelStandIn;
 
 beforeAll(async () => {
   model = await startModelStandIn(KEYS);
-  h = await openTradingHarness({}, ['api'], { ...model.env(), TRADING_MODEL_TIMEOUT_MS: '400' });
+  h = await openTradingHarness({}, ['api'], { ...model.env(), TRADING_MODEL_TIMEOUT_MS: '3000' });
 });
 afterAll(async () => {
   await h?.close();
@@ -102,7 +102,7 @@ describe('llm_agent runtimes', () => {
       [() => (model.reply = () => ({ input: { orders: [{ symbol: 'ETH-USD', side: 'buy', size: 1, type: 'market' }], rationale: 'elsewhere' } })), 'invalid', /ETH-USD is not in the universe/],
       [() => (model.reply = () => ({ text: "I can't help with trading." })), 'invalid', /without calling submit_decision: I can't help/],
       [() => (model.reply = () => ({ status: 500 })), 'refused', /openai answered 500/],
-      [() => ((model.reply = buyWhenFlat), (model.delayMs = 1_000)), 'late', /did not answer within 400 ms/],
+      [() => ((model.reply = buyWhenFlat), (model.delayMs = 5_000)), 'late', /did not answer within 3000 ms/],
     ];
     for (const [arrange, outcome, error] of cases) {
       arrange();
