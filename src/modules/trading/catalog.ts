@@ -5,7 +5,7 @@ import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
 import { SignalParamsError, signalParams } from './quant-signal.js';
 import type { StrategyVersionInput } from './schemas.js';
-import { CatalogStore, type AccountRow, type NewVersion, type Page, type StrategyRow, type VersionRow } from './store.js';
+import { CatalogStore, type AccountRow, type NewVersion, type Page, type StrategyRow } from './store.js';
 import type { KillSwitchMode, Visibility } from './tables.js';
 import { accountView, strategyView } from './views.js';
 

@@ -4,7 +4,7 @@ import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
 import type { AccountRisk } from './engine.js';
 import type { Page } from './store.js';
-import { tradingAccounts, tradingExecutions, tradingRuntimes, type KillSwitchMode, type RuntimeStatus } from './tables.js';
+import { tradingExecutions, tradingRuntimes, type KillSwitchMode, type RuntimeStatus } from './tables.js';
 
 export type RuntimeRow = typeof tradingRuntimes.$inferSelect;
 export type ExecutionRow = typeof tradingExecutions.$inferSelect;
