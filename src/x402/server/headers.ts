@@ -38,7 +38,17 @@ export function readPaymentHeader(headers: HeaderBag): PaymentPayload | null {
 }
 
 export const encodeChallengeHeader = (paymentRequired: PaymentRequired) => encodePaymentRequiredHeader(paymentRequired);
-export const encodeSettlementHeader = (settlement: SettleResponse) => encodePaymentResponseHeader(settlement);
+/**
+ * PAYMENT-RESPONSE for a settlement, its keys in one order: the same settlement read back from jsonb (which
+ * reorders keys) and held in memory encode to the same header, so every copy of a payment gets the same bytes.
+ */
+export const encodeSettlementHeader = (settlement: SettleResponse) => encodePaymentResponseHeader(sortedKeys(settlement) as SettleResponse);
+
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, sortedKeys(v)]));
+  return value;
+}
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
