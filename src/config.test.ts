@@ -18,6 +18,14 @@ describe('config', () => {
     expect(config.payAndCall.maxBodyBytes).toBe(1024 * 1024);
   });
 
+  it("reads the paper venue's fees and per-symbol rules, and names a malformed rule", () => {
+    expect(loadConfig({}).trading.paper).toEqual({ makerFeeBps: 2, takerFeeBps: 10, slippageBps: 5, markets: {} });
+    const paper = loadConfig({ TRADING_PAPER_TAKER_FEE_BPS: '7.5', TRADING_PAPER_MARKETS: 'BTC-USD=0.00001/0.01/5,ETH-USD=0.0001/0.1/10' }).trading.paper;
+    expect(paper).toMatchObject({ takerFeeBps: 7.5, markets: { 'BTC-USD': { lotSize: '0.00001', tickSize: '0.01', minNotionalUsd: '5' }, 'ETH-USD': { lotSize: '0.0001', tickSize: '0.1', minNotionalUsd: '10' } } });
+    for (const bad of ['BTC-USD=0.00001/0.01', 'BTC-USD=0/0.01/5', 'BTC-USD=1e-5/0.01/5']) expect(() => loadConfig({ TRADING_PAPER_MARKETS: bad }), bad).toThrow(/TRADING_PAPER_MARKETS/);
+    expect(() => loadConfig({ TRADING_PAPER_MAKER_FEE_BPS: '-1' })).toThrow(/TRADING_PAPER_MAKER_FEE_BPS/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ API_PORT: '' }).ports.api).toBe(8402);
   });

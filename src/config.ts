@@ -9,6 +9,8 @@ const optionalString = z.string().min(1).optional();
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 /** A price in US dollars of USDG (6 decimals at most); 0 or unset: free. */
 const usdPrice = z.string().regex(/^\d{1,9}(\.\d{1,6})?$/, 'must be a dollar amount such as 0.01 (at most 6 decimals)').optional();
+const basisPoints = (fallback: number) => z.coerce.number().min(0).max(10_000).default(fallback);
+const decimalText = '\\d{1,12}(\\.\\d{1,18})?';
 const hexKey = z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex').optional();
 
 const envSchema = z.object({
@@ -88,6 +90,14 @@ const envSchema = z.object({
     .regex(/^([A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)(,[A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)*$/, 'must be SYMBOL=BASE/QUOTE pairs separated by commas, e.g. BTC-USD=BTC/USDT')
     .optional(),
   TRADING_VENUE_TIMEOUT_MS: positiveInt(15_000),
+  TRADING_PAPER_MAKER_FEE_BPS: basisPoints(2),
+  TRADING_PAPER_TAKER_FEE_BPS: basisPoints(10),
+  TRADING_PAPER_SLIPPAGE_BPS: basisPoints(5),
+  TRADING_PAPER_MARKETS: z
+    .string()
+    .regex(new RegExp(`^[A-Z0-9]+(-[A-Z]+)?=${decimalText}/${decimalText}/${decimalText}(,[A-Z0-9]+(-[A-Z]+)?=${decimalText}/${decimalText}/${decimalText})*$`), 'must be SYMBOL=lot/tick/minNotional triples separated by commas, e.g. BTC-USD=0.00001/0.01/5')
+    .refine((spec) => spec.split(',').every((pair) => pair.split('=')[1]!.split('/').slice(0, 2).every((step) => Number(step) > 0)), 'lot and tick sizes must be above zero')
+    .optional(),
   CREDITS_SWEEP_INTERVAL_MS: positiveInt(15_000),
   AGENT_RUNTIME_PROVIDER: z.enum(['local', 'fly']).default('local'),
   FLY_API_URL: z.url().default('https://api.machines.dev'),
@@ -277,6 +287,8 @@ export interface Config {
     venue:
       | { kind: 'paper' }
       | { kind: 'ccxt'; exchange: string; apiKey: string; secret: string; sandbox: boolean; apiUrl: string | null; symbols: Record<string, string>; timeoutMs: number };
+    /** How the paper venue (and every backtest) fills: fees and slippage in basis points, and rules by symbol (decimal text). */
+    paper: { makerFeeBps: number; takerFeeBps: number; slippageBps: number; markets: Record<string, { lotSize: string; tickSize: string; minNotionalUsd: string }> };
   };
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
@@ -428,6 +440,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
               timeoutMs: e.TRADING_VENUE_TIMEOUT_MS,
             }
           : { kind: 'paper' },
+      paper: {
+        makerFeeBps: e.TRADING_PAPER_MAKER_FEE_BPS,
+        takerFeeBps: e.TRADING_PAPER_TAKER_FEE_BPS,
+        slippageBps: e.TRADING_PAPER_SLIPPAGE_BPS,
+        markets: Object.fromEntries(
+          (e.TRADING_PAPER_MARKETS ?? '').split(',').filter(Boolean).map((pair) => {
+            const [symbol, rules] = pair.split('=') as [string, string];
+            const [lotSize, tickSize, minNotionalUsd] = rules.split('/') as [string, string, string];
+            return [symbol, { lotSize, tickSize, minNotionalUsd }];
+          }),
+        ),
+      },
     },
     credits: { payTo: e.CREDITS_PAY_TO ?? null, reconcileAfterSeconds: e.CREDITS_RECONCILE_AFTER_SECONDS, sweepIntervalMs: e.CREDITS_SWEEP_INTERVAL_MS },
     walletKeys:

@@ -1,6 +1,8 @@
 // A stand-in of Binance's spot REST API, the subset a venue adapter needs, over real HTTP with Binance's own
 // request signing (HMAC-SHA256 of the parameters with the secret, the key in X-MBX-APIKEY) and error shapes:
-// exchangeInfo, placing a market order (POST /api/v3/order), an order by client order id (GET
+// exchangeInfo (BTCUSDT's lot, tick and minimum notional filters), placing a market order or an
+// immediate-or-cancel limit order (POST /api/v3/order: it fills at the price if that is within its limit, else
+// expires with nothing filled), an order by client order id (GET
 // /api/v3/order?origClientOrderId=) and balances (GET /api/v3/account). As at Binance, a client order id is
 // unique only among open orders: a market order fills at once, so the same id placed again is a new order.
 // Knobs: the price, the balances, `loseNextAnswer` (places the order, then drops the connection),
@@ -21,6 +23,9 @@ export interface StandInOrder {
   commission: string;
   commissionAsset: string;
   status: 'FILLED' | 'EXPIRED';
+  type: 'MARKET' | 'LIMIT';
+  /** A limit order's price ('0.00000000' for a market order, as Binance writes it). */
+  limitPrice: string;
   time: number;
 }
 
@@ -72,14 +77,17 @@ export async function startBinanceStandIn(apiKey: string, secret: string): Promi
     }
     if (request.method === 'POST' && url.pathname === '/api/v3/order') {
       const [symbol, side, type, quantity, clientOrderId] = [params.get('symbol'), params.get('side'), params.get('type'), params.get('quantity'), params.get('newClientOrderId')];
-      if (symbol !== 'BTCUSDT' || type !== 'MARKET' || (side !== 'BUY' && side !== 'SELL') || !quantity || !clientOrderId) return error(400, -1102, 'Mandatory parameter was not sent, was empty/null, or malformed.');
+      if (symbol !== 'BTCUSDT' || (type !== 'MARKET' && type !== 'LIMIT') || (side !== 'BUY' && side !== 'SELL') || !quantity || !clientOrderId) return error(400, -1102, 'Mandatory parameter was not sent, was empty/null, or malformed.');
+      const limit = type === 'LIMIT' ? Number(params.get('price')) : null;
+      if (type === 'LIMIT' && (params.get('timeInForce') !== 'IOC' || !limit)) return error(400, -1102, "Mandatory parameter 'timeInForce' or 'price' was not sent, was empty/null, or malformed.");
       const qty = Number(quantity);
       const cost = qty * state.price;
       if (state.rejectNext || (side === 'BUY' ? cost > state.balances.USDT! : qty > state.balances.BTC!)) {
         state.rejectNext = false;
         return error(400, -2010, 'Account has insufficient balance for requested action.');
       }
-      const expired = state.expireNext;
+      const outsideLimit = limit !== null && (side === 'BUY' ? state.price > limit : state.price < limit);
+      const expired = state.expireNext || outsideLimit;
       state.expireNext = false;
       const inBase = state.commissionAsset === 'BTC' && side === 'BUY';
       const commission = inBase ? qty * COMMISSION_RATE : cost * COMMISSION_RATE;
@@ -97,6 +105,8 @@ export async function startBinanceStandIn(apiKey: string, secret: string): Promi
         commission: expired ? '0' : commission.toFixed(8),
         commissionAsset: inBase ? 'BTC' : 'USDT',
         status: expired ? 'EXPIRED' : 'FILLED',
+        type,
+        limitPrice: (limit ?? 0).toFixed(8),
         time: Date.now(),
       };
       state.orders.push(order);
@@ -123,13 +133,13 @@ function orderJson(order: StandInOrder) {
     orderId: order.orderId,
     orderListId: -1,
     clientOrderId: order.clientOrderId,
-    price: '0.00000000',
+    price: order.limitPrice,
     origQty: order.qty,
     executedQty: executed,
     cummulativeQuoteQty: quote,
     status: order.status,
-    timeInForce: 'GTC',
-    type: 'MARKET',
+    timeInForce: order.type === 'LIMIT' ? 'IOC' : 'GTC',
+    type: order.type,
     side: order.side,
     selfTradePreventionMode: 'NONE',
   };

@@ -6,6 +6,9 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
+import { CcxtVenue } from '../../src/modules/trading/ccxt-venue.js';
+import { dec, text } from '../../src/modules/trading/money.js';
+import { OrderUnfilled } from '../../src/modules/trading/venue.js';
 import { startBinanceStandIn, type BinanceStandIn } from './binance-stand-in.js';
 
 const API_KEY = 'bench-binance-key';
@@ -44,8 +47,12 @@ describe('the ccxt venue (Binance stand-in)', () => {
     const [order] = ordersFor(execution!.id);
     expect(order).toBeDefined();
     expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', venue: 'ccxt:binance:sandbox', price: 50_000 } });
-    expect(Number(execution!.order.size)).toBeCloseTo(Number(order!.qty), 5);
+    // Sized in BTCUSDT's lots (0.00001, from exchangeInfo): the size sent is the size decided, to the digit.
+    expect(execution!.order.size).toBe(order!.qty);
     expect(execution!.order.feeUsd).toBeCloseTo(Number(order!.commission), 8);
+    const [stored] = await h.app.ctx.database.query<{ qty: string; cash: string }>(sql`select book->'positions'->'BTC-USD'->>'qty' as qty, book->>'cashUsd' as cash from trading_runtimes where id = ${runtimeId}`);
+    expect(stored!.qty).toBe(text(dec(order!.qty).times(order!.side === 'BUY' ? 1 : -1)));
+    expect(stored!.cash).toBe(text(dec(10_000).minus(dec(order!.qty).times(order!.price).times(order!.side === 'BUY' ? 1 : -1)).minus(order!.commission)));
     expect(binance.refused).toBe(0);
     const book = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.book;
     expect(book.positions).toMatchObject([{ symbol: 'BTC-USD', avgPrice: 50_000 }]);
@@ -100,11 +107,10 @@ describe('the ccxt venue (Binance stand-in)', () => {
     binance.commissionAsset = 'USDT';
     const [order] = ordersFor(execution!.id);
     expect(order).toMatchObject({ side: 'BUY', commissionAsset: 'BTC' });
-    const received = Number(order!.qty) - Number(order!.commission);
-    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', feeUsd: 0 } });
-    expect(Number(execution!.order.size)).toBeCloseTo(received, 6);
+    const received = text(dec(order!.qty).minus(order!.commission));
+    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', feeUsd: 0, size: received } });
     const book = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.book;
-    expect(book.positions[0].qty).toBeCloseTo(received, 8);
+    expect(book.positions[0].qty).toBe(Number(received));
     expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
 
     const expiring = await launch(h, 'ccxt-expired', TRADES_AT_ONCE);
@@ -113,5 +119,17 @@ describe('the ccxt venue (Binance stand-in)', () => {
     const [expired] = await executionsOf(expiring.runtimeId);
     expect(expired).toMatchObject({ status: 'rejected', error: { code: 'order_rejected', message: expect.stringContaining('ended expired with nothing filled') } });
     expect((await h.call('GET', `/agentic-trading/runtimes/${expiring.runtimeId}`, expiring.token)).body.data).toMatchObject({ status: 'needs_review', book: { trades: 0 } });
+  });
+
+  it("reads each symbol's lot, tick and minimum notional from the exchange; an immediate-or-cancel limit order fills within its price or comes back unfilled", async () => {
+    const venue = new CcxtVenue({ exchange: 'binance', apiKey: API_KEY, secret: SECRET, sandbox: true, apiUrl: binance.url, symbols: { 'BTC-USD': 'BTC/USDT' }, timeoutMs: 5_000 });
+    expect(await venue.market('BTC-USD')).toEqual({ lotSize: '0.00001', tickSize: '0.01', minNotionalUsd: '5' });
+    const at = new Date();
+    const filled = await venue.place({ symbol: 'BTC-USD', side: 'buy', size: '0.00100', referencePrice: 50_000, limitPrice: '50010.00', at, clientOrderId: 'limit-within' });
+    expect(filled).toMatchObject({ size: '0.001', price: '50000', feeUsd: '0.05' });
+    expect(ordersFor('limit-within')).toMatchObject([{ type: 'LIMIT', status: 'FILLED', limitPrice: '50010.00000000' }]);
+    await expect(venue.place({ symbol: 'BTC-USD', side: 'buy', size: '0.00100', referencePrice: 50_000, limitPrice: '49990.00', at, clientOrderId: 'limit-outside' })).rejects.toBeInstanceOf(OrderUnfilled);
+    expect(ordersFor('limit-outside')).toMatchObject([{ type: 'LIMIT', status: 'EXPIRED' }]);
+    await expect(venue.findOrder({ clientOrderId: 'limit-outside', symbol: 'BTC-USD' })).rejects.toBeInstanceOf(OrderUnfilled);
   });
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import type { Fill } from '../../src/modules/trading/book.js';
 import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
-import { OrderRejected, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
+import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /**
@@ -24,6 +24,8 @@ class LiveVenue implements Venue {
   lookups = 0;
   loseNextAnswer = false;
   rejectNext: string | null = null;
+  /** The next order comes back unfilled, as an immediate-or-cancel limit order that found no price. */
+  unfillNext = false;
   down = false;
   private readonly paper = new PaperVenue();
 
@@ -36,6 +38,10 @@ class LiveVenue implements Venue {
       const reason = this.rejectNext;
       this.rejectNext = null;
       throw new OrderRejected(reason);
+    }
+    if (this.unfillNext) {
+      this.unfillNext = false;
+      throw new OrderUnfilled('expired with nothing filled within its price');
     }
     const fill = await this.paper.place(order);
     this.orders.set(order.clientOrderId!, fill);
@@ -51,6 +57,9 @@ class LiveVenue implements Venue {
     this.lookups += 1;
     if (this.down) throw new Error('connect ECONNREFUSED');
     return this.orders.get(clientOrderId) ?? null;
+  }
+  market(symbol: string) {
+    return this.paper.market(symbol);
   }
 }
 
@@ -87,7 +96,7 @@ async function expectOrdersMatchBook(runtimeId: string) {
   const book = await bookOf(runtimeId);
   expect(book.trades).toBe(filled.length);
   const net = filled.reduce((qty, e) => qty + (e.order.side === 'buy' ? 1 : -1) * Number(e.order.size), 0);
-  expect(Object.values(book.positions as Record<string, { qty: number }>).reduce((q, p) => q + p.qty, 0)).toBeCloseTo(net, 6);
+  expect(Object.values(book.positions as Record<string, { qty: number }>).reduce((q, p) => q + Number(p.qty), 0)).toBeCloseTo(net, 6);
   return filled;
 }
 
@@ -191,6 +200,22 @@ describe('a live venue', () => {
     const count = await h.executionCount(runtimeId);
     await h.nextMinute();
     expect(await h.executionCount(runtimeId)).toBe(count);
+  });
+
+  it('an order that comes back unfilled completes its execution with nothing filled, and the runtime runs on', async () => {
+    const { token, runtimeId } = await launch(h, 'live-unfilled', TRADES_AT_ONCE);
+    const bookBefore = await bookOf(runtimeId);
+    // A manual run: only this runtime ticks (other tests' runtimes run on the minute).
+    venue.unfillNext = true;
+    const run = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
+    expect(run).toMatchObject({ status: 201, body: { data: { status: 'completed', order: { status: 'unfilled', venue: 'live-test', price: null, feeUsd: null }, error: null } } });
+    expect(venue.orders.has(run.body.data.id)).toBe(false);
+    expect((await bookOf(runtimeId)).positions).toEqual(bookBefore.positions);
+    expect((await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data).toMatchObject({ status: 'active', book: { trades: 0 } });
+    // Nothing is left placing: the next run decides again, and its order fills.
+    h.clock.advance(1_000);
+    const next = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
+    expect(next).toMatchObject({ status: 201, body: { data: { status: 'completed', order: { status: 'filled' } } } });
   });
 
   it('a manual run while the venue is down answers 503 execution_failed, and the claimed order is placed once when it is back', async () => {

@@ -123,6 +123,27 @@ describe('llm_agent runtimes', () => {
     expect(account.id).toBeTruthy();
   });
 
+  it('a limit order goes on the tick and fills at its price as maker; an order under the minimum notional places nothing', async () => {
+    const { token, runtimeId } = await launchAgent('agent-limit', 'openai');
+    let limitAsked = 0;
+    model.reply = (asked) => {
+      limitAsked = asked.prompt.universe[0].price * 1.000123;
+      return { input: { orders: [{ symbol: 'BTC-USD', side: 'buy', size: 0.0123456789, type: 'limit', limitPrice: limitAsked }], rationale: 'bid just above' } };
+    };
+    await h.nextMinute();
+    const limit = await lastExecution(token, runtimeId);
+    // Down onto the cent for a buy, whole lots of 0.000001 down too, and the maker fee (2 bps) to the cent.
+    const onTick = (Math.floor(limitAsked * 100) / 100).toFixed(2);
+    expect(limit).toMatchObject({ status: 'completed', order: { status: 'filled', limitPrice: String(Number(onTick)), size: '0.012345', price: Number(onTick) } });
+    expect(limit.order.feeUsd).toBe(Math.round(0.012345 * Number(onTick) * 0.0002 * 100) / 100);
+
+    model.reply = () => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', notionalUsd: 0.5, type: 'market' }], rationale: 'a little more' } });
+    await h.nextMinute();
+    const tiny = await lastExecution(token, runtimeId);
+    expect(tiny).toMatchObject({ status: 'completed', order: null, decision: { action: 'hold', belowMinimum: { symbol: 'BTC-USD', minNotionalUsd: '1' } } });
+    await pause(token, runtimeId);
+  });
+
   it("the order's stop-loss closes the position on a later tick without asking the model", async () => {
     model.reply = buyWhenFlat;
     const launched = await launchAgent('agent-stopped', 'anthropic');
@@ -196,7 +217,10 @@ describe('llm_agent runtimes', () => {
     await h.call('PUT', `/agentic-trading/accounts/${bobAccount.id}/providers`, bob, { provider: 'openai', apiKey: KEYS.openai });
     const own = (await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, bob, { ...window, accountId: bobAccount.id })).body.data;
     expect(own.modelCalls).toBeGreaterThan(0);
-    expect(own.executions.every((e: any) => e.decision.cached === false)).toBe(true);
+    // Every model decision is his own (a tick may instead be a stop-loss exit, which asks no model).
+    const decided = own.executions.filter((e: any) => e.decision.kind === 'llm_agent');
+    expect(decided.length).toBeGreaterThan(0);
+    expect(decided.every((e: any) => e.decision.cached === false), JSON.stringify(own.executions.map((e: any) => e.decision))).toBe(true);
     // Alice's own backtest of the window reuses hers.
     const hers = (await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, alice, { ...window, accountId: aliceAccount.id })).body.data;
     expect(hers.modelCalls).toBe(0);

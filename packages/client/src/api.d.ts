@@ -11616,13 +11616,15 @@ export interface paths {
                                         side: "buy" | "sell";
                                         size: string;
                                         /**
-                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
+                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled; unfilled: a limit order the live venue could not fill within its price at once (immediate-or-cancel), nothing filled
                                          * @enum {string}
                                          */
-                                        status: "filled" | "blocked" | "placing" | "rejected";
+                                        status: "filled" | "blocked" | "placing" | "rejected" | "unfilled";
                                         venue: string;
                                         /** @description The feed's price when the order was decided */
                                         referencePrice?: number;
+                                        /** @description A limit order's price, on the venue's tick (absent: a market order) */
+                                        limitPrice?: string;
                                         stopLoss?: number;
                                         takeProfit?: number;
                                         price: number | null;
@@ -13081,13 +13083,15 @@ export interface paths {
                                     side: "buy" | "sell";
                                     size: string;
                                     /**
-                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
+                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled; unfilled: a limit order the live venue could not fill within its price at once (immediate-or-cancel), nothing filled
                                      * @enum {string}
                                      */
-                                    status: "filled" | "blocked" | "placing" | "rejected";
+                                    status: "filled" | "blocked" | "placing" | "rejected" | "unfilled";
                                     venue: string;
                                     /** @description The feed's price when the order was decided */
                                     referencePrice?: number;
+                                    /** @description A limit order's price, on the venue's tick (absent: a market order) */
+                                    limitPrice?: string;
                                     stopLoss?: number;
                                     takeProfit?: number;
                                     price: number | null;
@@ -13201,13 +13205,15 @@ export interface paths {
                                     side: "buy" | "sell";
                                     size: string;
                                     /**
-                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
+                                     * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled; unfilled: a limit order the live venue could not fill within its price at once (immediate-or-cancel), nothing filled
                                      * @enum {string}
                                      */
-                                    status: "filled" | "blocked" | "placing" | "rejected";
+                                    status: "filled" | "blocked" | "placing" | "rejected" | "unfilled";
                                     venue: string;
                                     /** @description The feed's price when the order was decided */
                                     referencePrice?: number;
+                                    /** @description A limit order's price, on the venue's tick (absent: a market order) */
+                                    limitPrice?: string;
                                     stopLoss?: number;
                                     takeProfit?: number;
                                     price: number | null;
@@ -13403,13 +13409,15 @@ export interface paths {
                                         side: "buy" | "sell";
                                         size: string;
                                         /**
-                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled
+                                         * @description placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled; unfilled: a limit order the live venue could not fill within its price at once (immediate-or-cancel), nothing filled
                                          * @enum {string}
                                          */
-                                        status: "filled" | "blocked" | "placing" | "rejected";
+                                        status: "filled" | "blocked" | "placing" | "rejected" | "unfilled";
                                         venue: string;
                                         /** @description The feed's price when the order was decided */
                                         referencePrice?: number;
+                                        /** @description A limit order's price, on the venue's tick (absent: a market order) */
+                                        limitPrice?: string;
                                         stopLoss?: number;
                                         takeProfit?: number;
                                         price: number | null;

@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import type { Clock } from '../../platform/clock.js';
 import { nextTick } from '../events/cron.js';
-import { markToMarket, openBook, type Book } from './book.js';
+import { markToMarket, openBook, qtyOf, type Book } from './book.js';
+import { dec } from './money.js';
 import { backtestReport, equityCurve, type EquityPoint } from './backtest-report.js';
 import type { Catalog } from './catalog.js';
 import { ModelCallLimit, type AgentDeciders } from './agent-decider.js';
@@ -68,9 +69,9 @@ export class Backtester {
         break;
       }
       executions.push({ scheduledAt: at.toISOString(), status: outcome.status, inputsDigest: outcome.inputsDigest, decision: outcome.decision, riskAssessment: outcome.riskAssessment, order: outcome.order });
-      if (outcome.order?.status === 'filled' && closesPosition(book, outcome.order)) closes.push(outcome.book.realizedPnlUsd - book.realizedPnlUsd);
+      if (outcome.order?.status === 'filled' && closesPosition(book, outcome.order)) closes.push(dec(outcome.book.realizedPnlUsd).minus(book.realizedPnlUsd).toNumber());
       book = outcome.book;
-      series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd, exposed: Object.keys(book.positions).length > 0 });
+      series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd.toNumber(), exposed: Object.keys(book.positions).length > 0 });
       if (outcome.breaches.length) {
         [stoppedAt, stopReason] = [at.toISOString(), 'risk_breach'];
         break;
@@ -79,7 +80,7 @@ export class Backtester {
     const end = new Date(input.to);
     const prices = Object.fromEntries(await Promise.all(Object.keys(book.positions).map(async (s) => [s, await parts.feed.price(s, end)] as const)));
     const finalBook = bookView(book, prices, end);
-    const report = backtestReport({ startEquityUsd: input.fundLimitUsd, endEquityUsd: finalBook.equityUsd, series, closes, trades: book.trades, feesUsd: book.feesUsd, windowMs: end.getTime() - Date.parse(input.from) });
+    const report = backtestReport({ startEquityUsd: input.fundLimitUsd, endEquityUsd: finalBook.equityUsd, series, closes, trades: book.trades, feesUsd: finalBook.feesUsd, windowMs: end.getTime() - Date.parse(input.from) });
     const page = executions.slice(input.executionsOffset, input.executionsOffset + input.executionsLimit);
     return { strategyVersionId: version.id, strategyVersionHash: version.contentHash, ticks: ticks.length, stoppedAt, stopReason, modelCalls: agent?.modelCalls ?? 0, report, equityCurve: equityCurve(series), executionsTotal: executions.length, executions: page, book: finalBook };
   }
@@ -149,6 +150,6 @@ export class Backtester {
 
 /** Whether the order closes (part of) a position the book holds: what a closed trade's PnL is counted from. */
 function closesPosition(book: Book, order: OrderSummary): boolean {
-  const held = book.positions[order.symbol]?.qty ?? 0;
+  const held = qtyOf(book.positions[order.symbol]);
   return held !== 0 && (order.side === 'buy') === held < 0;
 }

@@ -1,7 +1,9 @@
+import { dec, text, ZERO, type Amount, type Dec } from './money.js';
+
 /** A runtime's paper holdings. Quantities are in units of the symbol; negative is short. */
 export interface Position {
-  qty: number;
-  avgPrice: number;
+  qty: Amount;
+  avgPrice: Amount;
   /** The order's protective levels that opened or grew it: each tick closes it once the price crosses one (engine.ts). */
   stopLoss?: number;
   takeProfit?: number;
@@ -14,75 +16,92 @@ export interface Position {
 /**
  * The paper book of one runtime: it starts with `fundLimitUsd` in cash. Equity is cash plus every
  * position at the current price; drawdown is measured from the highest equity seen at an execution.
+ * Every amount is exact decimal text (money.ts): cash moves by each fill's notional and fee to the digit.
  */
 export interface Book {
-  cashUsd: number;
+  cashUsd: Amount;
   positions: Record<string, Position>;
-  realizedPnlUsd: number;
-  feesUsd: number;
-  peakEquityUsd: number;
+  realizedPnlUsd: Amount;
+  feesUsd: Amount;
+  peakEquityUsd: Amount;
   trades: number;
 }
 
 export interface Fill {
   symbol: string;
   side: 'buy' | 'sell';
-  /** Units filled (6 decimals). */
-  size: number;
-  price: number;
-  feeUsd: number;
+  /** Units filled: whole lots of the venue's lot size. */
+  size: Amount;
+  price: Amount;
+  feeUsd: Amount;
 }
 
 export interface Marked {
-  equityUsd: number;
+  equityUsd: Dec;
   /** Gross exposure: the sum of |position| at the current prices. */
-  exposureUsd: number;
-  unrealizedPnlUsd: number;
+  exposureUsd: Dec;
+  unrealizedPnlUsd: Dec;
   drawdownPercent: number;
 }
 
-export const openBook = (fundLimitUsd: number): Book => ({ cashUsd: fundLimitUsd, positions: {}, realizedPnlUsd: 0, feesUsd: 0, peakEquityUsd: fundLimitUsd, trades: 0 });
+/** Decimals an average price keeps (the one amount that is a quotient, not exact). */
+const AVG_PRICE_DECIMALS = 12;
+
+export const openBook = (fundLimitUsd: Amount): Book => {
+  const fund = text(dec(fundLimitUsd));
+  return { cashUsd: fund, positions: {}, realizedPnlUsd: '0', feesUsd: '0', peakEquityUsd: fund, trades: 0 };
+};
 
 /** The book valued at `prices` (a symbol without a price is valued at its average price). */
 export function markToMarket(book: Book, prices: Record<string, number>): Marked {
-  let equityUsd = book.cashUsd;
-  let exposureUsd = 0;
-  let unrealizedPnlUsd = 0;
+  let equityUsd = dec(book.cashUsd);
+  let exposureUsd = ZERO;
+  let unrealizedPnlUsd = ZERO;
   for (const [symbol, position] of Object.entries(book.positions)) {
-    const price = prices[symbol] ?? position.avgPrice;
-    equityUsd += position.qty * price;
-    exposureUsd += Math.abs(position.qty) * price;
-    unrealizedPnlUsd += position.qty * (price - position.avgPrice);
+    const qty = dec(position.qty);
+    const price = dec(prices[symbol] ?? position.avgPrice);
+    equityUsd = equityUsd.plus(qty.times(price));
+    exposureUsd = exposureUsd.plus(qty.abs().times(price));
+    unrealizedPnlUsd = unrealizedPnlUsd.plus(qty.times(price.minus(position.avgPrice)));
   }
-  const peak = Math.max(book.peakEquityUsd, equityUsd);
-  return { equityUsd, exposureUsd, unrealizedPnlUsd, drawdownPercent: peak > 0 ? ((peak - equityUsd) / peak) * 100 : 0 };
+  const peak = Math.max(Number(book.peakEquityUsd), equityUsd.toNumber());
+  return { equityUsd, exposureUsd, unrealizedPnlUsd, drawdownPercent: peak > 0 ? ((peak - equityUsd.toNumber()) / peak) * 100 : 0 };
 }
 
 /** The book after a fill: cash moves by the notional and the fee, the closed part of a position realizes PnL. */
 export function applyFill(book: Book, fill: Fill): Book {
-  const signed = fill.side === 'buy' ? fill.size : -fill.size;
+  const size = dec(fill.size);
+  const price = dec(fill.price);
+  const signed = fill.side === 'buy' ? size : size.neg();
   const held = book.positions[fill.symbol] ?? { qty: 0, avgPrice: 0 };
-  const qty = held.qty + signed;
+  const heldQty = dec(held.qty);
+  const qty = heldQty.plus(signed);
   // The part of the order that closes the held position realizes its PnL; the rest opens at the fill price.
-  const closing = Math.sign(signed) !== Math.sign(held.qty) ? Math.min(Math.abs(signed), Math.abs(held.qty)) : 0;
-  const realized = closing * (fill.price - held.avgPrice) * Math.sign(held.qty);
-  let avgPrice = held.avgPrice;
-  if (Math.abs(qty) < 1e-12) avgPrice = 0;
-  else if (Math.sign(qty) !== Math.sign(held.qty)) avgPrice = fill.price;
-  else if (Math.abs(qty) > Math.abs(held.qty)) avgPrice = (held.avgPrice * Math.abs(held.qty) + fill.price * Math.abs(signed)) / Math.abs(qty);
+  const closing = signOf(signed) !== signOf(heldQty) ? (size.lt(heldQty.abs()) ? size : heldQty.abs()) : ZERO;
+  const realized = closing.times(price.minus(held.avgPrice)).times(signOf(heldQty));
+  let avgPrice = dec(held.avgPrice);
+  if (qty.isZero()) avgPrice = ZERO;
+  else if (signOf(qty) !== signOf(heldQty)) avgPrice = price;
+  else if (qty.abs().gt(heldQty.abs())) avgPrice = avgPrice.times(heldQty.abs()).plus(price.times(size)).div(qty.abs()).toDecimalPlaces(AVG_PRICE_DECIMALS);
   const positions = { ...book.positions };
   // A position that shrinks keeps its protective levels; one that closes or flips leaves them behind.
-  const kept = Math.sign(qty) === Math.sign(held.qty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit, trailingStopPercent: held.trailingStopPercent, bestPrice: held.bestPrice } : {};
-  if (Math.abs(qty) < 1e-12) delete positions[fill.symbol];
-  else positions[fill.symbol] = withoutUndefined({ qty, avgPrice, ...kept });
+  const kept = signOf(qty) === signOf(heldQty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit, trailingStopPercent: held.trailingStopPercent, bestPrice: held.bestPrice } : {};
+  if (qty.isZero()) delete positions[fill.symbol];
+  else positions[fill.symbol] = definedOnly({ qty: text(qty), avgPrice: text(avgPrice), ...kept });
   return {
-    cashUsd: book.cashUsd - signed * fill.price - fill.feeUsd,
+    cashUsd: text(dec(book.cashUsd).minus(signed.times(price)).minus(fill.feeUsd)),
     positions,
-    realizedPnlUsd: book.realizedPnlUsd + realized,
-    feesUsd: book.feesUsd + fill.feeUsd,
+    realizedPnlUsd: text(dec(book.realizedPnlUsd).plus(realized)),
+    feesUsd: text(dec(book.feesUsd).plus(fill.feeUsd)),
     peakEquityUsd: book.peakEquityUsd,
     trades: book.trades + 1,
   };
 }
 
-const withoutUndefined = (position: Position): Position => Object.fromEntries(Object.entries(position).filter(([, v]) => v !== undefined)) as unknown as Position;
+/** The position's quantity as a number, for decisions (the book itself stays exact). */
+export const qtyOf = (position: Position | undefined): number => (position ? Number(position.qty) : 0);
+
+const signOf = (value: Dec): number => (value.isZero() ? 0 : value.isNegative() ? -1 : 1);
+
+/** The object without its undefined fields (a stored position or order carries only the levels it has). */
+export const definedOnly = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;

@@ -1,8 +1,10 @@
 // A live venue over ccxt: any exchange ccxt speaks, chosen by configuration (exchange id, keys, sandbox), with
-// market orders placed under the execution's id as client order id and looked up by it before any second try.
+// market orders (and immediate-or-cancel limit orders) placed under the execution's id as client order id and
+// looked up by it before any second try; each symbol's lot, tick and minimum notional read from its markets.
 // ccxt is loaded only when this venue is configured (it is large).
 import type { Fill } from './book.js';
-import { OrderRejected, type OrderRequest, type Venue } from './venue.js';
+import { DEFAULT_MARKET_RULES, dec, text, ZERO, type MarketRules } from './money.js';
+import { OrderRejected, OrderUnfilled, type OrderRequest, type Venue } from './venue.js';
 
 export interface CcxtVenueConfig {
   /** A ccxt exchange id (binance, kraken, coinbase, …). */
@@ -24,14 +26,22 @@ interface Exchange {
   urls: { api: unknown };
   timeout: number;
   setSandboxMode(on: boolean): void;
+  precisionMode: number;
+  markets: Record<string, CcxtMarket | undefined>;
   loadMarkets(): Promise<unknown>;
-  createOrder(symbol: string, type: 'market', side: 'buy' | 'sell', amount: number, price?: number, params?: Record<string, unknown>): Promise<CcxtOrder>;
+  createOrder(symbol: string, type: 'market' | 'limit', side: 'buy' | 'sell', amount: number, price?: number, params?: Record<string, unknown>): Promise<CcxtOrder>;
   fetchOrder(id: string | undefined, symbol: string, params?: Record<string, unknown>): Promise<CcxtOrder>;
   amountToPrecision(symbol: string, amount: number): string;
 }
 
+interface CcxtMarket {
+  precision: { amount?: number; price?: number };
+  limits: { cost?: { min?: number } };
+}
+
 interface CcxtOrder {
   status?: string;
+  type?: string;
   side?: 'buy' | 'sell';
   filled?: number;
   average?: number;
@@ -44,7 +54,7 @@ interface CcxtOrder {
 export class CcxtVenue implements Venue {
   readonly live = true;
   readonly name: string;
-  #exchange: Promise<{ exchange: Exchange; errors: CcxtErrors }> | null = null;
+  #exchange: Promise<{ exchange: Exchange; errors: CcxtErrors; constants: CcxtConstants }> | null = null;
 
   constructor(private readonly config: CcxtVenueConfig) {
     this.name = `ccxt:${config.exchange}${config.sandbox ? ':sandbox' : ''}`;
@@ -55,8 +65,12 @@ export class CcxtVenue implements Venue {
     const symbol = this.symbolOf(order.symbol);
     let placed: CcxtOrder;
     try {
-      const amount = Number(exchange.amountToPrecision(symbol, order.size));
-      placed = await exchange.createOrder(symbol, 'market', order.side, amount, undefined, { clientOrderId: order.clientOrderId });
+      const amount = Number(exchange.amountToPrecision(symbol, Number(order.size)));
+      const params = { clientOrderId: order.clientOrderId };
+      placed =
+        order.limitPrice === undefined
+          ? await exchange.createOrder(symbol, 'market', order.side, amount, undefined, params)
+          : await exchange.createOrder(symbol, 'limit', order.side, amount, Number(order.limitPrice), { ...params, timeInForce: 'IOC' });
     } catch (error) {
       // A client order id the exchange already holds: that order is ours, and the next try looks it up.
       if (error instanceof errors.DuplicateOrderId || error instanceof errors.OrderNotFound) throw error;
@@ -66,7 +80,7 @@ export class CcxtVenue implements Venue {
       }
       throw error;
     }
-    return this.fillOf(order.symbol, order.side, placed);
+    return this.fillOf(order.symbol, order.side, { type: order.limitPrice === undefined ? 'market' : 'limit', ...placed });
   }
 
   async findOrder({ clientOrderId, symbol }: { clientOrderId: string; symbol: string }): Promise<Fill | null> {
@@ -83,12 +97,14 @@ export class CcxtVenue implements Venue {
 
   /**
    * What the order filled. Closed: its fill. Canceled, expired or rejected: what filled before that (a partial
-   * fill), or a rejection when nothing did. Still open: throws, and the tick is retried (asking by client id).
+   * fill), or when nothing did, a rejection (a market order) or unfilled (an immediate-or-cancel limit order
+   * that found no price within its limit). Still open: throws, and the tick is retried (asking by client id).
    */
   private fillOf(symbol: string, side: 'buy' | 'sell', order: CcxtOrder): Fill {
     const filled = order.filled ?? 0;
     const price = order.average ?? (order.cost && filled ? order.cost / filled : order.price);
     const ended = order.status === 'canceled' || order.status === 'expired' || order.status === 'rejected';
+    if (ended && !filled && order.type === 'limit' && order.status !== 'rejected') throw new OrderUnfilled(`the ${this.name} limit order ended ${order.status} with nothing filled within its price`);
     if (ended && !filled) throw new OrderRejected(`the ${this.name} order ended ${order.status} with nothing filled`);
     if ((order.status !== 'closed' && !ended) || !filled || !price) throw new Error(`the ${this.name} order is ${order.status ?? 'in an unknown state'}, not filled yet`);
     // Fees as the exchange reports them (a lookup by client id may carry none): in the quote currency they are
@@ -96,16 +112,36 @@ export class CcxtVenue implements Venue {
     // Fees in a third currency (an exchange token) are not USD and are left out.
     const [base, quote] = this.symbolOf(symbol).split('/') as [string, string];
     const fees = [order.fee, ...(order.fees ?? [])].filter((fee, i, all): fee is { cost?: number; currency?: string } => Boolean(fee) && all.indexOf(fee) === i);
-    const paidIn = (currency: string) => fees.filter((fee) => fee.currency === currency).reduce((sum, fee) => sum + (fee.cost ?? 0), 0);
-    const size = (order.side ?? side) === 'buy' ? filled - paidIn(base) : filled;
-    return { symbol, side: order.side ?? side, size, price, feeUsd: paidIn(quote) };
+    const paidIn = (currency: string) => fees.filter((fee) => fee.currency === currency).reduce((sum, fee) => sum.plus(fee.cost ?? 0), ZERO);
+    const size = (order.side ?? side) === 'buy' ? dec(filled).minus(paidIn(base)) : dec(filled);
+    // ccxt answers numbers: an average over several fills is a quotient, kept to 12 decimals like the book's.
+    return { symbol, side: order.side ?? side, size: text(size), price: text(dec(price).toDecimalPlaces(12)), feeUsd: text(paidIn(quote)) };
+  }
+
+  /**
+   * The symbol's rules from the exchange's markets: lot and tick from its precision (a step, or a count of
+   * decimals in ccxt's DECIMAL_PLACES mode), the minimum notional from its cost limit; what it leaves out
+   * falls back to DEFAULT_MARKET_RULES.
+   */
+  async market(symbol: string): Promise<MarketRules> {
+    const { exchange, constants } = await this.connect();
+    const market = exchange.markets[this.symbolOf(symbol)];
+    if (!market) throw new Error(`${this.name} has no market ${this.symbolOf(symbol)}`);
+    const step = (precision: number | undefined, fallback: string) =>
+      precision === undefined ? fallback : exchange.precisionMode === constants.DECIMAL_PLACES ? text(dec(10).pow(-precision)) : exchange.precisionMode === constants.TICK_SIZE ? text(dec(precision)) : fallback;
+    const minCost = market.limits.cost?.min;
+    return {
+      lotSize: step(market.precision.amount, DEFAULT_MARKET_RULES.lotSize),
+      tickSize: step(market.precision.price, DEFAULT_MARKET_RULES.tickSize),
+      minNotionalUsd: minCost === undefined ? DEFAULT_MARKET_RULES.minNotionalUsd : text(dec(minCost)),
+    };
   }
 
   private symbolOf(symbol: string): string {
     return this.config.symbols[symbol] ?? symbol.replace('-', '/');
   }
 
-  private connect(): Promise<{ exchange: Exchange; errors: CcxtErrors }> {
+  private connect(): Promise<{ exchange: Exchange; errors: CcxtErrors; constants: CcxtConstants }> {
     this.#exchange ??= (async () => {
       const ccxt = ((await import('ccxt')) as unknown as { default: CcxtModule }).default;
       const Exchange = ccxt[this.config.exchange as keyof CcxtModule] as unknown as (new (options: Record<string, unknown>) => Exchange) | undefined;
@@ -114,7 +150,7 @@ export class CcxtVenue implements Venue {
       if (this.config.sandbox) exchange.setSandboxMode(true);
       if (this.config.apiUrl) exchange.urls.api = rebased(exchange.urls.api, this.config.apiUrl);
       await exchange.loadMarkets();
-      return { exchange, errors: ccxt as unknown as CcxtErrors };
+      return { exchange, errors: ccxt as unknown as CcxtErrors, constants: ccxt as unknown as CcxtConstants };
     })().catch((error: unknown) => {
       this.#exchange = null; // a failed connection is tried again by the next order
       throw error;
@@ -131,6 +167,11 @@ interface CcxtErrors {
   BadSymbol: ErrorClass;
   PermissionDenied: ErrorClass;
   OrderNotFound: ErrorClass;
+}
+/** ccxt's precision modes: a market's precision is a step (TICK_SIZE) or a count of decimals (DECIMAL_PLACES). */
+interface CcxtConstants {
+  TICK_SIZE: number;
+  DECIMAL_PLACES: number;
 }
 type CcxtModule = CcxtErrors & Record<string, unknown>;
 

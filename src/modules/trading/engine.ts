@@ -1,9 +1,10 @@
 import type { AgentDecider } from './agent-decider.js';
-import { applyFill, markToMarket, type Book, type Fill, type Position } from './book.js';
+import { applyFill, definedOnly, markToMarket, qtyOf, type Book, type Fill, type Position } from './book.js';
 import { digestOf } from './canonical.js';
 import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
 import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
 import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import { dec, sizeText, text, toLots, toTick, type Dec } from './money.js';
 import { candlesNeeded, evaluateRules, type QuantRules } from './rules.js';
 import type { ExecutionStatus, KillSwitchMode } from './tables.js';
 import type { OrderRequest, Venue } from './venue.js';
@@ -40,10 +41,12 @@ export interface OrderSummary {
   side: 'buy' | 'sell';
   size: string;
   /** placing: claimed and sent to a live venue, its fill not recorded yet (ticks.ts). */
-  status: 'filled' | 'blocked' | 'placing' | 'rejected';
+  status: 'filled' | 'blocked' | 'placing' | 'rejected' | 'unfilled';
   venue: string;
   /** The feed's price when the order was decided (a live venue fills at its own). */
   referencePrice?: number;
+  /** A limit order's price (on the venue's tick); a market order has none. */
+  limitPrice?: string;
   /** Protective levels the position takes when this order opens or grows it (an llm_agent's order, or rules'). */
   stopLoss?: number;
   takeProfit?: number;
@@ -66,13 +69,12 @@ export interface TickOutcome {
   breaches: string[];
 }
 
-/** A rebalance smaller than this is not worth an order. */
+/** A rebalance smaller than this is not worth an order (the venue's minimum notional may ask more). */
 export const MIN_ORDER_USD = 1;
 /** A position is rebalanced only when it is off its target by this share of the target's size. */
 export const REBALANCE_BAND = 0.1;
 /** Room for float rounding when a target meets a limit exactly. */
 const EPSILON = 1e-9;
-const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
 
 /**
  * One tick of a runtime, the only code path for scheduled runs, manual runs and backtests: read the
@@ -88,21 +90,29 @@ const floor6 = (n: number) => Math.floor(n * 1e6 + 1e-7) / 1e6;
  *     against equity, each after the order; a breach blocks an order that adds exposure (and the
  *     runtime goes to review), never one that only shrinks a position (recorded with the breach);
  *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
- *  5. the order to place, if any (`placing`): evaluateTick places it at once, a live venue's tick
- *     claims it first (ticks.ts).
+ *  5. the order to place, if any (`placing`), kept to the venue's rules for the symbol: its size whole
+ *     lots, a limit price on the tick, and worth the minimum notional unless it closes a position whole
+ *     (else no order, the decision says `belowMinimum`); evaluateTick places it at once, a live venue's
+ *     tick claims it first (ticks.ts).
  * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
 export async function decideTick(tick: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
   // Protective levels first: trailing stops follow the price, and a level crossed closes its position this tick.
   const guarded = tick.flatten ? { book: tick.book, exit: null } : await guardPositions(tick, parts.feed);
   const input = { ...tick, book: guarded.book };
-  const { best, decision, prices, inputsDigest, protection } = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
-  const before = markToMarket(input.book, prices);
+  const decided = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
+  const { prices, inputsDigest, protection, limitPrice } = decided;
+  const marked = markToMarket(input.book, prices);
+  const before = { equityUsd: marked.equityUsd.toNumber(), exposureUsd: marked.exposureUsd.toNumber(), drawdownPercent: marked.drawdownPercent };
+
+  // 5 (first): the order kept to the venue's rules, or none when it is smaller than they allow.
+  const sized = decided.best ? await keptToMarket(input.book, decided.best, prices[decided.best.symbol]!, parts.venue, limitPrice) : null;
+  const best = sized && !('belowMinimum' in sized) ? sized : null;
+  const decision = sized && 'belowMinimum' in sized ? { ...decided.decision, action: 'hold', belowMinimum: sized.belowMinimum } : decided.decision;
 
   // 3. Risk, as the book would stand after the order.
-  const held = best ? (input.book.positions[best.symbol]?.qty ?? 0) : 0;
-  const size = best ? floor6(Math.abs(best.delta)) : 0;
-  const after = best ? held + Math.sign(best.delta) * size : held;
+  const held = best ? qtyOf(input.book.positions[best.symbol]) : 0;
+  const after = best ? held + Math.sign(best.delta) * best.size.toNumber() : held;
   const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(held)) * prices[best.symbol]! : before.exposureUsd;
   const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
   const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
@@ -114,7 +124,7 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   const account = input.account;
   if (account?.maxExposureUsd != null) {
     // The other runtimes' positions at this tick's prices where it has them, else at their average price.
-    const othersUsd = account.otherPositions.flatMap((positions) => Object.entries(positions)).reduce((sum, [symbol, p]) => sum + Math.abs(p.qty) * (prices[symbol] ?? p.avgPrice), 0);
+    const othersUsd = account.otherPositions.flatMap((positions) => Object.entries(positions)).reduce((sum, [symbol, p]) => sum + Math.abs(qtyOf(p)) * (prices[symbol] ?? Number(p.avgPrice)), 0);
     const accountAfterUsd = othersUsd + exposureAfterUsd;
     checks.push({ name: 'account_limit', value: accountAfterUsd, limit: account.maxExposureUsd, ok: accountAfterUsd <= account.maxExposureUsd * (1 + EPSILON) });
   }
@@ -137,25 +147,58 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   };
 
   const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
-  const peakEquityUsd = Math.max(input.book.peakEquityUsd, before.equityUsd);
-  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book: { ...input.book, peakEquityUsd }, prices, breaches, placing: null };
+  const peak = dec(input.book.peakEquityUsd);
+  const book = { ...input.book, peakEquityUsd: text(marked.equityUsd.gt(peak) ? marked.equityUsd : peak) };
+  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book, prices, breaches, placing: null };
   const side = best.delta > 0 ? 'buy' : 'sell';
-  const notionalUsd = size * prices[best.symbol]!;
-  if (status !== 'completed') {
-    const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'blocked', venue: parts.venue.name, ...protection, price: null, notionalUsd, feeUsd: null };
-    return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing: null };
-  }
-
   const referencePrice = prices[best.symbol]!;
-  const placing: OrderRequest = { symbol: best.symbol, side, size, referencePrice, at: input.at };
-  const order: OrderSummary = { symbol: best.symbol, side, size: size.toFixed(6), status: 'placing', venue: parts.venue.name, referencePrice, ...protection, price: null, notionalUsd, feeUsd: null };
-  return { status, inputsDigest, decision, riskAssessment, order, book: { ...input.book, peakEquityUsd }, prices, breaches, placing };
+  const order: OrderSummary = definedOnly({
+    symbol: best.symbol,
+    side,
+    size: best.sizeText,
+    status: status === 'completed' ? 'placing' : 'blocked',
+    venue: parts.venue.name,
+    referencePrice,
+    limitPrice: best.limitPrice,
+    ...protection,
+    price: null,
+    notionalUsd: best.size.times(best.limitPrice ?? referencePrice).toNumber(),
+    feeUsd: null,
+  });
+  if (status !== 'completed') return { status, inputsDigest, decision, riskAssessment, order, book, prices, breaches, placing: null };
+  return { status, inputsDigest, decision, riskAssessment, order, book, prices, breaches, placing: requestOf(order, input.at) };
+}
+
+/** The order a summary stands for, as a venue takes it. */
+export function requestOf(order: OrderSummary, at: Date): OrderRequest {
+  return definedOnly({ symbol: order.symbol, side: order.side, size: order.size, referencePrice: order.referencePrice!, limitPrice: order.limitPrice, at });
+}
+
+type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limitPrice?: string } | { belowMinimum: Record<string, unknown> };
+
+/**
+ * The decided order at the venue's rules for its symbol: its size rounded down to whole lots, a limit price
+ * moved onto the tick (down for a buy, up for a sell: never past what was asked), and worth the minimum
+ * notional, unless it closes the position whole (a close is never trapped by a minimum; a real venue may
+ * still refuse dust, which sends the runtime to review).
+ */
+async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, price: number, venue: TickParts['venue'], limitPrice: number | undefined): Promise<Sized> {
+  const rules = await venue.market(best.symbol);
+  const held = book.positions[best.symbol]?.qty ?? 0;
+  const closesWhole = Number(held) !== 0 && Math.abs(best.delta + Number(held)) <= Math.abs(Number(held)) * EPSILON;
+  const size = toLots(closesWhole ? held : Math.abs(best.delta), rules.lotSize);
+  const limit = limitPrice === undefined ? undefined : toTick(limitPrice, rules.tickSize, best.delta > 0 ? 'down' : 'up');
+  const notionalUsd = size.times(limit ?? price);
+  if (size.isZero() || (!closesWhole && notionalUsd.lt(rules.minNotionalUsd))) {
+    return { belowMinimum: { symbol: best.symbol, size: text(size), notionalUsd: notionalUsd.toNumber(), ...rules } };
+  }
+  return { symbol: best.symbol, delta: best.delta, size, sizeText: sizeText(size, rules.lotSize), limitPrice: limit && text(limit) };
 }
 
 /** What a tick decides with: the feed, the venue's name, and (an llm_agent's tick) the model. */
 export interface TickParts {
   feed: MarketDataProvider;
-  venue: Pick<Venue, 'name'>;
+  venue: Pick<Venue, 'name' | 'market'>;
   agent?: AgentDecider;
 }
 
@@ -166,6 +209,8 @@ interface Decided {
   inputsDigest: string;
   /** Levels the order gives its position (an llm_agent's stopLoss and takeProfit, or rules' levels). */
   protection?: Protection;
+  /** An llm_agent's limit order: its price as asked (decideTick puts it on the venue's tick). */
+  limitPrice?: number;
 }
 
 /** Protective levels an order gives the position it opens or grows. */
@@ -193,13 +238,14 @@ async function guardPositions(input: TickInput, feed: MarketDataProvider): Promi
   const positions = { ...input.book.positions };
   for (const [symbol, p] of guarded) {
     const price = (prices[symbol] = await feed.price(symbol, input.at));
-    if (p.trailingStopPercent !== undefined) positions[symbol] = { ...p, bestPrice: p.qty > 0 ? Math.max(p.bestPrice ?? price, price) : Math.min(p.bestPrice ?? price, price) };
+    if (p.trailingStopPercent !== undefined) positions[symbol] = { ...p, bestPrice: qtyOf(p) > 0 ? Math.max(p.bestPrice ?? price, price) : Math.min(p.bestPrice ?? price, price) };
   }
   const book = { ...input.book, positions };
   for (const [symbol] of guarded) {
     const p = positions[symbol]!;
     const price = prices[symbol]!;
-    const long = p.qty > 0;
+    const qty = qtyOf(p);
+    const long = qty > 0;
     const trail = p.trailingStopPercent === undefined ? undefined : p.bestPrice! * (long ? 1 - p.trailingStopPercent / 100 : 1 + p.trailingStopPercent / 100);
     const crossed = (level: number | undefined, below: boolean) => level !== undefined && (below ? price <= level : price >= level);
     const reason = crossed(p.stopLoss, long) ? 'stop_loss' : crossed(trail, long) ? 'trailing_stop' : crossed(p.takeProfit, !long) ? 'take_profit' : null;
@@ -207,7 +253,7 @@ async function guardPositions(input: TickInput, feed: MarketDataProvider): Promi
     const level = reason === 'stop_loss' ? p.stopLoss : reason === 'trailing_stop' ? trail : p.takeProfit;
     const decision = { kind: 'exit', reason, level, price, action: long ? 'sell' : 'buy', symbol };
     const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), exit: decision, book, killSwitch: input.killSwitch });
-    return { book, exit: { best: { symbol, delta: -p.qty, usd: Math.abs(p.qty) * price }, decision, prices, inputsDigest } };
+    return { book, exit: { best: { symbol, delta: -qty, usd: Math.abs(qty) * price }, decision, prices, inputsDigest } };
   }
   return { book, exit: null };
 }
@@ -227,20 +273,20 @@ async function rulesOrder(input: TickInput, feed: MarketDataProvider, rules: Qua
   for (const symbol of definition.universe) {
     const candles = (candlesBySymbol[symbol] = await feed.candles(symbol, interval, input.at, count));
     const price = (prices[symbol] = await feed.price(symbol, input.at));
-    const qty = input.book.positions[symbol]?.qty ?? 0;
+    const qty = qtyOf(input.book.positions[symbol]);
     signals.push({ symbol, price, ...evaluateRules(rules, candles, price, qty > 0 ? 'long' : qty < 0 ? 'short' : 'flat') });
   }
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, candles: candlesBySymbol, prices });
-  const equity = Math.max(markToMarket(input.book, prices).equityUsd, 0);
+  const equity = Math.max(markToMarket(input.book, prices).equityUsd.toNumber(), 0);
   const weight = rules.sizing.exposure / definition.universe.length;
   let best: Decided['best'] = null;
   for (const s of signals) {
     if (s.target === 'keep') continue;
-    const held = input.book.positions[s.symbol]?.qty ?? 0;
+    const held = qtyOf(input.book.positions[s.symbol]);
     const target = s.target === 'flat' ? 0 : ((s.target === 'long' ? 1 : -1) * weight * equity) / s.price;
     const delta = target - held;
     const usd = Math.abs(delta) * s.price;
-    if (usd >= MIN_ORDER_USD && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
+    if (usd >= MIN_ORDER_USD && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
   }
   const chosen = best && signals.find((s) => s.symbol === best!.symbol);
   const entering = chosen && (chosen.target === 'long' || chosen.target === 'short');
@@ -267,7 +313,7 @@ async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> 
     candles[symbol] = await parts.feed.candles(symbol, interval, input.at, definition.lookback ?? DEFAULT_LOOKBACK);
     prices[symbol] = await parts.feed.price(symbol, input.at);
   }
-  const equityUsd = markToMarket(input.book, prices).equityUsd;
+  const equityUsd = markToMarket(input.book, prices).equityUsd.toNumber();
   const prompt = agentPrompt({ at: input.at, definition, limits: input.limits, book: input.book, equityUsd, prices, candles });
   // The prompt holds everything the model reads (time, candles, prices, book, limits): its digest keys the decision.
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, versionId: input.version.id, promptDigest: prompt.digest });
@@ -279,13 +325,12 @@ async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> 
   if ('invalid' in asked) return hold({ outcome: 'invalid', error: asked.invalid });
   const { order } = asked;
   const price = prices[order.symbol]!;
-  // Smaller than a lot (6 decimals) or than MIN_ORDER_USD: not worth an order, as for every strategy kind.
-  if (floor6(order.size) <= 0 || order.size * price < MIN_ORDER_USD) return hold({ unfilled: 'below_minimum' });
   // A limit order is immediate-or-cancel at the tick's price: one that would not fill now is not placed.
   if (order.type === 'limit' && (order.side === 'buy' ? order.limitPrice! < price : order.limitPrice! > price)) return hold({ unfilled: 'limit_not_marketable' });
   const delta = order.side === 'buy' ? order.size : -order.size;
   const protection = { stopLoss: order.stopLoss, takeProfit: order.takeProfit };
-  return { best: { symbol: order.symbol, delta, usd: order.size * price }, decision: { ...record, action: order.side, symbol: order.symbol }, prices, inputsDigest, protection };
+  const decided = { best: { symbol: order.symbol, delta, usd: order.size * price }, decision: { ...record, action: order.side, symbol: order.symbol }, prices, inputsDigest, protection };
+  return order.type === 'limit' ? { ...decided, limitPrice: order.limitPrice } : decided;
 }
 
 /** Steps 1 and 2: the strategy's signals, its targets, and the one rebalance order. */
@@ -306,18 +351,18 @@ async function strategyOrder(input: TickInput, feed: MarketDataProvider): Promis
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, closes: candlesBySymbol, prices });
 
   // 2. Targets and the one order.
-  const before = markToMarket(input.book, prices);
+  const equityUsd = markToMarket(input.book, prices).equityUsd.toNumber();
   const weight = params.exposure / definition.universe.length;
   let best: { symbol: string; delta: number; usd: number } | null = null;
   for (const s of signals) {
     const direction = s.signal === 'long' ? 1 : s.signal === 'short' ? -1 : 0;
-    const target = (direction * weight * Math.max(before.equityUsd, 0)) / s.price;
-    const held = input.book.positions[s.symbol]?.qty ?? 0;
+    const target = (direction * weight * Math.max(equityUsd, 0)) / s.price;
+    const held = qtyOf(input.book.positions[s.symbol]);
     const delta = target - held;
     const usd = Math.abs(delta) * s.price;
     // Drift inside the band is left alone; closing a position (target 0) always goes through.
-    const band = target === 0 && held !== 0 ? MIN_ORDER_USD : Math.max(MIN_ORDER_USD, REBALANCE_BAND * weight * before.equityUsd);
-    if (usd >= band && floor6(Math.abs(delta)) > 0 && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
+    const band = target === 0 && held !== 0 ? MIN_ORDER_USD : Math.max(MIN_ORDER_USD, REBALANCE_BAND * weight * equityUsd);
+    if (usd >= band && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
   }
   const decision = {
     kind: 'quant_signal',
@@ -335,8 +380,8 @@ async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise
   for (const symbol of Object.keys(input.book.positions)) prices[symbol] = await feed.price(symbol, input.at);
   let best: Decided['best'] = null;
   for (const [symbol, position] of Object.entries(input.book.positions)) {
-    const usd = Math.abs(position.qty) * prices[symbol]!;
-    if (floor6(Math.abs(position.qty)) > 0 && (!best || usd > best.usd)) best = { symbol, delta: -position.qty, usd };
+    const usd = Math.abs(qtyOf(position)) * prices[symbol]!;
+    if (!best || usd > best.usd) best = { symbol, delta: -qtyOf(position), usd };
   }
   const decision = { kind: 'flatten', action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: best?.symbol ?? null };
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), flatten: true, book: input.book, killSwitch: input.killSwitch, prices });
@@ -347,15 +392,19 @@ async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise
  * The order's fill applied to the book the decision left: the summary and the book after it. The order's
  * protective levels go to the position it opened or grew.
  */
-export function filled(book: Book, fill: Fill, venue: string, protection: Protection = {}): { order: OrderSummary; book: Book } {
-  const levels = Object.fromEntries(Object.entries(protection).filter(([, v]) => v !== undefined)) as Protection;
-  const order: OrderSummary = { symbol: fill.symbol, side: fill.side, size: fill.size.toFixed(6), status: 'filled', venue, ...levels, price: fill.price, notionalUsd: fill.size * fill.price, feeUsd: fill.feeUsd };
+export function filled(book: Book, fill: Fill, decided: OrderSummary): { order: OrderSummary; book: Book } {
+  const levels = definedOnly(protectionOf(decided));
+  const size = dec(fill.size);
+  const price = dec(fill.price);
+  // The decided size keeps its lot's decimals; a fill of another size (a partial fill, a fee taken in the asset) is written as filled.
+  const sizeWritten = size.eq(decided.size) ? decided.size : text(size);
+  const order: OrderSummary = { ...decided, side: fill.side, size: sizeWritten, status: 'filled', price: price.toNumber(), notionalUsd: size.times(price).toNumber(), feeUsd: dec(fill.feeUsd).toNumber() };
   const after = applyFill(book, fill);
-  const held = book.positions[fill.symbol]?.qty ?? 0;
+  const held = qtyOf(book.positions[fill.symbol]);
   const position = after.positions[fill.symbol];
-  const grew = position && Math.abs(position.qty) > Math.abs(held) && Object.keys(levels).length > 0;
+  const grew = position && Math.abs(qtyOf(position)) > Math.abs(held) && Object.keys(levels).length > 0;
   if (!grew) return { order, book: after };
-  const guarded = { ...position, ...levels, ...(levels.trailingStopPercent !== undefined ? { bestPrice: fill.price } : {}) };
+  const guarded = { ...position, ...levels, ...(levels.trailingStopPercent !== undefined ? { bestPrice: price.toNumber() } : {}) };
   return { order, book: { ...after, positions: { ...after.positions, [fill.symbol]: guarded } } };
 }
 
@@ -367,7 +416,7 @@ export async function evaluateTick(input: TickInput, parts: TickParts & { venue:
   const { placing, ...outcome } = await decideTick(input, parts);
   if (!placing) return outcome;
   const fill = await parts.venue.place(placing);
-  return { ...outcome, ...filled(outcome.book, fill, parts.venue.name, protectionOf(outcome.order!)) };
+  return { ...outcome, ...filled(outcome.book, fill, outcome.order!) };
 }
 
 /** The protective levels an order carries. */

@@ -114,9 +114,9 @@ export function agentPrompt(view: AgentView): { system: string; user: string; di
     candleColumns: ['start', 'open', 'high', 'low', 'close'],
     universe,
     book: {
-      cashUsd: view.book.cashUsd,
+      cashUsd: Number(view.book.cashUsd),
       equityUsd: view.equityUsd,
-      positions: Object.entries(view.book.positions).map(([symbol, p]) => ({ symbol, ...p })),
+      positions: Object.entries(view.book.positions).map(([symbol, p]) => ({ symbol, ...p, qty: Number(p.qty), avgPrice: Number(p.avgPrice) })),
     },
     limits: view.limits,
   });

@@ -88,7 +88,8 @@ export const createTradingModule =
     const feeds = new Map([imported, ...(options.feeds ?? [new EmbeddedFeed()])].map((feed) => [feed.name, feed]));
     const feedFor = (version: VersionRow) => feeds.get((version.definition as { dataSources: string[] }).dataSources[0]!)!;
     const venueConfig = ctx.config.trading.venue;
-    const venue = options.venue ?? (venueConfig.kind === 'ccxt' ? new CcxtVenue(venueConfig) : new PaperVenue());
+    const paper = new PaperVenue(ctx.config.trading.paper);
+    const venue = options.venue ?? (venueConfig.kind === 'ccxt' ? new CcxtVenue(venueConfig) : paper);
     const catalog = new Catalog(ctx, feeds);
     const schedules = new RuntimeSchedules(ctx);
     const runtimeStore = new RuntimeStore(ctx.db);
@@ -101,7 +102,7 @@ export const createTradingModule =
     const runtimes = new RuntimeService(ctx, catalog, reconciler, runner, feedFor);
     const consumer = new TickConsumer(() => ctx.services.events, schedules, runner, (runtime) => reconciler.align(runtime), ctx.log);
     // A backtest fills on paper, whatever the runtimes' venue: a replay must never place a real order.
-    const backtester = new Backtester(catalog, feedFor, new PaperVenue(), agents, ctx.clock);
+    const backtester = new Backtester(catalog, feedFor, paper, agents, ctx.clock);
     ctx.services.trading = { catalog, runtimes, reconciler, runner, consumer, schedules, meter, charges, agents };
 
     return {

@@ -277,28 +277,30 @@ export class RuntimeStore {
   }
 
   /**
-   * A live order the venue refused: its execution `rejected` with the venue's words, over the book its claim
-   * left (nothing was filled, the book stays), and an active or paused runtime handed to review. False
-   * when another worker recorded this order's outcome first.
+   * A live order that filled nothing, over the book its claim left (the book stays): refused by the venue
+   * (execution `rejected` with the venue's words, an active or paused runtime handed to review with
+   * `review` as its reason), or a limit order that found no price (execution `completed`, `review` null,
+   * the runtime runs on). Null when another worker recorded this order's outcome first.
    */
-  async commitRejection(rejection: { executionId: string; runtimeId: string; bookVersion: number; order: unknown; error: unknown; reason: string; at: Date }): Promise<ExecutionRow | null> {
-    const at = rejection.at.toISOString();
+  async commitNoFill(outcome: { executionId: string; runtimeId: string; bookVersion: number; status: 'rejected' | 'completed'; order: unknown; error: unknown; review: string | null; at: Date }): Promise<ExecutionRow | null> {
+    const { review } = outcome;
+    const at = outcome.at.toISOString();
     const rows = await rowsOf<{ id: string }>(
       this.db,
       sql`with moved as (
             update trading_runtimes
                set book_version = book_version + 1, updated_at = ${at},
-                   status = case when status in ('active', 'paused') then 'needs_review' else status end,
-                   status_reason = case when status in ('active', 'paused') then ${rejection.reason} else status_reason end
-             where id = ${rejection.runtimeId} and book_version = ${rejection.bookVersion}
+                   status = case when ${review}::text is not null and status in ('active', 'paused') then 'needs_review' else status end,
+                   status_reason = case when ${review}::text is not null and status in ('active', 'paused') then ${review}::text else status_reason end
+             where id = ${outcome.runtimeId} and book_version = ${outcome.bookVersion}
             returning id)
           update trading_executions
-             set status = 'rejected', "order" = ${JSON.stringify(rejection.order)}::jsonb, error = ${JSON.stringify(rejection.error)}::jsonb, completed_at = ${at}
-           where id = ${rejection.executionId} and status = 'placing' and exists (select 1 from moved)
+             set status = ${outcome.status}, "order" = ${JSON.stringify(outcome.order)}::jsonb, error = ${outcome.error === null ? null : JSON.stringify(outcome.error)}::jsonb, completed_at = ${at}
+           where id = ${outcome.executionId} and status = 'placing' and exists (select 1 from moved)
           returning id`,
     );
     if (rows.length === 0) return null;
-    const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, rejection.executionId));
+    const [row] = await this.db.select().from(tradingExecutions).where(eq(tradingExecutions.id, outcome.executionId));
     return row ?? null;
   }
 

@@ -179,9 +179,12 @@ export const orderSchema = z.object({
   symbol: z.string(),
   side: z.enum(['buy', 'sell']),
   size: z.string(),
-  status: z.enum(['filled', 'blocked', 'placing', 'rejected']).describe('placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled'),
+  status: z
+    .enum(['filled', 'blocked', 'placing', 'rejected', 'unfilled'])
+    .describe('placing: out at a live venue, not filled yet; rejected: the venue refused it, nothing filled; unfilled: a limit order the live venue could not fill within its price at once (immediate-or-cancel), nothing filled'),
   venue: z.string(),
   referencePrice: z.number().optional().describe("The feed's price when the order was decided"),
+  limitPrice: z.string().optional().describe("A limit order's price, on the venue's tick (absent: a market order)"),
   stopLoss: z.number().optional(),
   takeProfit: z.number().optional(),
   price: z.number().nullable(),

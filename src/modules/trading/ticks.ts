@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
 import type { Fill } from './book.js';
 import type { AgentDeciders } from './agent-decider.js';
-import { decideTick, evaluateTick, filled, protectionOf, type OrderSummary, type StrategyKind } from './engine.js';
+import { decideTick, evaluateTick, filled, requestOf, type OrderSummary, type StrategyKind } from './engine.js';
 import type { LlmAgentDefinition } from './llm-agent.js';
 import type { MarketDataProvider } from './market-data.js';
 import type { Meter } from './metering.js';
@@ -12,7 +12,7 @@ import { RuntimeStore, type ExecutionRow, type PlacingExecution, type TickCommit
 import { utcCron } from './schedules.js';
 import type { CatalogStore, VersionRow } from './store.js';
 import type { RuntimeStatus, TriggerType } from './tables.js';
-import { OrderRejected, type Venue } from './venue.js';
+import { OrderRejected, OrderUnfilled, type Venue } from './venue.js';
 
 export type TickTrigger = TriggerType;
 
@@ -199,20 +199,20 @@ export class TickRunner {
     let fill: Fill;
     try {
       const known = fresh ? null : await venue.findOrder({ clientOrderId: placing.id, symbol: order.symbol });
-      fill = known ?? (await venue.place({ symbol: order.symbol, side: order.side, size: Number(order.size), referencePrice: referencePriceOf(placing), at: placing.scheduledAt, clientOrderId: placing.id }));
+      fill = known ?? (await venue.place({ ...requestOf({ ...order, referencePrice: referencePriceOf(placing) }, placing.scheduledAt), clientOrderId: placing.id }));
     } catch (error) {
+      const noFill = { executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, at };
+      if (error instanceof OrderUnfilled) return this.runtimes.commitNoFill({ ...noFill, status: 'completed', order: { ...order, status: 'unfilled' }, error: null, review: null });
       if (!(error instanceof OrderRejected)) throw error;
-      return this.runtimes.commitRejection({
-        executionId: placing.id,
-        runtimeId: state.id,
-        bookVersion: state.bookVersion,
+      return this.runtimes.commitNoFill({
+        ...noFill,
+        status: 'rejected',
         order: { ...order, status: 'rejected' },
         error: { code: 'order_rejected', message: error.message.slice(0, 1000) },
-        reason: `order rejected by ${venue.name}: ${error.message.slice(0, 200)}`,
-        at,
+        review: `order rejected by ${venue.name}: ${error.message.slice(0, 200)}`,
       });
     }
-    const after = filled(state.book, fill, venue.name, protectionOf(order));
+    const after = filled(state.book, fill, order);
     return this.runtimes.commitFill({ executionId: placing.id, runtimeId: state.id, bookVersion: state.bookVersion, book: after.book, order: after.order, attempt, at });
   }
 

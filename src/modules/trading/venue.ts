@@ -1,12 +1,15 @@
 import type { Fill } from './book.js';
+import { dec, DEFAULT_MARKET_RULES, feeUsd, text, toTick, type MarketRules } from './money.js';
 
 export interface OrderRequest {
   symbol: string;
   side: 'buy' | 'sell';
-  /** Units to trade (6 decimals). */
-  size: number;
+  /** Units to trade: whole lots of the venue's lot size (market()). */
+  size: string;
   /** The feed's price at the execution. */
   referencePrice: number;
+  /** A limit order's price, on the venue's tick: it fills at this price or better, at once, or not at all. Unset: a market order. */
+  limitPrice?: string;
   at: Date;
   /** Set for a live venue: the execution's id, so a repeat of the call places nothing new. */
   clientOrderId?: string;
@@ -15,6 +18,11 @@ export interface OrderRequest {
 /** The venue refused the order (a definitive answer: nothing was filled); its words in `message`. */
 export class OrderRejected extends Error {
   override readonly name = 'OrderRejected';
+}
+
+/** A limit order the venue could not fill within its price at once (immediate-or-cancel): nothing filled, nothing wrong. */
+export class OrderUnfilled extends Error {
+  override readonly name = 'OrderUnfilled';
 }
 
 /**
@@ -29,7 +37,7 @@ export interface Venue {
    * worker died (or lost the answer) after placing asks findOrder before it places again.
    */
   readonly live: boolean;
-  /** Places the order and answers its fill; throws OrderRejected when the venue refuses it. */
+  /** Places the order and answers its fill; throws OrderRejected when the venue refuses it, OrderUnfilled when a limit order found no price. */
   place(order: OrderRequest): Promise<Fill>;
   /**
    * A live venue: the fill of the order placed with this client order id, or null when it holds none. Asked
@@ -37,25 +45,50 @@ export interface Venue {
    * so a filled order's id placed again is a second order.
    */
   findOrder(order: { clientOrderId: string; symbol: string }): Promise<Fill | null>;
+  /** The symbol's lot size, tick size and minimum notional, which every order decided for this venue keeps to. */
+  market(symbol: string): Promise<MarketRules>;
 }
 
-/** Slippage against the buyer or seller and the fee, in basis points of the notional (docs/trading.md). */
-export const PAPER_SLIPPAGE_BPS = 5;
-export const PAPER_FEE_BPS = 10;
+/** How the paper venue fills: its fees and slippage in basis points of the notional, and each symbol's rules. */
+export interface PaperVenueConfig {
+  /** A limit order's fee: it fills at its own price, as resting liquidity would. */
+  makerFeeBps: number;
+  /** A market order's fee: it takes liquidity at the feed's price moved `slippageBps` against it. */
+  takerFeeBps: number;
+  slippageBps: number;
+  /** Rules by symbol (TRADING_PAPER_MARKETS); any other symbol trades by DEFAULT_MARKET_RULES. */
+  markets: Record<string, MarketRules>;
+}
 
-/** Fills every order whole at the reference price moved PAPER_SLIPPAGE_BPS against it, charging PAPER_FEE_BPS. */
+/** The paper venue's defaults (docs/trading.md). */
+export const PAPER_VENUE_DEFAULTS: PaperVenueConfig = { makerFeeBps: 2, takerFeeBps: 10, slippageBps: 5, markets: {} };
+
+/**
+ * Fills every order whole. A market order (taker) fills at the reference price moved `slippageBps` against
+ * it, rounded to the tick against it too; a limit order (maker) fills at its limit price. The fee is the
+ * role's basis points of the notional, rounded to the cent.
+ */
 export class PaperVenue implements Venue {
   readonly name = 'paper';
   readonly live = false;
 
+  constructor(private readonly config: PaperVenueConfig = PAPER_VENUE_DEFAULTS) {}
+
   async place(order: OrderRequest): Promise<Fill> {
-    const slip = order.side === 'buy' ? 1 + PAPER_SLIPPAGE_BPS / 10_000 : 1 - PAPER_SLIPPAGE_BPS / 10_000;
-    const price = order.referencePrice * slip;
-    return { symbol: order.symbol, side: order.side, size: order.size, price, feeUsd: (order.size * price * PAPER_FEE_BPS) / 10_000 };
+    const buy = order.side === 'buy';
+    const { tickSize } = await this.market(order.symbol);
+    const slipped = dec(order.referencePrice).times(1 + ((buy ? 1 : -1) * this.config.slippageBps) / 10_000);
+    const price = order.limitPrice !== undefined ? dec(order.limitPrice) : toTick(slipped, tickSize, buy ? 'up' : 'down');
+    const bps = order.limitPrice !== undefined ? this.config.makerFeeBps : this.config.takerFeeBps;
+    return { symbol: order.symbol, side: order.side, size: order.size, price: text(price), feeUsd: text(feeUsd(price.times(order.size), bps)) };
   }
 
   /** Paper orders are never placed twice (they fill in the tick that decides them). */
   async findOrder(): Promise<Fill | null> {
     return null;
+  }
+
+  async market(symbol: string): Promise<MarketRules> {
+    return this.config.markets[symbol] ?? DEFAULT_MARKET_RULES;
   }
 }
