@@ -1,10 +1,13 @@
 // A live venue (orders with effects outside the book): each order is claimed in the database before it
 // is placed, so however ticks race, are retried or lose the venue's answer, every order the venue holds
 // is one execution's, recorded once in the book.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
 import type { Fill } from '../../src/modules/trading/book.js';
+import { RuntimeStore } from '../../src/modules/trading/runtime-store.js';
 import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
+import { systemClock } from '../../src/platform/clock.js';
+import { newId } from '../../src/platform/ids.js';
 import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
@@ -216,6 +219,37 @@ describe('a live venue', () => {
     h.clock.advance(1_000);
     const next = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});
     expect(next).toMatchObject({ status: 201, body: { data: { status: 'completed', order: { status: 'filled' } } } });
+  });
+
+  it("a placement lease runs on the database's clock: a node whose clock runs ten minutes ahead cannot take a held one", async () => {
+    const { runtimeId } = await launch(h, 'live-lease-clock', TRADES_AT_ONCE);
+    const id = newId(Date.now());
+    const at = new Date().toISOString();
+    await h.app.ctx.database.query(sql`insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash, created_at)
+                                       values (${id}, ${runtimeId}, 'manual', ${at}, 'placing', 1, 'sha256:lease', ${at})`);
+    const store = new RuntimeStore(h.app.ctx.db, systemClock);
+    const held = await store.takePlacement(id, PLACEMENT_LEASE_MS);
+    expect(held).toBeInstanceOf(Date);
+    // A server's clock is its own: only there can this node's clock be ahead of the database's (the embedded
+    // database runs in this process, on its clock).
+    if (process.env.DATABASE_URL) {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        vi.setSystemTime(Date.now() + 10 * 60_000);
+        // By its own clock the lease lapsed long ago; by the database's it has a minute left.
+        expect(await new RuntimeStore(h.app.ctx.db, systemClock).takePlacement(id, PLACEMENT_LEASE_MS)).toBeNull();
+      } finally {
+        vi.useRealTimers();
+      }
+    }
+    const renewed = await store.renewPlacement(id, held!, PLACEMENT_LEASE_MS);
+    expect(renewed!.getTime()).toBeGreaterThanOrEqual(held!.getTime());
+    expect(await store.renewPlacement(id, new Date(held!.getTime() - 1), PLACEMENT_LEASE_MS)).toBeNull(); // not the value it is held by
+    // A lease that lapses by the database's clock is taken by the next caller.
+    await store.renewPlacement(id, renewed!, 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await store.takePlacement(id, PLACEMENT_LEASE_MS)).toBeInstanceOf(Date);
+    await h.app.ctx.database.query(sql`delete from trading_executions where id = ${id}`);
   });
 
   it('a manual run while the venue is down answers 503 execution_failed, and the claimed order is placed once when it is back', async () => {

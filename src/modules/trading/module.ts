@@ -92,7 +92,7 @@ export const createTradingModule =
     const venue = options.venue ?? (venueConfig.kind === 'ccxt' ? new CcxtVenue(venueConfig) : paper);
     const catalog = new Catalog(ctx, feeds);
     const schedules = new RuntimeSchedules(ctx);
-    const runtimeStore = new RuntimeStore(ctx.db);
+    const runtimeStore = new RuntimeStore(ctx.db, ctx.clock);
     const chargeStore = new ChargeStore(ctx.db);
     const meter = new Meter(ctx, chargeStore, meteringPayTo(ctx));
     const charges = new ChargeReconciler(ctx, chargeStore);

@@ -1,4 +1,5 @@
 import { and, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import { databaseNow, type Clock } from '../../platform/clock.js';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
@@ -69,7 +70,19 @@ export interface TickCommit {
  *    (commitFill).
  */
 export class RuntimeStore {
-  constructor(readonly db: Db) {}
+  /** `clock` only shifts the database's clock in tests (databaseNow): placement leases run on the database's. */
+  constructor(
+    readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * The end of a placement lease `ms` from now by the database's clock, so nodes whose clocks disagree still
+   * agree on who holds it; whole milliseconds, so the value a caller reads back compares equal when renewed.
+   */
+  private leaseEnd(ms: number) {
+    return sql`date_trunc('milliseconds', ${databaseNow(this.clock)} + ${ms} * interval '1 millisecond')`;
+  }
 
   async insert(row: RuntimeRow): Promise<RuntimeRow> {
     const [created] = await this.db.insert(tradingRuntimes).values(row).returning();
@@ -170,9 +183,10 @@ export class RuntimeStore {
    * and then, only for those, the tick's execution (taking over a failed one). Answers the executions
    * that were committed; a tick missing from the answer lost a race (its runtime changed since the
    * read) and is read again. Two runs of one tick cannot both commit: the second read either sees the
-   * first's execution, or holds a book version the first has moved on from.
+   * first's execution, or holds a book version the first has moved on from. A claimed order (`placing`)
+   * is held by its committer for `leaseMs` from the commit (its `placingUntil` in the answer).
    */
-  async commitTicks(commits: readonly TickCommit[]): Promise<ExecutionRow[]> {
+  async commitTicks(commits: readonly TickCommit[], leaseMs: number): Promise<ExecutionRow[]> {
     if (commits.length === 0) return [];
     const input = commits.map(({ bookVersion, book, from, status, reason, execution: e }) => ({
       runtime_id: e.runtimeId,
@@ -194,15 +208,14 @@ export class RuntimeStore {
       error: e.error,
       created_at: e.createdAt.toISOString(),
       completed_at: e.completedAt?.toISOString() ?? null,
-      placing_until: e.placingUntil?.toISOString() ?? null,
     }));
-    const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp }>(
+    const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp; placingUntil: Timestamp | null }>(
       this.db,
       sql`with input as (
             select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(
               runtime_id uuid, book_version int, book jsonb, from_statuses text, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
               execution_status text, attempt_count int, strategy_version_hash text, inputs_digest text, decision jsonb, risk_assessment jsonb,
-              "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz, placing_until timestamptz)),
+              "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz)),
           moved as (
             update trading_runtimes r
                set book = i.book, book_version = r.book_version + 1, status = coalesce(i.status, r.status),
@@ -213,18 +226,19 @@ export class RuntimeStore {
           insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash,
                                           inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at, placing_until)
           select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.execution_status, i.attempt_count, i.strategy_version_hash,
-                 i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at, i.placing_until
+                 i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at,
+                 case when i.execution_status = 'placing' then ${this.leaseEnd(leaseMs)} end
             from input i join moved m on m.id = i.runtime_id
           on conflict (runtime_id, trigger_type, scheduled_at) do update
              set status = excluded.status, attempt_count = excluded.attempt_count, inputs_digest = excluded.inputs_digest,
                  decision = excluded.decision, risk_assessment = excluded.risk_assessment, "order" = excluded."order",
                  error = excluded.error, completed_at = excluded.completed_at, placing_until = excluded.placing_until
            where trading_executions.status = 'failed'
-          returning id, runtime_id as "runtimeId", created_at as "createdAt"`,
+          returning id, runtime_id as "runtimeId", created_at as "createdAt", placing_until as "placingUntil"`,
     );
     // A failed execution taken over keeps its id and creation time.
     const byRuntime = new Map(commits.map((c) => [c.execution.runtimeId, c.execution]));
-    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt) }));
+    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt), placingUntil: row.placingUntil === null ? null : toDate(row.placingUntil) }));
   }
 
   /**
@@ -251,29 +265,30 @@ export class RuntimeStore {
   }
 
   /**
-   * Takes the placement of a claimed order at the venue: true for one caller until `until` (the claiming
-   * tick holds it from its commit), or until that caller gives it back. Two callers never place at once.
+   * Takes the placement of a claimed order at the venue once no one holds it (the claiming tick holds it
+   * from its commit): the lease's end this caller now holds it by, for `leaseMs`, or null. Two callers never
+   * place at once.
    */
-  async takePlacement(executionId: string, now: Date, until: Date): Promise<boolean> {
-    const rows = await this.db
+  async takePlacement(executionId: string, leaseMs: number): Promise<Date | null> {
+    const [row] = await this.db
       .update(tradingExecutions)
-      .set({ placingUntil: until })
-      .where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing'), or(isNull(tradingExecutions.placingUntil), lte(tradingExecutions.placingUntil, now))))
-      .returning({ id: tradingExecutions.id });
-    return rows.length === 1;
+      .set({ placingUntil: this.leaseEnd(leaseMs) })
+      .where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing'), or(isNull(tradingExecutions.placingUntil), lte(tradingExecutions.placingUntil, databaseNow(this.clock)))))
+      .returning({ placingUntil: tradingExecutions.placingUntil });
+    return row?.placingUntil ?? null;
   }
 
   /**
-   * Renews the placement this caller holds (`held`: the placing_until it took or committed) to `until`; false
-   * when another caller took it since (the lease lapsed), and then this one must not place.
+   * Renews the placement this caller holds (`held`: the lease's end it took or committed) for `leaseMs`: the
+   * new end, or null when another caller took it since (the lease lapsed), and then this one must not place.
    */
-  async renewPlacement(executionId: string, held: Date, until: Date): Promise<boolean> {
-    const rows = await this.db
+  async renewPlacement(executionId: string, held: Date, leaseMs: number): Promise<Date | null> {
+    const [row] = await this.db
       .update(tradingExecutions)
-      .set({ placingUntil: until })
+      .set({ placingUntil: this.leaseEnd(leaseMs) })
       .where(and(eq(tradingExecutions.id, executionId), eq(tradingExecutions.status, 'placing'), eq(tradingExecutions.placingUntil, held)))
-      .returning({ id: tradingExecutions.id });
-    return rows.length === 1;
+      .returning({ placingUntil: tradingExecutions.placingUntil });
+    return row?.placingUntil ?? null;
   }
 
   /**

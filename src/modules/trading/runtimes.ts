@@ -42,7 +42,7 @@ export class RuntimeService {
     private readonly runner: TickRunner,
     private readonly feedFor: (version: VersionRow) => MarketDataProvider,
   ) {
-    this.store = new RuntimeStore(ctx.db);
+    this.store = new RuntimeStore(ctx.db, ctx.clock);
   }
 
   /**

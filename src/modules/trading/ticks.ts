@@ -77,7 +77,7 @@ export class TickRunner {
     private readonly catalog: CatalogStore,
     private readonly parts: TickParts,
   ) {
-    this.runtimes = new RuntimeStore(ctx.db);
+    this.runtimes = new RuntimeStore(ctx.db, ctx.clock);
   }
 
   /** One tick; a failure is thrown (after it is recorded). */
@@ -136,12 +136,10 @@ export class TickRunner {
       }),
     );
     for (const entry of decided) if (entry) commits.push(entry);
-    // A claim's placement lease starts as it commits, not when the round began (its ticks may have waited on models).
-    const leaseEnd = new Date(this.ctx.clock.now().getTime() + PLACEMENT_LEASE_MS);
-    for (const { commit } of commits) if (commit.execution.status === 'placing') commit.execution.placingUntil = leaseEnd;
+    // A claim's placement lease starts as it commits (by the database's clock), not when the round began.
     let committed: ExecutionRow[];
     try {
-      committed = await this.runtimes.commitTicks(commits.map((c) => c.commit));
+      committed = await this.runtimes.commitTicks(commits.map((c) => c.commit), PLACEMENT_LEASE_MS);
     } catch (error) {
       for (const { tick } of commits) results[tick.index] = await this.failed(trigger, tick, error);
       return [];
@@ -151,16 +149,15 @@ export class TickRunner {
       const execution = committed.find((e) => e.runtimeId === tick.runtimeId);
       if (!execution) lost.push(tick);
       // Claimed for a live venue: placed below, over the book version the claim moved to.
-      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution, fresh: true, lease: leaseEnd });
+      else if (execution.status === 'placing') orders.push({ tick, state: { ...state, book: commit.book, bookVersion: state.bookVersion + 1 }, placing: execution, fresh: true, lease: execution.placingUntil! });
       else results[tick.index] = { ran: true, execution, runtime: { ...state, status: commit.status ?? state.status }, movedToReview: commit.status === 'needs_review' };
     }
     await Promise.all(
       orders.map(async ({ tick, state, placing, fresh, lease }) => {
         const own = placing.triggerType === trigger && placing.scheduledAt.getTime() === tick.scheduledAt.getTime();
         // One caller at a time places an order: the tick that claimed it, else whoever takes the lapsed placement.
-        const at = this.ctx.clock.now();
-        const held = lease ?? new Date(at.getTime() + PLACEMENT_LEASE_MS);
-        if (!lease && !(await this.runtimes.takePlacement(placing.id, at, held))) {
+        const held = lease ?? (await this.runtimes.takePlacement(placing.id, PLACEMENT_LEASE_MS));
+        if (!held) {
           results[tick.index] = { ran: false, reason: 'placing' };
           return;
         }
@@ -195,7 +192,7 @@ export class TickRunner {
     const order = placing.order as OrderSummary;
     const at = this.ctx.clock.now();
     // Still ours, and a full lease ahead of the venue call: renewed by the value this caller holds it by.
-    if (!(await this.runtimes.renewPlacement(placing.id, lease, new Date(at.getTime() + PLACEMENT_LEASE_MS)))) return 'lease_lost';
+    if (!(await this.runtimes.renewPlacement(placing.id, lease, PLACEMENT_LEASE_MS))) return 'lease_lost';
     let fill: Fill;
     try {
       const known = fresh ? null : await venue.findOrder({ clientOrderId: placing.id, symbol: order.symbol });
