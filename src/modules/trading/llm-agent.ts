@@ -1,12 +1,12 @@
 // The llm_agent strategy kind: what its model is asked each tick (instructions, recent candles with a few
 // indicators, the book and the limits), the one tool it must answer with, and that answer checked into at
 // most one order. No I/O here: agent-decider.ts asks the model (or the decision cache).
-import { EMA, RSI, SMA } from 'trading-signals';
 import { z } from 'zod';
 import type { Book } from './book.js';
 import { digestOf } from './canonical.js';
 import type { Candle } from './market-data.js';
 import type { RiskLimits } from './engine.js';
+import { indicatorValues, type Indicator } from './rules.js';
 import type { ModelProvider } from '../../platform/model-providers.js';
 
 /** An `llm_agent` version's definition (schemaVersion 1). */
@@ -95,15 +95,17 @@ export interface AgentView {
   candles: Record<string, Candle[]>;
 }
 
+/** The indicators each symbol of the prompt carries. */
+const PROMPT_INDICATORS: Record<string, Indicator> = { sma20: { type: 'sma', period: 20 }, ema12: { type: 'ema', period: 12 }, ema26: { type: 'ema', period: 26 }, rsi14: { type: 'rsi', period: 14 } };
+
 /** The tick's prompt, and its digest (what `decision.promptDigest` records). */
 export function agentPrompt(view: AgentView): { system: string; user: string; digest: string } {
   const universe = view.definition.universe.map((symbol) => {
     const candles = view.candles[symbol]!;
-    const closes = candles.map((c) => c.close);
     return {
       symbol,
       price: view.prices[symbol],
-      indicators: { sma20: indicator(new SMA(20), closes), ema12: indicator(new EMA(12), closes), ema26: indicator(new EMA(26), closes), rsi14: indicator(new RSI(14), closes) },
+      indicators: indicatorValues(PROMPT_INDICATORS, candles),
       candles: candles.map((c) => [c.start, c.open, c.high, c.low, c.close]),
     };
   });
@@ -136,8 +138,3 @@ export function orderOf(decision: AgentDecision, universe: readonly string[], pr
   return { order: { ...order, size } };
 }
 
-/** The indicator over the closes once it has enough of them (trading-signals), else null. */
-function indicator(series: SMA | EMA | RSI, closes: number[]): number | null {
-  for (const close of closes) series.add(close);
-  return series.isStable ? (series.getResult() ?? null) : null;
-}

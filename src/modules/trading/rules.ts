@@ -14,7 +14,7 @@ const indicator = z.discriminatedUnion('type', [
   z.object({ type: z.literal('bollinger'), period, deviations: z.number().positive().max(10).default(2) }).strict(),
   z.object({ type: z.literal('macd'), fast: period, slow: period, signal: period }).strict(),
 ]);
-type Indicator = z.infer<typeof indicator>;
+export type Indicator = z.infer<typeof indicator>;
 
 /** `price`, `close`, an indicator's name, a field of one (`macd.histogram`, `bands.upper`), or a number. */
 const operand = z.union([z.number(), z.string().regex(/^[a-z][a-z0-9_]{0,30}(\.(macd|signal|histogram|upper|middle|lower))?$/, 'price, close, an indicator name or name.field')]);
@@ -89,17 +89,22 @@ interface Snapshot {
 }
 
 function valuesAt(rules: QuantRules, candles: Candle[], price: number): Snapshot {
-  const indicators: Snapshot['indicators'] = {};
-  for (const [name, def] of Object.entries(rules.indicators)) {
+  return { price, close: candles.at(-1)?.close ?? price, indicators: indicatorValues(rules.indicators, candles) };
+}
+
+/** Each named indicator over the candles once it has warmed up (null before), computed by trading-signals. */
+export function indicatorValues(indicators: Record<string, Indicator>, candles: readonly Candle[]): Snapshot['indicators'] {
+  const values: Snapshot['indicators'] = {};
+  for (const [name, def] of Object.entries(indicators)) {
     const series = indicatorOf(def);
     for (const c of candles) {
       if (series instanceof ATR) series.add({ high: c.high, low: c.low, close: c.close });
       else series.add(c.close);
     }
     const result = series.isStable ? series.getResult() : null;
-    indicators[name] = result === null || result === undefined ? null : typeof result === 'number' ? result : { ...(result as Record<string, number>) };
+    values[name] = result === null || result === undefined ? null : typeof result === 'number' ? result : { ...(result as Record<string, number>) };
   }
-  return { price, close: candles.at(-1)?.close ?? price, indicators };
+  return values;
 }
 
 function test(c: QuantRules['entry']['long'][number], now: Snapshot, before: Snapshot): boolean {

@@ -1,6 +1,6 @@
 // The user's hosted agents and their credits: launch one (POST /agents, paid with credits), follow its
 // deployment, give it a model provider's key and chat with it (docs/agents.md).
-import { dataTable, field, h, liveTime, mount, notice } from '../shared/dom.js';
+import { dataTable, field, h, lazyPanel, liveTime, mount, notice } from '../shared/dom.js';
 import { expiry, usd, when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 import { session } from './session.js';
@@ -121,27 +121,12 @@ function follow(root: HTMLElement, shown: Agent[]): void {
 /** One agent: its model providers (keys masked) and a chat in its main session; loads when first opened. */
 function agentPanel(agent: Agent, open: boolean): HTMLDetailsElement {
   const base = `/agents/${encodeURIComponent(agent.id)}`;
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  let loaded = false;
-
-  const load = async () => {
-    loaded = true;
-    try {
-      const [providers, history] = await Promise.all([api<ProviderEntry[]>('GET', `${base}/providers`), api<{ messages: ChatMessage[] }>('GET', `${base}/chat/history`)]);
-      mount(body, providersSection(agent, base, providers, load), chatSection(agent, base, history.messages));
-    } catch (error) {
-      mount(body, notice('error', (error as Error).message));
-    }
-  };
-
-  const details: HTMLDetailsElement = h(
-    'details',
-    { class: 'card agent', 'data-agent-id': agent.id, ontoggle: () => void (details.open && !loaded && load()) },
-    h('summary', {}, h('h2', {}, agent.name), h('span', { class: `badge ${agent.status}` }, agent.status)),
-    body,
-  );
-  details.open = open;
-  return details;
+  const summary = [h('h2', {}, agent.name), h('span', { class: `badge ${agent.status}` }, agent.status)];
+  const panel = lazyPanel({ class: 'card agent', 'data-agent-id': agent.id }, summary, open, async (body) => {
+    const [providers, history] = await Promise.all([api<ProviderEntry[]>('GET', `${base}/providers`), api<{ messages: ChatMessage[] }>('GET', `${base}/chat/history`)]);
+    mount(body, providersSection(agent, base, providers, panel.reload), chatSection(agent, base, history.messages));
+  });
+  return panel.details;
 }
 
 function providersSection(agent: Agent, base: string, providers: ProviderEntry[], reload: () => Promise<void>): HTMLElement {

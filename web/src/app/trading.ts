@@ -2,7 +2,7 @@
 // executions page by page, and the controls that protect it: pause, resume, and flatten (close every position).
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { dataTable, h, mount, notice } from '../shared/dom.js';
+import { dataTable, h, lazyPanel, mount, notice } from '../shared/dom.js';
 import { when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 import { session } from './session.js';
@@ -59,25 +59,11 @@ export async function tradingPage(root: HTMLElement): Promise<void> {
 /** One runtime: its positions, equity curve, executions and controls; loads when first opened. */
 function runtimePanel(root: HTMLElement, runtime: Runtime, open: boolean): HTMLDetailsElement {
   const base = `/agentic-trading/runtimes/${encodeURIComponent(runtime.id)}`;
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  let loaded = false;
-  const load = async () => {
-    loaded = true;
-    try {
-      const [current, executions] = await Promise.all([api<Runtime>('GET', base), api<Execution[]>('GET', `${base}/executions?limit=${CURVE_TICKS}`)]);
-      mount(body, controls(root, current, base), positionsOf(current), equityChart(current, executions), executionsSection(current, base, executions.slice(0, PAGE)));
-    } catch (error) {
-      mount(body, notice('error', (error as Error).message));
-    }
-  };
-  const details: HTMLDetailsElement = h(
-    'details',
-    { class: 'card runtime', 'data-runtime-id': runtime.id, ontoggle: () => void (details.open && !loaded && load()) },
-    h('summary', {}, h('h2', {}, runtime.name), h('span', { class: `badge ${runtime.status}` }, runtime.status)),
-    body,
-  );
-  if (open) details.open = true;
-  return details;
+  const summary = [h('h2', {}, runtime.name), h('span', { class: `badge ${runtime.status}` }, runtime.status)];
+  return lazyPanel({ class: 'card runtime', 'data-runtime-id': runtime.id }, summary, open, async (body) => {
+    const [current, executions] = await Promise.all([api<Runtime>('GET', base), api<Execution[]>('GET', `${base}/executions?limit=${CURVE_TICKS}`)]);
+    mount(body, controls(root, current, base), positionsOf(current), equityChart(current, executions), executionsSection(current, base, executions.slice(0, PAGE)));
+  }).details;
 }
 
 /** Pause or resume, and flatten; each answer shown, then the page read again. */

@@ -23,6 +23,26 @@ export function mount(parent: Element, ...children: (Child | Child[])[]): void {
   parent.replaceChildren(...children.flat().filter((c): c is Node | string => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)));
 }
 
+/**
+ * A card whose body loads when it is first opened (a list of many costs one request per card opened, not
+ * per card shown): `fill` fills the body; `reload` runs it again, and a failure shows as an error in the body.
+ */
+export function lazyPanel(attrs: Attrs, summary: Child[], open: boolean, fill: (body: HTMLElement) => Promise<void>): { details: HTMLDetailsElement; reload: () => Promise<void> } {
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  let loaded = false;
+  const reload = async () => {
+    loaded = true;
+    try {
+      await fill(body);
+    } catch (error) {
+      mount(body, notice('error', (error as Error).message));
+    }
+  };
+  const details: HTMLDetailsElement = h('details', { ...attrs, ontoggle: () => void (details.open && !loaded && reload()) }, h('summary', {}, ...summary), body);
+  details.open = open;
+  return { details, reload };
+}
+
 /** A labelled input: the label names it for screen readers and clicking it focuses the field. */
 export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   input.id ||= `f-${Math.random().toString(36).slice(2, 9)}`;
