@@ -137,6 +137,11 @@ describe('llm_agent runtimes', () => {
     expect(limit).toMatchObject({ status: 'completed', order: { status: 'filled', limitPrice: String(Number(onTick)), size: '0.012345', price: Number(onTick) } });
     expect(limit.order.feeUsd).toBe(Math.round(0.012345 * Number(onTick) * 0.0002 * 100) / 100);
 
+    // A tenth of a cent above the price: marketable as asked, not once on the tick (down to the cent, under the price).
+    model.reply = (asked) => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', size: 0.01, type: 'limit', limitPrice: asked.prompt.universe[0].price + 0.001 }], rationale: 'bid at the touch' } });
+    await h.nextMinute();
+    expect(await lastExecution(token, runtimeId)).toMatchObject({ status: 'completed', order: null, decision: { action: 'hold', unfilled: 'limit_not_marketable', limitPrice: expect.any(String) } });
+
     model.reply = () => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', notionalUsd: 0.5, type: 'market' }], rationale: 'a little more' } });
     await h.nextMinute();
     const tiny = await lastExecution(token, runtimeId);

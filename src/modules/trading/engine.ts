@@ -107,8 +107,8 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
 
   // 5 (first): the order kept to the venue's rules, or none when it is smaller than they allow.
   const sized = decided.best ? await keptToMarket(input.book, decided.best, prices[decided.best.symbol]!, parts.venue, limitPrice) : null;
-  const best = sized && !('belowMinimum' in sized) ? sized : null;
-  const decision = sized && 'belowMinimum' in sized ? { ...decided.decision, action: 'hold', belowMinimum: sized.belowMinimum } : decided.decision;
+  const best = sized && !('unplaced' in sized) ? sized : null;
+  const decision = sized && 'unplaced' in sized ? { ...decided.decision, action: 'hold', ...sized.unplaced } : decided.decision;
 
   // 3. Risk, as the book would stand after the order.
   const held = best ? qtyOf(input.book.positions[best.symbol]) : 0;
@@ -174,13 +174,14 @@ export function requestOf(order: OrderSummary, at: Date): OrderRequest {
   return definedOnly({ symbol: order.symbol, side: order.side, size: order.size, referencePrice: order.referencePrice!, limitPrice: order.limitPrice, at });
 }
 
-type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limitPrice?: string } | { belowMinimum: Record<string, unknown> };
+type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limitPrice?: string } | { unplaced: Record<string, unknown> };
 
 /**
  * The decided order at the venue's rules for its symbol: its size rounded down to whole lots, a limit price
  * moved onto the tick (down for a buy, up for a sell: never past what was asked), and worth the minimum
  * notional, unless it closes the position whole (a close is never trapped by a minimum; a real venue may
- * still refuse dust, which sends the runtime to review).
+ * still refuse dust, which sends the runtime to review). A limit order is immediate-or-cancel at the tick's
+ * price: one that would not fill now (its price on the tick) is not placed. `unplaced` says why not.
  */
 async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, price: number, venue: TickParts['venue'], limitPrice: number | undefined): Promise<Sized> {
   const rules = await venue.market(best.symbol);
@@ -188,9 +189,10 @@ async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, pric
   const closesWhole = Number(held) !== 0 && Math.abs(best.delta + Number(held)) <= Math.abs(Number(held)) * EPSILON;
   const size = toLots(closesWhole ? held : Math.abs(best.delta), rules.lotSize);
   const limit = limitPrice === undefined ? undefined : toTick(limitPrice, rules.tickSize, best.delta > 0 ? 'down' : 'up');
+  if (limit && (best.delta > 0 ? limit.lt(price) : limit.gt(price))) return { unplaced: { unfilled: 'limit_not_marketable', limitPrice: text(limit) } };
   const notionalUsd = size.times(limit ?? price);
   if (size.isZero() || (!closesWhole && notionalUsd.lt(rules.minNotionalUsd))) {
-    return { belowMinimum: { symbol: best.symbol, size: text(size), notionalUsd: notionalUsd.toNumber(), ...rules } };
+    return { unplaced: { belowMinimum: { symbol: best.symbol, size: text(size), notionalUsd: notionalUsd.toNumber(), ...rules } } };
   }
   return { symbol: best.symbol, delta: best.delta, size, sizeText: sizeText(size, rules.lotSize), limitPrice: limit && text(limit) };
 }
@@ -325,8 +327,6 @@ async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> 
   if ('invalid' in asked) return hold({ outcome: 'invalid', error: asked.invalid });
   const { order } = asked;
   const price = prices[order.symbol]!;
-  // A limit order is immediate-or-cancel at the tick's price: one that would not fill now is not placed.
-  if (order.type === 'limit' && (order.side === 'buy' ? order.limitPrice! < price : order.limitPrice! > price)) return hold({ unfilled: 'limit_not_marketable' });
   const delta = order.side === 'buy' ? order.size : -order.size;
   const protection = { stopLoss: order.stopLoss, takeProfit: order.takeProfit };
   const decided = { best: { symbol: order.symbol, delta, usd: order.size * price }, decision: { ...record, action: order.side, symbol: order.symbol }, prices, inputsDigest, protection };
