@@ -1,0 +1,55 @@
+// bench/trading before and after a change, side by side: each commit in BENCH_COMMITS (default 0f19e29, the
+// last float book, and HEAD) is checked out as a detached worktree under the temp dir, and its own
+// bench/trading/run.ts runs one round there (one tick with one worker, one with two), BENCH_ROUNDS times, the
+// order rotating every round. Prints each round's figures and per-commit medians and spreads of the one-worker
+// drain. BENCH_KIND passes through (quant_signal by default, or llm_agent). Run: npx tsx bench/trading/compare.ts
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { machine, median } from '../lib.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
+const commits = (process.env.BENCH_COMMITS ?? '0f19e29,HEAD').split(',').map((c) => ({ name: c, sha: git('rev-parse', '--short', c) }));
+
+const trees: { name: string; sha: string; dir: string }[] = [];
+try {
+  for (const c of commits) {
+    const dir = path.join(os.tmpdir(), `tollgate-bench-tree-${c.sha}`);
+    if (!fs.existsSync(dir)) {
+      git('worktree', 'add', '--detach', dir, c.sha);
+      fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
+    }
+    trees.push({ ...c, dir });
+  }
+  console.log(`machine: ${machine()}; ${process.env.BENCH_KIND ?? 'quant_signal'}; ${rounds} rounds`);
+  const drains = new Map(trees.map((t) => [t.name, [] as number[]]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (const tree of trees.map((_, i) => trees[(i + round) % trees.length]!)) {
+      const out = await runRound(tree.dir);
+      const one = /round 1, 1 worker\(s\): fire (\d+) ms, drain (\d+) ms \((\d+) executions\/s/.exec(out);
+      const once = /(\d+) executions \((\d+) failed or skipped\), each tick exactly once/.exec(out);
+      if (!one || !once) throw new Error(`no figures in the run of ${tree.name}:\n${out}`);
+      drains.get(tree.name)!.push(Number(one[2]));
+      console.log(`round ${round + 1} ${tree.name} (${tree.sha}): 1 worker fire ${one[1]} ms, drain ${one[2]} ms (${one[3]} executions/s); ${once[1]} executions, ${once[2]} failed or skipped, exactly once`);
+    }
+  }
+  for (const t of trees) {
+    const values = drains.get(t.name)!;
+    console.log(`${t.name} (${t.sha}): one-worker drain median ${median(values)} ms (${Math.min(...values)}–${Math.max(...values)})`);
+  }
+} finally {
+  if (!process.env.BENCH_KEEP_TREES) for (const t of trees) git('worktree', 'remove', '--force', t.dir);
+}
+
+function runRound(tree: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/trading/run.ts'], { cwd: tree, env: { ...process.env, BENCH_ROUNDS: '1' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`bench/trading/run.ts in ${tree} exited ${code}: ${out}`))));
+  });
+}
