@@ -1,5 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 
@@ -80,4 +83,26 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The repository this bench runs from. */
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
+
+/**
+ * Each commit checked out as a detached git worktree under the temp dir (sharing this checkout's
+ * node_modules), for benchmarks that compare commits side by side; `remove` takes them away again
+ * (unless BENCH_KEEP_TREES is set).
+ */
+export function commitTrees(commits: readonly string[]): { trees: Array<{ name: string; sha: string; dir: string }>; remove: () => void } {
+  const trees = commits.map((name) => {
+    const sha = git('rev-parse', '--short', name);
+    const dir = path.join(os.tmpdir(), `tollgate-bench-tree-${sha}`);
+    if (!fs.existsSync(dir)) {
+      git('worktree', 'add', '--detach', dir, sha);
+      fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
+    }
+    return { name, sha, dir };
+  });
+  return { trees, remove: () => void (process.env.BENCH_KEEP_TREES || trees.forEach((t) => git('worktree', 'remove', '--force', t.dir))) };
 }

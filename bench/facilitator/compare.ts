@@ -2,28 +2,14 @@
 // (default: b3e3b6f, the commit before the relayer pool, and HEAD) is checked out as a detached git worktree
 // under the temp dir, and compare-round.ts runs against each in turn, BENCH_ROUNDS times (the order rotates
 // every round). Prints per-commit medians and spreads. Run: npx tsx bench/facilitator/compare.ts
-import { execFileSync, spawn } from 'node:child_process';
-import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { machine } from '../lib.js';
+import { commitTrees, machine, median, repo } from '../lib.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
-const commits = (process.env.BENCH_COMMITS ?? 'b3e3b6f,78e47a5^,HEAD').split(',').map((c) => ({ name: c, sha: git('rev-parse', '--short', c) }));
-
-const trees: { name: string; sha: string; dir: string }[] = [];
+const { trees, remove } = commitTrees((process.env.BENCH_COMMITS ?? 'b3e3b6f,78e47a5^,HEAD').split(','));
 try {
-  for (const c of commits) {
-    const dir = path.join(os.tmpdir(), `tollgate-bench-tree-${c.sha}`);
-    if (!fs.existsSync(dir)) {
-      git('worktree', 'add', '--detach', dir, c.sha);
-      fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
-    }
-    trees.push({ ...c, dir });
-  }
   console.log(`machine: ${machine()}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; ${rounds} rounds`);
   const results = new Map<string, { http: number[]; direct: number[]; settle: number[] }>(trees.map((t) => [t.name, { http: [], direct: [], settle: [] }]));
   for (let round = 0; round < rounds; round += 1) {
@@ -47,7 +33,7 @@ try {
       return `| ${t.name} (${t.sha}) | ${fmt(r.http)} | **${median(r.http).toFixed(0)}** | ${fmt(r.direct)} | **${median(r.direct).toFixed(0)}** | ${fmt(r.settle)} | **${median(r.settle).toFixed(0)}** |`;
     })].join('\n'));
 } finally {
-  if (!process.env.BENCH_KEEP_TREES) for (const t of trees) git('worktree', 'remove', '--force', t.dir);
+  remove();
 }
 
 function runRound(tree: string): Promise<string> {
@@ -65,10 +51,4 @@ function runRound(tree: string): Promise<string> {
       else reject(new Error(`verify round in ${tree} exited ${code}: ${out}`));
     });
   });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }

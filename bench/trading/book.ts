@@ -3,18 +3,15 @@
 // now, side by side in one process: each round runs both (the order swapping), BENCH_FILLS fills each.
 // Prints per-side medians and spreads, and checks where each book's cash ends (floats drift, decimals do not).
 // Run: npx tsx bench/trading/book.ts
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { machine, median } from '../lib.js';
+import { commitTrees, machine, median, repo } from '../lib.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
 const fills = Number(process.env.BENCH_FILLS ?? 100_000);
-const before = process.env.BENCH_BEFORE ?? '0f19e29';
-const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
+const {
+  trees: [before],
+  remove,
+} = commitTrees([process.env.BENCH_BEFORE ?? '0f19e29']);
 
 interface BookModule {
   openBook(fund: number): unknown;
@@ -22,12 +19,9 @@ interface BookModule {
   markToMarket(book: unknown, prices: Record<string, number>): { equityUsd: unknown };
 }
 
-const sha = git('rev-parse', '--short', before);
-const tree = path.join(os.tmpdir(), `tollgate-bench-tree-${sha}`);
-if (!fs.existsSync(tree)) git('worktree', 'add', '--detach', tree, sha);
 try {
   const sides: Array<{ name: string; book: BookModule; asText: boolean }> = [
-    { name: `float (${sha})`, book: (await import(path.join(tree, 'src/modules/trading/book.ts'))) as BookModule, asText: false },
+    { name: `float (${before!.sha})`, book: (await import(path.join(before!.dir, 'src/modules/trading/book.ts'))) as BookModule, asText: false },
     { name: 'decimal (now)', book: (await import(path.join(repo, 'src/modules/trading/book.ts'))) as BookModule, asText: true },
   ];
   console.log(`machine: ${machine()}; ${rounds} rounds of ${fills} fills per side`);
@@ -44,7 +38,7 @@ try {
     console.log(`${side.name}: median ${median(values).toFixed(2)} µs per fill and mark (${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)})`);
   }
 } finally {
-  if (!process.env.BENCH_KEEP_TREES) git('worktree', 'remove', '--force', tree);
+  remove();
 }
 
 /** Round trips of 0.1 at prices that are not binary fractions, marked after each fill, as a tick does. */

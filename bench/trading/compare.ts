@@ -3,28 +3,12 @@
 // bench/trading/run.ts runs one round there (one tick with one worker, one with two), BENCH_ROUNDS times, the
 // order rotating every round. Prints each round's figures and per-commit medians and spreads of the one-worker
 // drain. BENCH_KIND passes through (quant_signal by default, or llm_agent). Run: npx tsx bench/trading/compare.ts
-import { execFileSync, spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { machine, median } from '../lib.js';
+import { spawn } from 'node:child_process';
+import { commitTrees, machine, median } from '../lib.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
-const commits = (process.env.BENCH_COMMITS ?? '0f19e29,HEAD').split(',').map((c) => ({ name: c, sha: git('rev-parse', '--short', c) }));
-
-const trees: { name: string; sha: string; dir: string }[] = [];
+const { trees, remove } = commitTrees((process.env.BENCH_COMMITS ?? '0f19e29,HEAD').split(','));
 try {
-  for (const c of commits) {
-    const dir = path.join(os.tmpdir(), `tollgate-bench-tree-${c.sha}`);
-    if (!fs.existsSync(dir)) {
-      git('worktree', 'add', '--detach', dir, c.sha);
-      fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
-    }
-    trees.push({ ...c, dir });
-  }
   console.log(`machine: ${machine()}; ${process.env.BENCH_KIND ?? 'quant_signal'}; ${rounds} rounds`);
   const drains = new Map(trees.map((t) => [t.name, [] as number[]]));
   for (let round = 0; round < rounds; round += 1) {
@@ -42,7 +26,7 @@ try {
     console.log(`${t.name} (${t.sha}): one-worker drain median ${median(values)} ms (${Math.min(...values)}–${Math.max(...values)})`);
   }
 } finally {
-  if (!process.env.BENCH_KEEP_TREES) for (const t of trees) git('worktree', 'remove', '--force', t.dir);
+  remove();
 }
 
 function runRound(tree: string): Promise<string> {
