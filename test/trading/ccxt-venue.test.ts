@@ -96,7 +96,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
     expect(binance.orders.length).toBe(before);
   });
 
-  it("a buy whose fee Binance takes in BTC books the BTC received; an order that expired unfilled is a rejection", async () => {
+  it("a buy whose fee Binance takes in BTC books the BTC received and that fee in USD (cash pays the whole amount); an order that expired unfilled is a rejection", async () => {
     const { token, runtimeId } = await launch(h, 'ccxt-base-fee', 'Long only. fast=2 slow=5');
     binance.commissionAsset = 'BTC';
     let execution;
@@ -108,9 +108,11 @@ describe('the ccxt venue (Binance stand-in)', () => {
     const [order] = ordersFor(execution!.id);
     expect(order).toMatchObject({ side: 'BUY', commissionAsset: 'BTC' });
     const received = text(dec(order!.qty).minus(order!.commission));
-    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', feeUsd: 0, size: received } });
+    expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', feeUsd: dec(order!.commission).times(order!.price).toNumber(), size: received } });
     const book = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.book;
     expect(book.positions[0].qty).toBe(Number(received));
+    const [stored] = await h.app.ctx.database.query<{ cash: string }>(sql`select book->>'cashUsd' as cash from trading_runtimes where id = ${runtimeId}`);
+    expect(stored!.cash).toBe(text(dec(10_000).minus(dec(order!.qty).times(order!.price)))); // what Binance took: the whole amount
     expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
 
     const expiring = await launch(h, 'ccxt-expired', TRADES_AT_ONCE);

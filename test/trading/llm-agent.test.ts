@@ -4,6 +4,7 @@
 // backtests reuse the decisions kept for the same inputs, under maxModelCalls.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dec, feeUsd } from '../../src/modules/trading/money.js';
 import { openTradingHarness, runtimeBody, type TradingHarness } from './harness.js';
 import { startModelStandIn, type ModelStandIn, type Provider } from './model-stand-in.js';
 
@@ -132,10 +133,11 @@ describe('llm_agent runtimes', () => {
     };
     await h.nextMinute();
     const limit = await lastExecution(token, runtimeId);
-    // Down onto the cent for a buy, whole lots of 0.000001 down too, and the maker fee (2 bps) to the cent.
+    // Down onto the cent for a buy, and whole lots of 0.000001 down too.
     const onTick = (Math.floor(limitAsked * 100) / 100).toFixed(2);
     expect(limit).toMatchObject({ status: 'completed', order: { status: 'filled', limitPrice: String(Number(onTick)), size: '0.012345', price: Number(onTick) } });
-    expect(limit.order.feeUsd).toBe(Math.round(0.012345 * Number(onTick) * 0.0002 * 100) / 100);
+    // Inside the spread (1.23 bps over the price, the touch 5 bps): it fills at its own price, the maker fee rounded up to the cent.
+    expect(limit.order.feeUsd).toBe(feeUsd(dec('0.012345').times(onTick), 2).toNumber());
 
     // A tenth of a cent above the price: marketable as asked, not once on the tick (down to the cent, under the price).
     model.reply = (asked) => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', size: 0.01, type: 'limit', limitPrice: asked.prompt.universe[0].price + 0.001 }], rationale: 'bid at the touch' } });

@@ -51,23 +51,29 @@ describe('the paper book', () => {
 });
 
 describe('the paper venue', () => {
-  it('fills a market order 5 bps against the taker, on the tick, with 10 bps of taker fee rounded to the cent', async () => {
+  it('fills a market order 5 bps against the taker, on the tick, with 10 bps of taker fee rounded up to the cent', async () => {
     const venue = new PaperVenue();
     const at = new Date();
-    expect(await venue.place({ symbol: 'X', side: 'buy', size: '2', referencePrice: 100, at })).toEqual({ symbol: 'X', side: 'buy', size: '2', price: '100.05', feeUsd: '0.2' });
+    // 200.10 × 10 bps = 0.2001 → 0.21.
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '2', referencePrice: 100, at })).toEqual({ symbol: 'X', side: 'buy', size: '2', price: '100.05', feeUsd: '0.21' });
     // 99.95 exactly: the tick rounding takes nothing more from the seller.
     expect(await venue.place({ symbol: 'X', side: 'sell', size: '2', referencePrice: 100, at })).toMatchObject({ price: '99.95', feeUsd: '0.2' });
     // 123.456 × 1.0005 = 123.517728 → 123.52 for a buyer, 123.394272 → 123.39 for a seller.
-    expect(await venue.place({ symbol: 'X', side: 'buy', size: '1', referencePrice: 123.456, at })).toMatchObject({ price: '123.52', feeUsd: '0.12' });
-    expect(await venue.place({ symbol: 'X', side: 'sell', size: '1', referencePrice: 123.456, at })).toMatchObject({ price: '123.39', feeUsd: '0.12' });
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '1', referencePrice: 123.456, at })).toMatchObject({ price: '123.52', feeUsd: '0.13' });
+    expect(await venue.place({ symbol: 'X', side: 'sell', size: '1', referencePrice: 123.456, at })).toMatchObject({ price: '123.39', feeUsd: '0.13' });
   });
 
-  it('fills a limit order at its price as maker, and charges each role what it is configured to', async () => {
+  it('a limit order at or through the touch takes it (taker), one inside the spread fills at its price (maker)', async () => {
     const venue = new PaperVenue({ ...PAPER_VENUE_DEFAULTS, makerFeeBps: 1, takerFeeBps: 7.5 });
     const at = new Date();
-    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.5', at })).toMatchObject({ price: '100.5', feeUsd: '0.1' });
-    // 1,000.5 × 7.5 bps = 0.7503750… → 0.75.
-    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, at })).toMatchObject({ price: '100.05', feeUsd: '0.75' });
+    // The touch is 100.05: a buy limited at 100.5, or at 10,000, pays the touch, not its limit (1,000.5 × 7.5 bps = 0.750375 → 0.76).
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.5', at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '10000', at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
+    // Inside the spread: its own price, the maker fee (1,000.2 × 1 bp = 0.10002 → 0.11).
+    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.02', at })).toMatchObject({ price: '100.02', feeUsd: '0.11' });
+    expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 100, limitPrice: '99.97', at })).toMatchObject({ price: '99.97', feeUsd: '0.1' });
+    expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 100, limitPrice: '1', at })).toMatchObject({ price: '99.95' });
   });
 
   it('answers each symbol its configured rules, and the defaults for any other', async () => {

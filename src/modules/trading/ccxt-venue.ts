@@ -80,7 +80,7 @@ export class CcxtVenue implements Venue {
       }
       throw error;
     }
-    return this.fillOf(order.symbol, order.side, { type: order.limitPrice === undefined ? 'market' : 'limit', ...placed });
+    return this.fillOf(order.symbol, order.side, { ...placed, type: order.limitPrice === undefined ? 'market' : 'limit' });
   }
 
   async findOrder({ clientOrderId, symbol }: { clientOrderId: string; symbol: string }): Promise<Fill | null> {
@@ -107,15 +107,19 @@ export class CcxtVenue implements Venue {
     if (ended && !filled && order.type === 'limit' && order.status !== 'rejected') throw new OrderUnfilled(`the ${this.name} limit order ended ${order.status} with nothing filled within its price`);
     if (ended && !filled) throw new OrderRejected(`the ${this.name} order ended ${order.status} with nothing filled`);
     if ((order.status !== 'closed' && !ended) || !filled || !price) throw new Error(`the ${this.name} order is ${order.status ?? 'in an unknown state'}, not filled yet`);
-    // Fees as the exchange reports them (a lookup by client id may carry none): in the quote currency they are
-    // the fill's fee; in the base currency they came out of the amount bought, so the book holds the rest.
-    // Fees in a third currency (an exchange token) are not USD and are left out.
+    // Fees as the exchange reports them (a lookup by client id may carry none): ccxt lists them all in `fees`
+    // (with `fee` a copy of one of them), else gives `fee` alone. In the quote currency they are the fill's fee;
+    // in the base currency they came out of the amount bought: the book holds the rest, and the fee is that
+    // amount at the fill's price (the cash paid for the whole amount). Fees in a third currency (an exchange
+    // token) are not USD and are left out.
     const [base, quote] = this.symbolOf(symbol).split('/') as [string, string];
-    const fees = [order.fee, ...(order.fees ?? [])].filter((fee, i, all): fee is { cost?: number; currency?: string } => Boolean(fee) && all.indexOf(fee) === i);
+    const fees = order.fees?.length ? order.fees : order.fee ? [order.fee] : [];
     const paidIn = (currency: string) => fees.filter((fee) => fee.currency === currency).reduce((sum, fee) => sum.plus(fee.cost ?? 0), ZERO);
-    const size = (order.side ?? side) === 'buy' ? dec(filled).minus(paidIn(base)) : dec(filled);
+    const buy = (order.side ?? side) === 'buy';
+    const inBase = buy ? paidIn(base) : ZERO;
     // ccxt answers numbers: an average over several fills is a quotient, kept to 12 decimals like the book's.
-    return { symbol, side: order.side ?? side, size: text(size), price: text(dec(price).toDecimalPlaces(12)), feeUsd: text(paidIn(quote)) };
+    const fillPrice = dec(price).toDecimalPlaces(12);
+    return { symbol, side: order.side ?? side, size: text(dec(filled).minus(inBase)), price: text(fillPrice), feeUsd: text(paidIn(quote).plus(inBase.times(fillPrice))) };
   }
 
   /**

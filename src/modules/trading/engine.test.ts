@@ -80,6 +80,17 @@ describe("the venue's rules for the order's symbol", () => {
     const close = await decideTick({ ...input(withPosition({ qty: '1.2345', avgPrice: '100' })), flatten: true }, { feed: feedAt(100), venue });
     expect(close.order).toMatchObject({ size: '1.23' });
     const dust = await decideTick({ ...input(withPosition({ qty: '0.004', avgPrice: '100' })), flatten: true }, { feed: feedAt(100), venue });
-    expect(dust).toMatchObject({ order: null, decision: { belowMinimum: { size: '0' } } });
+    expect(dust).toMatchObject({ order: null, decision: { kind: 'flatten', action: 'hold' } });
+    expect(dust.book.positions['BTC-USD']).toEqual({ qty: '0.004', avgPrice: '100' }); // still held, at its value
+  });
+
+  it('decides as if flat over a position under one lot, and drops its levels: a crossed stop cannot hold every tick', async () => {
+    const venue = venueWith({ lotSize: '0.01', tickSize: '0.01', minNotionalUsd: '1' });
+    const stopped = withPosition({ qty: '0.004', avgPrice: '100', stopLoss: 99 });
+    const outcome = await decideTick(rulesInput(stopped), { feed: feedAt(90), venue });
+    // Not an exit that cannot fill: the rules enter long from flat, and the dust keeps no stop.
+    expect(outcome.decision).toMatchObject({ kind: 'quant_signal', action: 'buy' });
+    expect(outcome.order).toMatchObject({ side: 'buy', status: 'placing' });
+    expect(outcome.book.positions['BTC-USD']).toEqual({ qty: '0.004', avgPrice: '100' });
   });
 });

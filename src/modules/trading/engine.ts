@@ -97,12 +97,16 @@ const EPSILON = 1e-9;
  * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
 export async function decideTick(tick: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
+  // Dust (under one lot) cannot be traded: the tick decides as if flat there, and gives it back without levels.
+  const dust = await dustOf(tick.book, parts.venue);
+  const deciding = Object.keys(dust).length === 0 ? tick : { ...tick, book: { ...tick.book, positions: Object.fromEntries(Object.entries(tick.book.positions).filter(([symbol]) => !dust[symbol])) } };
   // Protective levels first: trailing stops follow the price, and a level crossed closes its position this tick.
-  const guarded = tick.flatten ? { book: tick.book, exit: null } : await guardPositions(tick, parts.feed);
-  const input = { ...tick, book: guarded.book };
+  const guarded = deciding.flatten ? { book: deciding.book, exit: null } : await guardPositions(deciding, parts.feed);
+  const input = { ...deciding, book: guarded.book };
   const decided = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
   const { prices, inputsDigest, protection, limitPrice } = decided;
-  const marked = markToMarket(input.book, prices);
+  const held = { ...input.book, positions: { ...input.book.positions, ...dust } };
+  const marked = markToMarket(held, prices);
   const before = { equityUsd: marked.equityUsd.toNumber(), exposureUsd: marked.exposureUsd.toNumber(), drawdownPercent: marked.drawdownPercent };
 
   // 5 (first): the order kept to the venue's rules, or none when it is smaller than they allow.
@@ -111,9 +115,9 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   const decision = sized && 'unplaced' in sized ? { ...decided.decision, action: 'hold', ...sized.unplaced } : decided.decision;
 
   // 3. Risk, as the book would stand after the order.
-  const held = best ? qtyOf(input.book.positions[best.symbol]) : 0;
-  const after = best ? held + Math.sign(best.delta) * best.size.toNumber() : held;
-  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(held)) * prices[best.symbol]! : before.exposureUsd;
+  const heldQty = best ? qtyOf(held.positions[best.symbol]) : 0;
+  const after = best ? heldQty + Math.sign(best.delta) * best.size.toNumber() : heldQty;
+  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(heldQty)) * prices[best.symbol]! : before.exposureUsd;
   const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
   const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
   const checks = [
@@ -129,7 +133,7 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
     checks.push({ name: 'account_limit', value: accountAfterUsd, limit: account.maxExposureUsd, ok: accountAfterUsd <= account.maxExposureUsd * (1 + EPSILON) });
   }
   const breached = checks.filter((c) => !c.ok).map((c) => c.name);
-  const reducing = best !== null && Math.abs(after) < Math.abs(held) && Math.sign(after) !== -Math.sign(held);
+  const reducing = best !== null && Math.abs(after) < Math.abs(heldQty) && Math.sign(after) !== -Math.sign(heldQty);
   // A breach stops risk being added, never taken off: it blocks an order that adds exposure, and only that.
   const breaches = best !== null && !reducing ? breached : [];
   const killed = input.killSwitch === 'halt' || (input.killSwitch === 'reduce_only' && best !== null && !reducing);
@@ -147,8 +151,8 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   };
 
   const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
-  const peak = dec(input.book.peakEquityUsd);
-  const book = { ...input.book, peakEquityUsd: text(marked.equityUsd.gt(peak) ? marked.equityUsd : peak) };
+  const peak = dec(held.peakEquityUsd);
+  const book = { ...held, peakEquityUsd: text(marked.equityUsd.gt(peak) ? marked.equityUsd : peak) };
   if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book, prices, breaches, placing: null };
   const side = best.delta > 0 ? 'buy' : 'sell';
   const referencePrice = prices[best.symbol]!;
@@ -162,7 +166,7 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
     limitPrice: best.limitPrice,
     ...protection,
     price: null,
-    notionalUsd: best.size.times(best.limitPrice ?? referencePrice).toNumber(),
+    notionalUsd: best.size.times(referencePrice).toNumber(),
     feeUsd: null,
   });
   if (status !== 'completed') return { status, inputsDigest, decision, riskAssessment, order, book, prices, breaches, placing: null };
@@ -172,6 +176,20 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
 /** The order a summary stands for, as a venue takes it. */
 export function requestOf(order: OrderSummary, at: Date): OrderRequest {
   return definedOnly({ symbol: order.symbol, side: order.side, size: order.size, referencePrice: order.referencePrice!, limitPrice: order.limitPrice, at });
+}
+
+/**
+ * Positions under one lot of their venue's lot size (left by a close rounded down to lots, a fee taken in the
+ * asset, or a lot size changed), as the tick gives them back: without protective levels, since a crossed level
+ * would otherwise be every tick's order and never fill. They stay in the book at their value.
+ */
+async function dustOf(book: Book, venue: TickParts['venue']): Promise<Record<string, Position>> {
+  const dust: Record<string, Position> = {};
+  for (const [symbol, position] of Object.entries(book.positions)) {
+    const { lotSize } = await venue.market(symbol);
+    if (dec(position.qty).abs().lt(lotSize)) dust[symbol] = { qty: position.qty, avgPrice: position.avgPrice };
+  }
+  return dust;
 }
 
 type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limitPrice?: string } | { unplaced: Record<string, unknown> };
@@ -190,7 +208,8 @@ async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, pric
   const size = toLots(closesWhole ? held : Math.abs(best.delta), rules.lotSize);
   const limit = limitPrice === undefined ? undefined : toTick(limitPrice, rules.tickSize, best.delta > 0 ? 'down' : 'up');
   if (limit && (best.delta > 0 ? limit.lt(price) : limit.gt(price))) return { unplaced: { unfilled: 'limit_not_marketable', limitPrice: text(limit) } };
-  const notionalUsd = size.times(limit ?? price);
+  // Valued at the market's price, where the order fills (a limit order fills there or better, never at a far limit).
+  const notionalUsd = size.times(price);
   if (size.isZero() || (!closesWhole && notionalUsd.lt(rules.minNotionalUsd))) {
     return { unplaced: { belowMinimum: { symbol: best.symbol, size: text(size), notionalUsd: notionalUsd.toNumber(), ...rules } } };
   }

@@ -22,10 +22,11 @@ describe('exact money', () => {
     expect(text(dec(1e21))).toBe('1000000000000000000000');
   });
 
-  it('rounds a fee half up to the cent', () => {
-    expect(text(feeUsd(dec('1000.5'), 7.5))).toBe('0.75');
+  it('rounds a fee up to the cent: never away', () => {
+    expect(text(feeUsd(dec('1000.5'), 7.5))).toBe('0.76'); // 0.750375
     expect(text(feeUsd(dec('50'), 10))).toBe('0.05');
-    expect(text(feeUsd(dec('45'), 10))).toBe('0.05'); // 0.045 → 0.05
-    expect(text(feeUsd(dec('44.9'), 10))).toBe('0.04');
+    expect(text(feeUsd(dec('40'), 10))).toBe('0.04');
+    expect(text(feeUsd(dec('1'), 10))).toBe('0.01'); // 0.001: a dollar's order still pays a cent
+    expect(text(feeUsd(dec('0'), 10))).toBe('0');
   });
 });

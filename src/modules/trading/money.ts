@@ -8,8 +8,11 @@ import { Decimal } from 'decimal.js';
  */
 export type Amount = string | number;
 
-/** Forty significant digits: sums and products of book amounts are exact at any size a book reaches. */
-const Exact = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN, toExpNeg: -40, toExpPos: 40 });
+/**
+ * Eighty significant digits: a size and a price may each carry 12 integer digits and 18 decimals
+ * (TRADING_PAPER_MARKETS), so their product and the sums of such products stay exact.
+ */
+const Exact = Decimal.clone({ precision: 80, rounding: Decimal.ROUND_HALF_EVEN, toExpNeg: -80, toExpPos: 80 });
 export type Dec = Decimal;
 
 export const dec = (value: Amount | Decimal): Decimal => new Exact(value);
@@ -39,5 +42,5 @@ export function toTick(price: Amount | Decimal, tickSize: string, direction: 'up
 /** A size written with as many decimals as its lot size has (0.00001 → 5). */
 export const sizeText = (size: Decimal, lotSize: string): string => size.toFixed(Math.max(dec(lotSize).decimalPlaces(), 0));
 
-/** A fee of `bps` basis points on `notionalUsd`, rounded half-up to the cent. */
-export const feeUsd = (notionalUsd: Decimal, bps: number): Decimal => notionalUsd.times(bps).div(10_000).toDecimalPlaces(2, Decimal.ROUND_HALF_UP);
+/** A fee of `bps` basis points on `notionalUsd`, rounded up to the cent: splitting an order never makes it cheaper. */
+export const feeUsd = (notionalUsd: Decimal, bps: number): Decimal => notionalUsd.times(bps).div(10_000).toDecimalPlaces(2, Decimal.ROUND_UP);

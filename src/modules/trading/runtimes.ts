@@ -154,7 +154,8 @@ export class RuntimeService {
       const execution = result.ran ? result.execution : (await this.store.execution(runtimeId, 'flatten', at))!;
       executions.push(executionView(execution));
       if (result.ran && result.movedToReview) await this.alignSoon(result.runtime);
-      if (execution.status !== 'completed') break;
+      // Done once an order did not fill, or none was placed (what is left is under one lot: dust, engine.ts).
+      if (execution.status !== 'completed' || (execution.order as { status?: string } | null)?.status !== 'filled') break;
     }
     return { runtime: await this.view((await this.store.get(runtimeId))!), executions };
   }

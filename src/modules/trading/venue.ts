@@ -49,11 +49,14 @@ export interface Venue {
   market(symbol: string): Promise<MarketRules>;
 }
 
-/** How the paper venue fills: its fees and slippage in basis points of the notional, and each symbol's rules. */
+/**
+ * How the paper venue fills: its fees and slippage in basis points of the notional, and each symbol's rules.
+ * The feed's price is the middle of the market; the touch (what a taker meets) is `slippageBps` away from it.
+ */
 export interface PaperVenueConfig {
-  /** A limit order's fee: it fills at its own price, as resting liquidity would. */
+  /** The fee of a limit order priced inside the spread (between the feed's price and the touch): it fills at its price, as liquidity met within the tick. */
   makerFeeBps: number;
-  /** A market order's fee: it takes liquidity at the feed's price moved `slippageBps` against it. */
+  /** The fee of an order that takes liquidity at the touch: a market order, or a limit order priced at or through it. */
   takerFeeBps: number;
   slippageBps: number;
   /** Rules by symbol (TRADING_PAPER_MARKETS); any other symbol trades by DEFAULT_MARKET_RULES. */
@@ -64,9 +67,10 @@ export interface PaperVenueConfig {
 export const PAPER_VENUE_DEFAULTS: PaperVenueConfig = { makerFeeBps: 2, takerFeeBps: 10, slippageBps: 5, markets: {} };
 
 /**
- * Fills every order whole. A market order (taker) fills at the reference price moved `slippageBps` against
- * it, rounded to the tick against it too; a limit order (maker) fills at its limit price. The fee is the
- * role's basis points of the notional, rounded to the cent.
+ * Fills every order whole. The touch is the reference price moved `slippageBps` against the order, on the
+ * tick against it too. A market order, or a limit order priced at or through the touch, takes it (taker
+ * fee); a limit order priced inside the spread fills at its own price (maker fee). The fee is the role's
+ * basis points of the notional, rounded up to the cent (a fee is never rounded away).
  */
 export class PaperVenue implements Venue {
   readonly name = 'paper';
@@ -78,8 +82,11 @@ export class PaperVenue implements Venue {
     const buy = order.side === 'buy';
     const { tickSize } = await this.market(order.symbol);
     const slipped = dec(order.referencePrice).times(1 + ((buy ? 1 : -1) * this.config.slippageBps) / 10_000);
-    const price = order.limitPrice !== undefined ? dec(order.limitPrice) : toTick(slipped, tickSize, buy ? 'up' : 'down');
-    const bps = order.limitPrice !== undefined ? this.config.makerFeeBps : this.config.takerFeeBps;
+    const touch = toTick(slipped, tickSize, buy ? 'up' : 'down');
+    const limit = order.limitPrice === undefined ? null : dec(order.limitPrice);
+    const takes = limit === null || (buy ? limit.gte(touch) : limit.lte(touch));
+    const price = takes ? touch : limit!;
+    const bps = takes ? this.config.takerFeeBps : this.config.makerFeeBps;
     return { symbol: order.symbol, side: order.side, size: order.size, price: text(price), feeUsd: text(feeUsd(price.times(order.size), bps)) };
   }
 
