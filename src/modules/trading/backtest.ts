@@ -71,7 +71,7 @@ export class Backtester {
       executions.push({ scheduledAt: at.toISOString(), status: outcome.status, inputsDigest: outcome.inputsDigest, decision: outcome.decision, riskAssessment: outcome.riskAssessment, order: outcome.order });
       if (outcome.order?.status === 'filled' && closesPosition(book, outcome.order)) closes.push(dec(outcome.book.realizedPnlUsd).minus(book.realizedPnlUsd).toNumber());
       book = outcome.book;
-      series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd.toNumber(), exposed: Object.keys(book.positions).length > 0 });
+      series.push({ at: at.toISOString(), equityUsd: markToMarket(book, outcome.prices).equityUsd, exposed: Object.keys(book.positions).length > 0 });
       if (outcome.breaches.length) {
         [stoppedAt, stopReason] = [at.toISOString(), 'risk_breach'];
         break;

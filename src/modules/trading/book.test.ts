@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFill, markToMarket, openBook } from './book.js';
+import { applyFill, markToMarket, openBook, peakAfter } from './book.js';
 import { dec } from './money.js';
 import { PaperVenue, PAPER_VENUE_DEFAULTS } from './venue.js';
 
@@ -10,8 +10,7 @@ describe('the paper book', () => {
     book = applyFill(book, { symbol: 'X', side: 'buy', size: '10', price: '110', feeUsd: '1.1' });
     expect(book.positions.X).toEqual({ qty: '20', avgPrice: '105' });
     expect(book.cashUsd).toBe('7897.9'); // 10,000 − 1,000 − 1,100 − 2.10
-    expect(markToMarket(book, { X: 120 }).exposureUsd.toNumber()).toBe(2400);
-    expect(markToMarket(book, { X: 120 }).unrealizedPnlUsd.toNumber()).toBe(300);
+    expect(markToMarket(book, { X: 120 })).toMatchObject({ exposureUsd: 2400, unrealizedPnlUsd: 300 });
 
     book = applyFill(book, { symbol: 'X', side: 'sell', size: '20', price: '120', feeUsd: '2.4' });
     expect(book).toMatchObject({ positions: {}, realizedPnlUsd: '300', cashUsd: '10295.5', feesUsd: '4.5', trades: 3 });
@@ -23,12 +22,15 @@ describe('the paper book', () => {
     expect(book.positions.X).toEqual({ qty: '-3', avgPrice: '40' });
     expect(book.realizedPnlUsd).toBe('-20');
     // A short gains as the price falls: equity = cash + qty × price.
-    expect(markToMarket(book, { X: 30 }).equityUsd.toFixed()).toBe('1010');
+    expect(markToMarket(book, { X: 30 }).equityUsd).toBe(1010);
   });
 
-  it('measures drawdown from the peak', () => {
+  it('measures drawdown from the peak, and moves the peak to a new high to the cent', () => {
     const book = { ...openBook(1000), peakEquityUsd: '1250' };
     expect(markToMarket(book, {}).drawdownPercent).toBeCloseTo(20, 9);
+    const long = applyFill(openBook(1000), { symbol: 'X', side: 'buy', size: '3', price: '100', feeUsd: '0' });
+    expect(peakAfter(long, markToMarket(long, { X: 100.123456 }))).toBe('1000.37');
+    expect(peakAfter(long, markToMarket(long, { X: 90 }))).toBe('1000');
   });
 
   it('stays exact where floats drift: ten thousand small round trips leave cash at the sum of their fees to the digit', () => {

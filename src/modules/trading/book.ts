@@ -36,11 +36,15 @@ export interface Fill {
   feeUsd: Amount;
 }
 
+/**
+ * The book valued at the feed's prices: a view for decisions, risk checks and the API, never booked, so in
+ * numbers (the prices themselves are numbers); the peak equity it moves is stored to the cent.
+ */
 export interface Marked {
-  equityUsd: Dec;
+  equityUsd: number;
   /** Gross exposure: the sum of |position| at the current prices. */
-  exposureUsd: Dec;
-  unrealizedPnlUsd: Dec;
+  exposureUsd: number;
+  unrealizedPnlUsd: number;
   drawdownPercent: number;
 }
 
@@ -54,19 +58,23 @@ export const openBook = (fundLimitUsd: Amount): Book => {
 
 /** The book valued at `prices` (a symbol without a price is valued at its average price). */
 export function markToMarket(book: Book, prices: Record<string, number>): Marked {
-  let equityUsd = dec(book.cashUsd);
-  let exposureUsd = ZERO;
-  let unrealizedPnlUsd = ZERO;
+  let equityUsd = Number(book.cashUsd);
+  let exposureUsd = 0;
+  let unrealizedPnlUsd = 0;
   for (const [symbol, position] of Object.entries(book.positions)) {
-    const qty = dec(position.qty);
-    const price = dec(prices[symbol] ?? position.avgPrice);
-    equityUsd = equityUsd.plus(qty.times(price));
-    exposureUsd = exposureUsd.plus(qty.abs().times(price));
-    unrealizedPnlUsd = unrealizedPnlUsd.plus(qty.times(price.minus(position.avgPrice)));
+    const qty = Number(position.qty);
+    const avgPrice = Number(position.avgPrice);
+    const price = prices[symbol] ?? avgPrice;
+    equityUsd += qty * price;
+    exposureUsd += Math.abs(qty) * price;
+    unrealizedPnlUsd += qty * (price - avgPrice);
   }
-  const peak = Math.max(Number(book.peakEquityUsd), equityUsd.toNumber());
-  return { equityUsd, exposureUsd, unrealizedPnlUsd, drawdownPercent: peak > 0 ? ((peak - equityUsd.toNumber()) / peak) * 100 : 0 };
+  const peak = Math.max(Number(book.peakEquityUsd), equityUsd);
+  return { equityUsd, exposureUsd, unrealizedPnlUsd, drawdownPercent: peak > 0 ? ((peak - equityUsd) / peak) * 100 : 0 };
 }
+
+/** The book's peak equity after a valuation: the new high to the cent, else the stored one. */
+export const peakAfter = (book: Book, marked: Marked): Amount => (marked.equityUsd > Number(book.peakEquityUsd) ? marked.equityUsd.toFixed(2) : book.peakEquityUsd);
 
 /** The book after a fill: cash moves by the notional and the fee, the closed part of a position realizes PnL. */
 export function applyFill(book: Book, fill: Fill): Book {

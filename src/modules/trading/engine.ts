@@ -1,5 +1,5 @@
 import type { AgentDecider } from './agent-decider.js';
-import { applyFill, definedOnly, markToMarket, qtyOf, type Book, type Fill, type Position } from './book.js';
+import { applyFill, definedOnly, markToMarket, peakAfter, qtyOf, type Book, type Fill, type Position } from './book.js';
 import { digestOf } from './canonical.js';
 import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
 import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
@@ -106,8 +106,7 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   const decided = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
   const { prices, inputsDigest, protection, limitPrice } = decided;
   const held = { ...input.book, positions: { ...input.book.positions, ...dust } };
-  const marked = markToMarket(held, prices);
-  const before = { equityUsd: marked.equityUsd.toNumber(), exposureUsd: marked.exposureUsd.toNumber(), drawdownPercent: marked.drawdownPercent };
+  const before = markToMarket(held, prices);
 
   // 5 (first): the order kept to the venue's rules, or none when it is smaller than they allow.
   const sized = decided.best ? await keptToMarket(input.book, decided.best, prices[decided.best.symbol]!, parts.venue, limitPrice) : null;
@@ -151,8 +150,7 @@ export async function decideTick(tick: TickInput, parts: TickParts): Promise<Tic
   };
 
   const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
-  const peak = dec(held.peakEquityUsd);
-  const book = { ...held, peakEquityUsd: text(marked.equityUsd.gt(peak) ? marked.equityUsd : peak) };
+  const book = { ...held, peakEquityUsd: peakAfter(held, before) };
   if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book, prices, breaches, placing: null };
   const side = best.delta > 0 ? 'buy' : 'sell';
   const referencePrice = prices[best.symbol]!;
@@ -298,7 +296,7 @@ async function rulesOrder(input: TickInput, feed: MarketDataProvider, rules: Qua
     signals.push({ symbol, price, ...evaluateRules(rules, candles, price, qty > 0 ? 'long' : qty < 0 ? 'short' : 'flat') });
   }
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, candles: candlesBySymbol, prices });
-  const equity = Math.max(markToMarket(input.book, prices).equityUsd.toNumber(), 0);
+  const equity = Math.max(markToMarket(input.book, prices).equityUsd, 0);
   const weight = rules.sizing.exposure / definition.universe.length;
   let best: Decided['best'] = null;
   for (const s of signals) {
@@ -334,7 +332,7 @@ async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> 
     candles[symbol] = await parts.feed.candles(symbol, interval, input.at, definition.lookback ?? DEFAULT_LOOKBACK);
     prices[symbol] = await parts.feed.price(symbol, input.at);
   }
-  const equityUsd = markToMarket(input.book, prices).equityUsd.toNumber();
+  const equityUsd = markToMarket(input.book, prices).equityUsd;
   const prompt = agentPrompt({ at: input.at, definition, limits: input.limits, book: input.book, equityUsd, prices, candles });
   // The prompt holds everything the model reads (time, candles, prices, book, limits): its digest keys the decision.
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, versionId: input.version.id, promptDigest: prompt.digest });
@@ -370,7 +368,7 @@ async function strategyOrder(input: TickInput, feed: MarketDataProvider): Promis
   const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, closes: candlesBySymbol, prices });
 
   // 2. Targets and the one order.
-  const equityUsd = markToMarket(input.book, prices).equityUsd.toNumber();
+  const equityUsd = markToMarket(input.book, prices).equityUsd;
   const weight = params.exposure / definition.universe.length;
   let best: { symbol: string; delta: number; usd: number } | null = null;
   for (const s of signals) {

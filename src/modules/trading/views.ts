@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import { markToMarket, type Book } from './book.js';
-import { dec } from './money.js';
 import type { ChargeRow } from './charge-store.js';
 import type { RuntimeRow, ExecutionRow } from './runtime-store.js';
 import type { accountSchema, bookSchema, chargeSchema, executionSchema, runtimeSchema, strategySchema, versionSchema } from './schemas.js';
@@ -56,16 +55,15 @@ export const accountView = (row: AccountRow, wallet: { address: string | null; s
 export function bookView(book: Book, prices: Record<string, number>, at: Date): z.infer<typeof bookSchema> {
   // Exact in the book, numbers in the view (JSON numbers, as the spec's book fields are).
   const marked = markToMarket(book, prices);
-  const peak = dec(book.peakEquityUsd);
   return {
     cashUsd: Number(book.cashUsd),
-    equityUsd: marked.equityUsd.toNumber(),
-    exposureUsd: marked.exposureUsd.toNumber(),
+    equityUsd: marked.equityUsd,
+    exposureUsd: marked.exposureUsd,
     realizedPnlUsd: Number(book.realizedPnlUsd),
-    unrealizedPnlUsd: marked.unrealizedPnlUsd.toNumber(),
-    pnlUsd: dec(book.realizedPnlUsd).plus(marked.unrealizedPnlUsd).minus(book.feesUsd).toNumber(),
+    unrealizedPnlUsd: marked.unrealizedPnlUsd,
+    pnlUsd: Number(book.realizedPnlUsd) + marked.unrealizedPnlUsd - Number(book.feesUsd),
     feesUsd: Number(book.feesUsd),
-    peakEquityUsd: (marked.equityUsd.gt(peak) ? marked.equityUsd : peak).toNumber(),
+    peakEquityUsd: Math.max(Number(book.peakEquityUsd), marked.equityUsd),
     drawdownPercent: marked.drawdownPercent,
     trades: book.trades,
     positions: Object.entries(book.positions).map(([symbol, p]) => ({ symbol, qty: Number(p.qty), avgPrice: Number(p.avgPrice), price: prices[symbol] ?? Number(p.avgPrice), stopLoss: p.stopLoss, takeProfit: p.takeProfit })),
