@@ -56,6 +56,9 @@ describe('crash between broadcast and the ledger write', () => {
     const row = await crashing.ledger.find(keyOf(app, p.payer, p.payload));
     expect(row).toMatchObject({ status: 'claimed', txHash: null });
     expect(broadcast).toBeDefined();
+    // Mined before the tests count the relayer's transactions: the devchain mines a sent transaction on its own
+    // time, and a count read before that (a loaded CI machine once did) would take the crashed broadcast for a second one.
+    await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash: broadcast! });
     return { ...p, broadcast: broadcast! };
   }
 
