@@ -50,6 +50,8 @@ describe('the settlement reconciler of a node without a relayer key', () => {
     await expect(facilitator.settle(payload, requirements)).rejects.toThrow('simulated crash');
     const key = { network: 'eip155:4663', asset: app.ctx.chain.asset.address, payer: payer.address, nonce: nonceOf(payload) };
     expect(await facilitator.ledger.find(key)).toMatchObject({ status: 'claimed', txHash: null });
+    // Mined before counting, or the count could take the crashed broadcast for one sent later (test/facilitator/recovery.test.ts).
+    await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash: broadcast! });
     const sent = await relayerTxCount(app, relayer.address);
 
     expect(await keyless().reconcileOpen()).toMatchObject({ resolved: 1 });
