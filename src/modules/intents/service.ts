@@ -1,5 +1,6 @@
 import { isEmbeddedChain } from '../../config.js';
 import type { AppContext } from '../../context.js';
+import { canonicalJson } from '../../platform/canonical-json.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
 import type { Reconciler } from './reconcile.js';
@@ -119,14 +120,3 @@ function differingFields(existing: Comparable, request: Comparable): string[] {
   return fields;
 }
 
-/** JSON with object keys sorted, so equal values compare equal whatever their key order (jsonb reorders keys). */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}

@@ -5,6 +5,7 @@ import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
 import type { Executor } from '../../platform/db.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
+import { definedOnly } from '../../platform/defined-only.js';
 import { notFound } from '../../platform/http/errors.js';
 import { isoDate } from '../../platform/http/schemas.js';
 import { newId } from '../../platform/ids.js';
@@ -89,7 +90,7 @@ export class ProjectsService {
    */
   async updateMerchant(userId: string, projectId: string, merchantId: string, change: { name?: string; enabled?: boolean }): Promise<MerchantView> {
     await this.requireOwned(userId, projectId);
-    const set = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) as typeof change;
+    const set = definedOnly(change);
     const row =
       Object.keys(set).length === 0
         ? await this.merchantOfProject(projectId, merchantId)

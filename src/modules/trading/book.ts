@@ -1,3 +1,4 @@
+import { definedOnly } from '../../platform/defined-only.js';
 import { dec, text, ZERO, type Amount, type Dec } from './money.js';
 
 /** A runtime's paper holdings. Quantities are in units of the symbol; negative is short. */
@@ -110,6 +111,3 @@ export function applyFill(book: Book, fill: Fill): Book {
 export const qtyOf = (position: Position | undefined): number => (position ? Number(position.qty) : 0);
 
 const signOf = (value: Dec): number => (value.isZero() ? 0 : value.isNegative() ? -1 : 1);
-
-/** The object without its undefined fields (a stored position or order carries only the levels it has). */
-export const definedOnly = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;

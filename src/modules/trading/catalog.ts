@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { newId } from '../../platform/ids.js';
-import { digestOf } from './canonical.js';
+import { digestOf } from '../../platform/canonical-json.js';
 import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';
 import { SignalParamsError, signalParams } from './quant-signal.js';

@@ -1,6 +1,7 @@
 import type { AgentDecider } from './agent-decider.js';
-import { applyFill, definedOnly, markToMarket, peakAfter, qtyOf, type Book, type Fill, type Position } from './book.js';
-import { digestOf } from './canonical.js';
+import { definedOnly } from '../../platform/defined-only.js';
+import { applyFill, markToMarket, peakAfter, qtyOf, type Book, type Fill, type Position } from './book.js';
+import { digestOf } from '../../platform/canonical-json.js';
 import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
 import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
 import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
@@ -201,9 +202,11 @@ type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limit
  */
 async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, price: number, venue: TickParts['venue'], limitPrice: number | undefined): Promise<Sized> {
   const rules = await venue.market(best.symbol);
-  const held = book.positions[best.symbol]?.qty ?? 0;
-  const closesWhole = Number(held) !== 0 && Math.abs(best.delta + Number(held)) <= Math.abs(Number(held)) * EPSILON;
-  const size = toLots(closesWhole ? held : Math.abs(best.delta), rules.lotSize);
+  const held = book.positions[best.symbol];
+  const heldQty = qtyOf(held);
+  const closesWhole = heldQty !== 0 && Math.abs(best.delta + heldQty) <= Math.abs(heldQty) * EPSILON;
+  // A whole close sizes from the book's exact quantity, not the decision's number.
+  const size = toLots(closesWhole ? held!.qty : Math.abs(best.delta), rules.lotSize);
   const limit = limitPrice === undefined ? undefined : toTick(limitPrice, rules.tickSize, best.delta > 0 ? 'down' : 'up');
   if (limit && (best.delta > 0 ? limit.lt(price) : limit.gt(price))) return { unplaced: { unfilled: 'limit_not_marketable', limitPrice: text(limit) } };
   // Valued at the market's price, where the order fills (a limit order fills there or better, never at a far limit).

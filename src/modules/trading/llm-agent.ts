@@ -3,7 +3,7 @@
 // most one order. No I/O here: agent-decider.ts asks the model (or the decision cache).
 import { z } from 'zod';
 import type { Book } from './book.js';
-import { digestOf } from './canonical.js';
+import { digestOf } from '../../platform/canonical-json.js';
 import type { Candle } from './market-data.js';
 import type { RiskLimits } from './engine.js';
 import { indicatorValues, type Indicator } from './rules.js';

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
 import { openBook, type Book } from './book.js';
-import { digestOf } from './canonical.js';
+import { digestOf } from '../../platform/canonical-json.js';
 import type { Catalog } from './catalog.js';
 import { tradingErrors } from './errors.js';
 import type { MarketDataProvider } from './market-data.js';

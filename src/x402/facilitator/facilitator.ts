@@ -32,7 +32,7 @@ import { QuickChecker, transferWithAuthorizationData, type QuickCheck } from './
 import { judgeReceipt } from './receipt.js';
 import { ownWords, Reason } from './reasons.js';
 import { RelayerPool, type RelayerStatus } from './relayer-pool.js';
-import { stripUndefined } from './sender.js';
+import { definedOnly } from '../../platform/defined-only.js';
 import { createFacilitatorSigner, type FacilitatorSigner, type SignerHooks } from './signer.js';
 import { DEFAULT_BATCH, SettlementBatcher, type BatchPolicy } from './batcher.js';
 
@@ -145,7 +145,7 @@ export class Facilitator {
       lowGasWei: options.lowGasWei,
       log: deps.log,
     });
-    this.batcher = new SettlementBatcher(this.#relayers, { ...DEFAULT_BATCH, ...stripUndefined(options.batch ?? {}) }, deps.log);
+    this.batcher = new SettlementBatcher(this.#relayers, { ...DEFAULT_BATCH, ...definedOnly(options.batch ?? {}) }, deps.log);
     this.signer = createFacilitatorSigner({
       client: this.#client,
       relayers: this.#relayers,

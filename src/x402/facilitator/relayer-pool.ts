@@ -4,6 +4,7 @@
 import type { Address, Hash, PublicClient, TransactionReceipt } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
+import { definedOnly } from '../../platform/defined-only.js';
 import { DEFAULT_REPLACEMENT, RelayerSender, type RelayerTx, type ReplacementPolicy, type SendOptions } from './sender.js';
 
 export interface RelayerStatus {
@@ -52,7 +53,7 @@ export class RelayerPool {
     this.#client = options.readClient ?? options.client;
     this.#lowGasWei = options.lowGasWei ?? DEFAULT_LOW_GAS_WEI;
     // Every replacement had its turn, and then some: the gap is not closing by itself.
-    const policy = { ...DEFAULT_REPLACEMENT, ...Object.fromEntries(Object.entries(options.replacement ?? {}).filter(([, v]) => v !== undefined)) };
+    const policy = { ...DEFAULT_REPLACEMENT, ...definedOnly(options.replacement ?? {}) };
     this.#stuckAfterMs = policy.replaceAfterMs * (policy.maxReplacements + 2);
     this.lanes = options.accounts.map((account) => new RelayerSender(account, options.client, options.chainId, { ...options.replacement, reads: options.readClient }, options.log));
   }

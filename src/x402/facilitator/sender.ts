@@ -23,6 +23,7 @@ import type { LocalAccount } from 'viem/accounts';
 import { estimateFeesPerGas, getGasPrice, getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
 import type { Logger } from 'pino';
 import { isTransportError } from '../../chain/errors.js';
+import { definedOnly } from '../../platform/defined-only.js';
 
 export interface RelayerTx {
   to: Address;
@@ -111,7 +112,7 @@ export class RelayerSender {
     private readonly log?: Logger,
   ) {
     const { reads, ...policy } = options;
-    this.#policy = { ...DEFAULT_REPLACEMENT, ...stripUndefined(policy) };
+    this.#policy = { ...DEFAULT_REPLACEMENT, ...definedOnly(policy) };
     this.#reads = reads ?? client;
   }
 
@@ -400,4 +401,3 @@ export function bumpFees(old: Fees, market: Fees): Fees {
   return { maxPriorityFeePerGas, maxFeePerGas: max(bump(old.maxFeePerGas), marketMax, maxPriorityFeePerGas) };
 }
 
-export const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -3,6 +3,7 @@
 import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, SettleResponse } from '@x402/core/types';
 import { z } from 'zod';
+import { canonicalJson } from '../../platform/canonical-json.js';
 import { JsonGuardError } from '../../platform/json-guard.js';
 import { decodeHeaderJson } from '../header-json.js';
 import { paymentPayloadSchema } from '../payload.js';
@@ -42,13 +43,7 @@ export const encodeChallengeHeader = (paymentRequired: PaymentRequired) => encod
  * PAYMENT-RESPONSE for a settlement, its keys in one order: the same settlement read back from jsonb (which
  * reorders keys) and held in memory encode to the same header, so every copy of a payment gets the same bytes.
  */
-export const encodeSettlementHeader = (settlement: SettleResponse) => encodePaymentResponseHeader(sortedKeys(settlement) as SettleResponse);
-
-function sortedKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortedKeys);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, sortedKeys(v)]));
-  return value;
-}
+export const encodeSettlementHeader = (settlement: SettleResponse) => encodePaymentResponseHeader(JSON.parse(canonicalJson(settlement)) as SettleResponse);
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
