@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import {
   createPublicClient,
@@ -262,6 +263,15 @@ export class Devchain {
       if (receipt.status !== 'success') throw new Error(`USDG mint reverted: ${hash}`);
       return hash;
     });
+  }
+
+  /**
+   * The chain's whole state now (accounts, code, storage, blocks and transactions), as the JSON anvil loads with
+   * `--state`: what `tollgate backup` keeps. Taken between two transactions of the devchain's own queue.
+   */
+  async dumpState(): Promise<Buffer> {
+    const hex = (await this.#serial(() => this.#rpc('anvil_dumpState', []))) as string;
+    return gunzipSync(Buffer.from(hex.replace(/^0x/, ''), 'hex'));
   }
 
   /** Sets the native balance to 10 ETH when it is below that. */

@@ -2,11 +2,10 @@
 // without it the x402 facilitator cannot diagnose a failed simulation (every failure becomes the
 // generic `invalid_exact_evm_transaction_simulation_failed`). Our contracts/Multicall3.sol has the
 // same ABI; scripts/build-multicall3.mjs compiles it into the committed artifact read here.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { parseAbi, prepareEncodeFunctionData, type Address, type Hex, type PublicClient } from 'viem';
 import { rpcCall } from './rpc.js';
+import { projectPath } from '../platform/project-root.js';
 
 export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
 
@@ -19,19 +18,8 @@ export const aggregate3Abi = parseAbi([
 export const aggregate3Fn = prepareEncodeFunctionData({ abi: aggregate3Abi, functionName: 'aggregate3' });
 export type Call3 = { target: Address; allowFailure: boolean; callData: Hex };
 
-function findArtifact(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'contracts', 'Multicall3.json');
-    if (existsSync(candidate)) return candidate;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('contracts/Multicall3.json not found; run `node scripts/build-multicall3.mjs`');
-    dir = parent;
-  }
-}
-
 export const multicall3DeployedBytecode: Hex = (
-  JSON.parse(readFileSync(findArtifact(), 'utf8')) as { deployedBytecode: Hex }
+  JSON.parse(readFileSync(projectPath('contracts', 'Multicall3.json'), 'utf8')) as { deployedBytecode: Hex }
 ).deployedBytecode;
 
 /** Places the code with anvil_setCode unless it is already there (state survives restarts). */

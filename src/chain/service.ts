@@ -10,6 +10,7 @@ import { AwsKms } from '../platform/aws-kms.js';
 import { createBlockClock, type BlockClock } from './block-clock.js';
 import { Devchain, devchainChain } from './devchain.js';
 import { ensureMulticall3 } from './multicall3.js';
+import { ensureX402Contracts } from './x402-contracts.js';
 import { ASSETS, caip2, findNetwork, type AssetInfo } from './registry.js';
 
 export interface ChainService {
@@ -70,6 +71,8 @@ export async function startChainService(options: ChainServiceOptions): Promise<C
     // Automine: receipts exist as soon as a send returns, so poll fast.
     const publicClient = createPublicClient({ chain: viemChain, transport: http(devchain.rpcUrl, { retryCount: 1 }), pollingInterval: 100 });
     await ensureMulticall3(publicClient, devchain.rpcUrl);
+    // Permit2, the x402 proxies and x402BatchSettlement (upto, batch-settlement, exact over Permit2).
+    await ensureX402Contracts(publicClient, devchain.rpcUrl);
     // Every lane pays its own gas.
     for (const relayer of relayers) await devchain.fundGas(relayer.address);
     const network = findNetwork(caip2(devchain.chainId))!;

@@ -1,10 +1,9 @@
 // The compiled devchain USDG token. Runtime bytecode comes from contracts/USDG.json (the committed
 // artifact); the ABI is written out here in human-readable form because a JSON import cannot give
 // viem literal types. test/contracts/artifact.test.ts fails if the two ABIs ever differ.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { parseAbi, type Abi, type Hex } from 'viem';
+import { projectPath } from '../platform/project-root.js';
 
 export const usdgAbi = parseAbi([
   'error AlreadyInitialized()',
@@ -64,18 +63,6 @@ export interface UsdgArtifactJson {
   sourceHash: string;
 }
 
-/** Walks up from this file so the lookup works from src/ (tsx, vitest) and from a build output dir. */
-function findArtifactPath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'contracts', 'USDG.json');
-    if (existsSync(candidate)) return candidate;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('contracts/USDG.json not found; run `npm run contracts:build`');
-    dir = parent;
-  }
-}
-
-export const usdgArtifactPath: string = findArtifactPath();
+export const usdgArtifactPath: string = projectPath('contracts', 'USDG.json');
 export const usdgArtifact: UsdgArtifactJson = JSON.parse(readFileSync(usdgArtifactPath, 'utf8')) as UsdgArtifactJson;
 export const usdgDeployedBytecode: Hex = usdgArtifact.deployedBytecode;
