@@ -3,8 +3,8 @@ import { bigint, index, integer, numeric, pgTable, primaryKey, text, timestamp, 
 import { guardedJsonb } from '../platform/db-types.js';
 
 /**
- * The facilitator's settlement ledger: one row per EIP-3009 authorization, keyed by
- * (network, asset, payer, nonce), which the token itself treats as single-use. The row is claimed
+ * The facilitator's settlement ledger: one row per authorization, keyed by (network, asset, payer, nonce), the
+ * nonce domain that treats it as single-use (the token for EIP-3009, Permit2 for Permit2 permits: see `kind`). The row is claimed
  * before anything is broadcast and the transaction hash is written the moment the relayer sends,
  * so a retry or a restarted node resumes the same settlement instead of broadcasting again.
  *
@@ -28,6 +28,16 @@ export const x402Settlements = pgTable(
     payTo: text('pay_to').notNull(),
     amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
     validBefore: numeric('valid_before', { precision: 78, scale: 0 }).notNull(),
+    /**
+     * How the authorization executes and is judged from the chain: `eip3009` (the token's transferWithAuthorization:
+     * asset is the token, nonce its EIP-3009 nonce), `permit2-exact` / `permit2-upto` (the x402 Permit2 proxies: asset
+     * is Permit2, whose nonces are the payer's across every token, nonce the permit's as 32-byte hex; validBefore its
+     * deadline; amount what the settle moves), `batch-deposit` (a batch-settlement channel deposit through the ERC-3009
+     * collector: the token's nonce, payTo the collector).
+     */
+    kind: text('kind').notNull().default('eip3009'),
+    /** The token that moves, when `asset` is not it (Permit2 rows); null: `asset` is the token. */
+    token: text('token'),
     /** The settle request as claimed ({ payload, requirements }): what a takeover executes after its owner died. */
     request: guardedJsonb('request'),
     /** The payer's signature: the SDK's PendingSettlementStore key. */

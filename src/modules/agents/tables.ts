@@ -136,9 +136,44 @@ export const agentChatEntries = pgTable(
     session: text('session').notNull(),
     seq: integer('seq').notNull(),
     entry: jsonb('entry').$type<Record<string, unknown>>().notNull(),
+    /** The turn that added it (its user's messages at its start, the rest when it completed); null before turns were recorded. */
+    turnId: uuid('turn_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.session, t.seq] })],
+);
+
+export const TURN_STATUSES = ['running', 'completed', 'failed'] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/**
+ * Chat turns, stored with the user's messages before the model is called: `running` while a node waits on the
+ * runtime (it renews `heartbeatAt`, the database's clock, every few seconds), then `completed` with what the
+ * turn added, or `failed` with why (the provider, the budget, a shutdown, or — its heartbeat gone stale — the
+ * node that ran it died). Each move names `running`, so a turn ends once.
+ */
+export const agentTurns = pgTable(
+  'agent_turns',
+  {
+    id: uuid('id').primaryKey(),
+    agentId: uuid('agent_id').notNull(),
+    session: text('session').notNull(),
+    status: text('status').$type<TurnStatus>().notNull(),
+    error: text('error'),
+    /** The chat request's id (its X-Request-Id when the client sent one): its tool payments carry it too. */
+    requestId: text('request_id'),
+    /** Model tokens the turn used, as the runtime reported them; null when it did not answer. */
+    tokens: integer('tokens'),
+    heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [
+    check('agent_turns_status_check', sql`${t.status} in ('running', 'completed', 'failed')`),
+    index('agent_turns_session_idx').on(t.agentId, t.session, t.createdAt),
+    // The stale-turn sweep: running turns by heartbeat.
+    index('agent_turns_running_idx').on(t.heartbeatAt).where(sql`${t.status} = 'running'`),
+  ],
 );
 
 /** Model tokens (input + output) an agent's chats used per UTC day, as its runtime reported them. */
@@ -168,6 +203,8 @@ export const agentPaymentHolds = pgTable(
     amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
     status: text('status').$type<HoldStatus>().notNull(),
     paid: numeric('paid', { precision: 78, scale: 0 }),
+    /** The chat turn whose tool call paid (null: a call without one, from a runtime older than turns). */
+    turnId: uuid('turn_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -175,6 +212,7 @@ export const agentPaymentHolds = pgTable(
     check('agent_payment_holds_status_check', sql`${t.status} in ('held', 'spent', 'released')`),
     index('agent_payment_holds_open_idx').on(t.id).where(sql`${t.status} = 'held'`),
     index('agent_payment_holds_agent_idx').on(t.agentId, t.status),
+    index('agent_payment_holds_turn_idx').on(t.turnId),
   ],
 );
 

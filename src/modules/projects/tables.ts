@@ -14,6 +14,13 @@ export const projects = pgTable(
      * queue simply receives nothing.
      */
     intentEventsQueueId: uuid('intent_events_queue_id'),
+    /**
+     * The Tollgate wallet that pays the project's refunds (docs/intents.md#refunds), and the wallet credential the
+     * owner proved the right to it with (refunds are that credential's payments; revoking it stops them). Ids of
+     * the wallets module's rows, without foreign keys.
+     */
+    refundWalletId: uuid('refund_wallet_id'),
+    refundWalletCredentialId: uuid('refund_wallet_credential_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, doublePrecision, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, doublePrecision, index, integer, numeric, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { guardedJsonb } from '../../platform/db-types.js';
 import type { ModelProvider } from '../../platform/model-providers.js';
 
@@ -16,6 +16,8 @@ export const tradingStrategies = pgTable(
     id: uuid('id').primaryKey(),
     userId: text('user_id').notNull(),
     name: text('name').notNull(),
+    /** What every reader is told about it; the definition of a priced one is its owner's alone (docs/trading.md). */
+    description: text('description'),
     visibility: text('visibility').$type<Visibility>().notNull(),
     latestVersion: integer('latest_version').notNull(),
     /** What launching it from another user's account costs in USD (x402, once per account; docs/trading.md#payment-metering); null: free. */
@@ -170,9 +172,11 @@ export const TRIGGER_TYPES = ['schedule', 'manual', 'flatten'] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
 
 /**
- * Executions. One row per (runtime, trigger, scheduledAt), enforced here: a tick delivered twice, or run
- * by two workers, finds the row and does nothing. Only a `failed` row may be taken over by a retry.
- * `placing`: a live venue's order claimed and not yet filled (at most one per runtime: ticks.ts);
+ * Executions. One row per order of a tick, (runtime, trigger, scheduledAt, leg), enforced here: a tick places
+ * at most one order per symbol, each its own leg (0, 1, …; a tick without an order is leg 0), all committed in
+ * one statement, so a tick delivered twice, or run by two workers, finds its legs and does nothing. Only a
+ * `failed` row may be taken over by a retry.
+ * `placing`: a live venue's order claimed and not yet filled (the legs of one tick at most per runtime: ticks.ts);
  * `rejected`: the venue refused that order (nothing filled); `skipped`: a scheduled tick consumed after its
  * next one was due (stale: its prices are old), recorded and not run.
  */
@@ -185,6 +189,8 @@ export const tradingExecutions = pgTable(
       .references(() => tradingRuntimes.id),
     triggerType: text('trigger_type').notNull(),
     scheduledAt: timestamp('scheduled_at', { withTimezone: true }).notNull(),
+    /** Which order of its tick (0, 1, …), in the order the tick places them (docs/trading.md). */
+    leg: integer('leg').notNull().default(0),
     status: text('status').$type<ExecutionStatus>().notNull(),
     attemptCount: integer('attempt_count').notNull(),
     strategyVersionHash: text('strategy_version_hash').notNull(),
@@ -201,7 +207,7 @@ export const tradingExecutions = pgTable(
   (t) => [
     check('trading_executions_status_check', sql`${t.status} in ('completed', 'blocked', 'halted', 'failed', 'placing', 'rejected', 'skipped')`),
     check('trading_executions_trigger_check', sql`${t.triggerType} in ('schedule', 'manual', 'flatten')`),
-    unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt),
+    unique('trading_executions_tick_unique').on(t.runtimeId, t.triggerType, t.scheduledAt, t.leg),
     index('trading_executions_runtime_idx').on(t.runtimeId, t.id),
     // A runtime's order out at a live venue, read by every tick of it.
     index('trading_executions_placing_idx').on(t.runtimeId).where(sql`${t.status} = 'placing'`),
@@ -225,9 +231,8 @@ export const tradingCharges = pgTable(
     accountId: uuid('account_id')
       .notNull()
       .references(() => tradingAccounts.id),
-    runtimeId: uuid('runtime_id')
-      .notNull()
-      .references(() => tradingRuntimes.id),
+    /** The runtime it was charged for; null for strategy access bought by a backtest. */
+    runtimeId: uuid('runtime_id').references(() => tradingRuntimes.id),
     boundary: text('boundary').$type<ChargeBoundary>().notNull(),
     /** What was bought: `strategy:<id>`, `runtime:<id>`, or `tick:<runtime id>:<trigger>:<scheduledAt>`. */
     subject: text('subject').notNull(),
@@ -276,5 +281,52 @@ export const tradingCandles = pgTable(
   (t) => [
     primaryKey({ columns: [t.symbol, t.interval, t.start] }),
     check('trading_candles_interval_check', sql`${t.interval} in ('1m', '5m', '15m', '1h', '1d')`),
+  ],
+);
+
+export const BACKTEST_JOB_KINDS = ['backtest', 'optimisation'] as const;
+export type BacktestJobKind = (typeof BACKTEST_JOB_KINDS)[number];
+export const BACKTEST_JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+export type BacktestJobStatus = (typeof BACKTEST_JOB_STATUSES)[number];
+
+/**
+ * Backtests and optimisations run in the background (backtest-jobs.ts): one row per job, claimed by a worker
+ * under a lease (the database's clock), its progress and checkpoint saved as it runs, so a cancelled job, or
+ * one whose worker died, resumes where its checkpoint stands.
+ */
+export const tradingBacktestJobs = pgTable(
+  'trading_backtest_jobs',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    strategyId: uuid('strategy_id')
+      .notNull()
+      .references(() => tradingStrategies.id),
+    kind: text('kind').$type<BacktestJobKind>().notNull(),
+    /** The request's body as validated (a backtest's or an optimisation's). */
+    input: guardedJsonb('input').notNull(),
+    status: text('status').$type<BacktestJobStatus>().notNull(),
+    /** Asked to stop: the worker running it stops at its next progress save, keeping its checkpoint. */
+    cancelRequested: boolean('cancel_requested').notNull().default(false),
+    progressDone: integer('progress_done').notNull().default(0),
+    progressTotal: integer('progress_total').notNull(),
+    /** Where a resumed run starts (a replay's state, or an optimisation's finished trials); null: from the start. */
+    checkpoint: guardedJsonb('checkpoint'),
+    result: guardedJsonb('result'),
+    error: text('error'),
+    /** The worker holding it while running, and until when (the database's clock). */
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [
+    check('trading_backtest_jobs_kind_check', sql`${t.kind} in ('backtest', 'optimisation')`),
+    check('trading_backtest_jobs_status_check', sql`${t.status} in ('queued', 'running', 'succeeded', 'failed', 'cancelled')`),
+    index('trading_backtest_jobs_user_idx').on(t.userId, t.id),
+    // What a worker claims: queued jobs, and running ones whose lease lapsed (a worker died).
+    index('trading_backtest_jobs_claim_idx').on(t.createdAt).where(sql`${t.status} in ('queued', 'running')`),
   ],
 );

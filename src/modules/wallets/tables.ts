@@ -91,6 +91,8 @@ export const walletPayments = pgTable(
     transaction: text('transaction'),
     settlement: guardedJsonb('settlement').$type<Record<string, unknown>>(),
     error: text('error'),
+    /** The id of the request that asked for it (the caller's X-Request-Id when it sent one); null before it was recorded. */
+    requestId: text('request_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
   },
@@ -99,6 +101,8 @@ export const walletPayments = pgTable(
     index('wallet_payments_wallet_idx').on(t.walletId, t.id),
     // A spend policy's rolling windows: a wallet's payments by time.
     index('wallet_payments_window_idx').on(t.walletId, t.createdAt),
+    // A credential's ceiling (an OAuth grant's: spend-guard.ts): what its payments add up to.
+    index('wallet_payments_credential_idx').on(t.credentialId),
     // The reconciler's work list: open payments only, oldest first.
     index('wallet_payments_open_idx').on(t.network, t.createdAt, t.id).where(sql`${t.status} in ('pending', 'unknown')`),
   ],
@@ -150,3 +154,16 @@ export const walletApprovals = pgTable(
   },
   (t) => [index('wallet_approvals_wallet_idx').on(t.walletId, t.id)],
 );
+
+/**
+ * Where a wallet's approval requests are published (policy-service.ts): one event queue of a project, picked by
+ * whoever owns the wallet after proving the queue is theirs to write into. No row: none are published.
+ */
+export const walletApprovalQueues = pgTable('wallet_approval_queues', {
+  walletId: uuid('wallet_id')
+    .primaryKey()
+    .references(() => wallets.id),
+  projectId: uuid('project_id').notNull(),
+  queueId: uuid('queue_id').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+});
