@@ -3,21 +3,21 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { OriginName } from './config.js';
+import type { ListenerName } from './config.js';
 import type { AppContext } from './context.js';
-import { installCorsAndRequestId } from './platform/http/cors-and-request-id.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
-import { installRequestContext } from './platform/request-context.js';
+import { installRouteHooks, notFoundHooks } from './platform/http/route-hooks.js';
 import { METRICS_CONTENT_TYPE, primaryOrigin } from './platform/metrics.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 
-const ORIGIN_TITLES: Record<OriginName, string> = {
+const ORIGIN_TITLES: Record<ListenerName, string> = {
   api: 'Tollgate API',
   facilitator: 'Tollgate x402 facilitator',
   relay: 'Tollgate payment relay',
   assets: 'Tollgate assets gateway',
+  worker: 'Tollgate worker (health, readiness, metrics)',
 };
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -29,7 +29,7 @@ export async function instantiateModules(ctx: AppContext, factories: ModuleFacto
 }
 
 /** Builds the Fastify instance of one origin with the house conventions and the modules' routes. */
-export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: Module[]): Promise<ZodApp> {
+export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules: Module[]): Promise<ZodApp> {
   const verbose = ctx.config.logLevel === 'debug' || ctx.config.logLevel === 'trace';
   const app = Fastify({
     loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
@@ -49,9 +49,11 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
   // so re-validating every response with zod would only cost time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('principal', null);
-  installCorsAndRequestId(app);
-  installRequestContext(app);
-  installErrorHandling(app, origin);
+  // Every route's per-request work (x-request-id, CORS, the parameter guard, the request scope, audit rows,
+  // request metrics) in one hook per lifecycle phase, given to each route as it is registered.
+  const routeHooks = { metrics: ctx.metrics.http(origin), audit: ctx.audit };
+  installRouteHooks(app, routeHooks);
+  installErrorHandling(app, origin, notFoundHooks(routeHooks));
   installJsonGuard(app);
 
   await app.register(swagger, {
@@ -80,16 +82,10 @@ export async function buildOrigin(ctx: AppContext, origin: OriginName, modules: 
 }
 
 /**
- * Request metrics (route pattern, method, status, duration) and `GET /metrics` (Prometheus text): this
- * origin's request series, plus the process-wide ones on the primary origin (src/platform/metrics.ts).
- * A request costs three map lookups and a few additions (src/platform/http-metrics.ts).
+ * `GET /metrics` (Prometheus text): this origin's request series (counted by each route's onResponse hook,
+ * src/platform/http/route-hooks.ts), plus the process-wide ones on the primary origin (src/platform/metrics.ts).
  */
-function installMetrics(app: ZodApp, ctx: AppContext, origin: OriginName): void {
-  const http = ctx.metrics.http(origin);
-  app.addHook('onResponse', (request, reply, done) => {
-    http.record(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime);
-    done();
-  });
+function installMetrics(app: ZodApp, ctx: AppContext, origin: ListenerName): void {
   const scrape = ctx.metrics.scraper(origin, origin === primaryOrigin(ctx.roles));
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     reply.type(METRICS_CONTENT_TYPE);

@@ -12,7 +12,7 @@ describe('config', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({});
     expect(config.devKeyProblems).toEqual([]);
-    expect(config.ports).toEqual({ api: 8402, facilitator: 8403, relay: 8404, assets: 8405, devchain: 8545 });
+    expect(config.ports).toEqual({ api: 8402, facilitator: 8403, relay: 8404, assets: 8405, devchain: 8545, worker: 8406 });
     expect(config.databaseUrl).toBeNull();
     expect(config.dataDir).toBe(path.resolve('./.data'));
     expect(config.payAndCall.maxBodyBytes).toBe(1024 * 1024);
@@ -24,6 +24,13 @@ describe('config', () => {
     expect(paper).toMatchObject({ takerFeeBps: 7.5, markets: { 'BTC-USD': { lotSize: '0.00001', tickSize: '0.01', minNotionalUsd: '5' }, 'ETH-USD': { lotSize: '0.0001', tickSize: '0.1', minNotionalUsd: '10' } } });
     for (const bad of ['BTC-USD=0.00001/0.01', 'BTC-USD=0/0.01/5', 'BTC-USD=1e-5/0.01/5']) expect(() => loadConfig({ TRADING_PAPER_MARKETS: bad }), bad).toThrow(/TRADING_PAPER_MARKETS/);
     expect(() => loadConfig({ TRADING_PAPER_MAKER_FEE_BPS: '-1' })).toThrow(/TRADING_PAPER_MAKER_FEE_BPS/);
+  });
+
+  it("reads the agent-wallet withdrawals' minimum and hourly rate, and names a bad one", () => {
+    expect(loadConfig({}).agentWithdrawals).toEqual({ minAmount: 10_000n, perHour: 10 });
+    expect(loadConfig({ AGENT_WITHDRAW_MIN_AMOUNT: '0', AGENT_WITHDRAW_LIMIT_PER_HOUR: '2' }).agentWithdrawals).toEqual({ minAmount: 0n, perHour: 2 });
+    for (const bad of ['0.01', '-1', '1e4']) expect(() => loadConfig({ AGENT_WITHDRAW_MIN_AMOUNT: bad }), bad).toThrow(/AGENT_WITHDRAW_MIN_AMOUNT/);
+    for (const bad of ['0', '1.5']) expect(() => loadConfig({ AGENT_WITHDRAW_LIMIT_PER_HOUR: bad }), bad).toThrow(/AGENT_WITHDRAW_LIMIT_PER_HOUR/);
   });
 
   it('treats an empty variable as unset', () => {

@@ -24,6 +24,7 @@ const envSchema = z.object({
   FACILITATOR_PORT: port(8403),
   RELAY_PORT: port(8404),
   ASSETS_PORT: port(8405),
+  WORKER_PORT: port(8406),
   DEVCHAIN_PORT: port(8545),
   PUBLIC_BASE_URL: optionalUrl,
   PUBLIC_FACILITATOR_URL: optionalUrl,
@@ -49,6 +50,16 @@ const envSchema = z.object({
   FACILITATOR_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(5_000).default(10),
   FACILITATOR_BATCH_IDLE: z.enum(['send', 'wait']).default('send'),
   FACILITATOR_LOW_GAS_WEI: z.string().regex(/^\d+$/, 'must be a whole number of wei').default('10000000000000000'),
+  // An EOA's transferWithAuthorization needs 60-85k: a lower ceiling would send settlements that run out of gas.
+  FACILITATOR_MAX_SETTLE_GAS: z.coerce.number().int().min(90_000).max(5_000_000).default(120_000),
+  // A Permit2 settle (exact over Permit2, upto) measures ~120k for a new payee: its own ceiling, the same kind of margin.
+  FACILITATOR_MAX_PERMIT2_SETTLE_GAS: z.coerce.number().int().min(130_000).max(5_000_000).default(160_000),
+  // batch-settlement: a first deposit measures ~135k, a sweep ~60k; a claim ~75k for one voucher, less for each more.
+  FACILITATOR_MAX_BATCH_SETTLEMENT_GAS: z.coerce.number().int().min(160_000).max(5_000_000).default(250_000),
+  FACILITATOR_MAX_CLAIM_GAS_PER_VOUCHER: z.coerce.number().int().min(40_000).max(1_000_000).default(60_000),
+  FACILITATOR_CONTRACT_PAYERS: z.enum(['refuse', 'allow']).default('refuse'),
+  FACILITATOR_PUBLIC_GAS_FLOOR_WEI: z.string().regex(/^\d{1,40}$/, 'must be a whole number of wei').default('5000000000000000'),
+  FACILITATOR_GAS_FLOOR_WEI: z.string().regex(/^\d{1,40}$/, 'must be a whole number of wei').default('1000000000000000'),
   FACILITATOR_SETTLE_LIMIT_PER_CLIENT: positiveInt(600),
   FACILITATOR_VERIFY_LIMIT_PER_CLIENT: positiveInt(6000),
   FACILITATOR_LIMIT_WINDOW_SECONDS: positiveInt(60),
@@ -90,6 +101,8 @@ const envSchema = z.object({
     .regex(/^([A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)(,[A-Z0-9]+(-[A-Z]+)?=[A-Z0-9]+\/[A-Z0-9]+)*$/, 'must be SYMBOL=BASE/QUOTE pairs separated by commas, e.g. BTC-USD=BTC/USDT')
     .optional(),
   TRADING_VENUE_TIMEOUT_MS: positiveInt(15_000),
+  TRADING_MAX_PRICE_AGE_SECONDS: positiveInt(30),
+  TRADING_MAX_SLIPPAGE_BPS: basisPoints(50),
   TRADING_PAPER_MAKER_FEE_BPS: basisPoints(2),
   TRADING_PAPER_TAKER_FEE_BPS: basisPoints(10),
   TRADING_PAPER_SLIPPAGE_BPS: basisPoints(5),
@@ -119,18 +132,28 @@ const envSchema = z.object({
   AGENT_OPENAI_BASE_URL: z.url().default('https://api.openai.com/v1'),
   AGENT_ANTHROPIC_BASE_URL: z.url().default('https://api.anthropic.com/v1'),
   AGENT_OPENROUTER_BASE_URL: z.url().default('https://openrouter.ai/api/v1'),
+  AGENT_WITHDRAW_MIN_AMOUNT: z.string().regex(/^\d{1,30}$/, 'an integer number of atomic units').default('10000'),
+  AGENT_WITHDRAW_LIMIT_PER_HOUR: positiveInt(10),
   STORAGE_SWEEP_INTERVAL_MS: positiveInt(15_000),
   STORAGE_RECONCILE_AFTER_SECONDS: positiveInt(60),
   RELAY_IDEMPOTENCY_RETENTION_HOURS: positiveInt(72),
-  RELAY_IDEMPOTENCY_CAPACITY: positiveInt(1_000_000),
+  RELAY_IDEMPOTENCY_CAPACITY_PER_PAYER: positiveInt(100_000),
+  RELAY_BROADCAST_LIMIT_PER_CLIENT: positiveInt(600),
+  RELAY_VALIDATE_LIMIT_PER_CLIENT: positiveInt(6000),
+  RELAY_LIMIT_WINDOW_SECONDS: positiveInt(60),
   RELAY_TAKEOVER_AFTER_SECONDS: positiveInt(180),
+  IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
+  IDEMPOTENCY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
+  IDEMPOTENCY_LEASE_SECONDS: positiveInt(60),
   DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
   DB_WATCHDOG_FAILURES: positiveInt(3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SECRET_PEPPER: z.string().min(32, 'must be at least 32 characters').optional(),
+  SECRET_PEPPER_PREVIOUS: z.string().min(32, 'must be at least 32 characters').optional(),
   ALLOW_DEV_KEYS: z.enum(['0', '1']).default('0'),
   ALLOW_DEV_IDENTITY: z.enum(['0', '1']).default('0'),
   WALLET_MASTER_KEY: hexKey,
+  WALLET_MASTER_KEY_PREVIOUS: hexKey,
   WALLET_KEY_PROVIDER: z.enum(['local', 'aws-kms']).default('local'),
   AWS_REGION: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as eu-west-1').optional(),
   AWS_KMS_ENDPOINT: optionalUrl,
@@ -171,6 +194,11 @@ export const ROLES = ['api', 'facilitator', 'relay', 'assets', 'worker'] as cons
 export type Role = (typeof ROLES)[number];
 export const ORIGINS = ['api', 'facilitator', 'relay', 'assets'] as const;
 export type OriginName = (typeof ORIGINS)[number];
+/**
+ * What a process listens as: its origins, or on a node that runs none (`--roles worker`), the worker's own
+ * listener on WORKER_PORT, which serves only /health, /ready and /metrics.
+ */
+export type ListenerName = OriginName | 'worker';
 
 export interface Config {
   /** Dev keys this configuration would use beside a shared database or a real chain (serve refuses them; see devKeyProblems). */
@@ -181,7 +209,7 @@ export interface Config {
   host: string;
   /** Whose X-Forwarded-For to believe for the client address (rate limits): Fastify's trustProxy. */
   trustProxy: boolean | string;
-  ports: Record<OriginName, number> & { devchain: number };
+  ports: Record<OriginName, number> & { devchain: number; worker: number };
   publicUrls: Partial<Record<OriginName, string>>;
   databaseUrl: string | null;
   databasePoolSize: number;
@@ -203,6 +231,20 @@ export interface Config {
   facilitatorBatch: { maxCalls: number; waitMs: number; idle: 'send' | 'wait' };
   /** A relayer key below this balance is reported low on gas (relayerStatus). */
   facilitatorLowGasWei: bigint;
+  /**
+   * Gas is money: no settlement leaves with a gas limit above `maxSettleGas`; payers with code are refused
+   * or allowed (under the ceiling); below `publicFloorWei` of float (all relayer keys together) the public
+   * /settle and the relay stop, below `floorWei` every settle does.
+   */
+  facilitatorGas: {
+    maxSettleGas: bigint;
+    maxPermit2SettleGas: bigint;
+    maxBatchSettlementGas: bigint;
+    maxClaimGasPerVoucher: bigint;
+    contractPayers: 'refuse' | 'allow';
+    publicFloorWei: bigint;
+    floorWei: bigint;
+  };
   /**
    * Limits on the public facilitator origin (fixed windows of windowSeconds): /settle and /verify per
    * client address, and settles of verified payments per payer and per payTo (in PostgreSQL).
@@ -239,8 +281,17 @@ export interface Config {
    * the data dir; with CHAIN_RPC_URL it must be set, else uploads are unavailable). Blocks live in the
    * data dir unless IPFS_API_URL names a Kubo node's RPC.
    */
-  /** Broadcast idempotency records of the payment relay: kept this long, at most this many, and when a lost one is taken over. */
-  relay: { retentionSeconds: number; capacity: number; takeoverAfterSeconds: number };
+  /**
+   * The payment relay. Broadcast idempotency records: kept this long, at most this many per payer, and when
+   * a lost one is taken over. Limits per client address (fixed windows of windowSeconds): broadcasts counted
+   * in PostgreSQL (each may spend our relayer's gas), validates in each node's memory.
+   */
+  relay: {
+    retentionSeconds: number;
+    capacityPerPayer: number;
+    takeoverAfterSeconds: number;
+    limits: { broadcastPerClient: number; validatePerClient: number; windowSeconds: number };
+  };
   storage: {
     payTo: string | null;
     ipfsApiUrl: string | null;
@@ -259,6 +310,14 @@ export interface Config {
   agentRuntimes: { provider: 'local' } | { provider: 'fly'; apiUrl: string; token: string; orgSlug: string; region: string; image: string; appUrl: string };
   /** Base URLs of the model providers agents call (the real APIs by default; tests point them at stand-ins). */
   agentProviders: { openai: string; anthropic: string; openrouter: string };
+  /**
+   * runtime_b wallet withdrawals, each one a transaction our relayer pays gas for: nothing smaller than
+   * `minAmount` (atomic units) unless it empties the wallet, and at most `perHour` per agent (fixed hourly
+   * windows counted in PostgreSQL, shared by every api node).
+   */
+  agentWithdrawals: { minAmount: bigint; perHour: number };
+  /** Idempotency-Key records (platform/idempotency.ts): kept this long; a repeat waits this long for a running first call; its lease. */
+  idempotency: { retentionSeconds: number; waitMs: number; leaseSeconds: number };
   credits: {
     /** Where top-up payments go; unset: a dev receiver key in the data dir on the devchain, else top-ups are unavailable. */
     payTo: string | null;
@@ -287,6 +346,10 @@ export interface Config {
     venue:
       | { kind: 'paper' }
       | { kind: 'ccxt'; exchange: string; apiKey: string; secret: string; sandbox: boolean; apiUrl: string | null; symbols: Record<string, string>; timeoutMs: number };
+    /** A live venue's price reported longer ago than this is stale: the tick is skipped (docs/trading.md#live-venues-trade-on-their-own-prices). */
+    maxPriceAgeSeconds: number;
+    /** How far a live venue's quote may be from the decided price, and the room left for the fill when limits are re-checked at it, in basis points. */
+    maxSlippageBps: number;
     /** How the paper venue (and every backtest) fills: fees and slippage in basis points, and rules by symbol (decimal text). */
     paper: { makerFeeBps: number; takerFeeBps: number; slippageBps: number; markets: Record<string, { lotSize: string; tickSize: string; minNotionalUsd: string }> };
   };
@@ -294,7 +357,11 @@ export interface Config {
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   logLevel: Env['LOG_LEVEL'];
   secretPepper: string | null;
+  /** A second pepper accepted (never written) during a rotation (docs/operations.md#key-rotation). */
+  secretPepperPrevious: string | null;
   walletMasterKey: string | null;
+  /** A second master key that still opens what it sealed (never seals) during a rotation. */
+  walletMasterKeyPrevious: string | null;
   /**
    * Identity tokens: verified against IDENTITY_JWKS_URL (else the dev issuer's key) for `issuer` and
    * `audience`. `oidc`: the provider the dashboard signs in through (docs/web.md#signing-in), or null.
@@ -358,7 +425,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
-  const combinationProblems = [...relayerKeyProblems(e), ...oidcProblems(e), ...venueProblems(e)];
+  const combinationProblems = [...relayerKeyProblems(e), ...oidcProblems(e), ...venueProblems(e), ...rotationProblems(e)];
   if (combinationProblems.length > 0) throw new ConfigError(combinationProblems);
   const facilitatorPrivateKeys = e.FACILITATOR_PRIVATE_KEYS
     ? e.FACILITATOR_PRIVATE_KEYS.split(',').map((k) => k.trim())
@@ -377,6 +444,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       relay: e.RELAY_PORT,
       assets: e.ASSETS_PORT,
       devchain: e.DEVCHAIN_PORT,
+      worker: e.WORKER_PORT,
     },
     publicUrls: {
       api: trimSlash(e.PUBLIC_BASE_URL),
@@ -395,6 +463,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     facilitatorReplacement: { replaceAfterMs: e.FACILITATOR_REPLACE_AFTER_MS, maxReplacements: e.FACILITATOR_MAX_REPLACEMENTS },
     facilitatorBatch: { maxCalls: e.FACILITATOR_BATCH_MAX_CALLS, waitMs: e.FACILITATOR_BATCH_WAIT_MS, idle: e.FACILITATOR_BATCH_IDLE },
     facilitatorLowGasWei: BigInt(e.FACILITATOR_LOW_GAS_WEI),
+    facilitatorGas: {
+      maxSettleGas: BigInt(e.FACILITATOR_MAX_SETTLE_GAS),
+      maxPermit2SettleGas: BigInt(e.FACILITATOR_MAX_PERMIT2_SETTLE_GAS),
+      maxBatchSettlementGas: BigInt(e.FACILITATOR_MAX_BATCH_SETTLEMENT_GAS),
+      maxClaimGasPerVoucher: BigInt(e.FACILITATOR_MAX_CLAIM_GAS_PER_VOUCHER),
+      contractPayers: e.FACILITATOR_CONTRACT_PAYERS,
+      publicFloorWei: BigInt(e.FACILITATOR_PUBLIC_GAS_FLOOR_WEI),
+      floorWei: BigInt(e.FACILITATOR_GAS_FLOOR_WEI),
+    },
     facilitatorReconcileAfterMs: e.FACILITATOR_RECONCILE_AFTER_MS,
     facilitatorConfirmationTimeoutMs: e.FACILITATOR_CONFIRMATION_TIMEOUT_MS,
     facilitatorSigners: (e.FACILITATOR_SIGNERS ?? '').split(',').map((a) => a.trim()).filter(Boolean),
@@ -440,6 +517,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
               timeoutMs: e.TRADING_VENUE_TIMEOUT_MS,
             }
           : { kind: 'paper' },
+      maxPriceAgeSeconds: e.TRADING_MAX_PRICE_AGE_SECONDS,
+      maxSlippageBps: e.TRADING_MAX_SLIPPAGE_BPS,
       paper: {
         makerFeeBps: e.TRADING_PAPER_MAKER_FEE_BPS,
         takerFeeBps: e.TRADING_PAPER_TAKER_FEE_BPS,
@@ -472,15 +551,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       anthropic: trimSlash(e.AGENT_ANTHROPIC_BASE_URL)!,
       openrouter: trimSlash(e.AGENT_OPENROUTER_BASE_URL)!,
     },
+    agentWithdrawals: { minAmount: BigInt(e.AGENT_WITHDRAW_MIN_AMOUNT), perHour: e.AGENT_WITHDRAW_LIMIT_PER_HOUR },
+    idempotency: { retentionSeconds: e.IDEMPOTENCY_RETENTION_HOURS * 3600, waitMs: e.IDEMPOTENCY_WAIT_MS, leaseSeconds: e.IDEMPOTENCY_LEASE_SECONDS },
     relay: {
       retentionSeconds: e.RELAY_IDEMPOTENCY_RETENTION_HOURS * 3600,
-      capacity: e.RELAY_IDEMPOTENCY_CAPACITY,
+      capacityPerPayer: e.RELAY_IDEMPOTENCY_CAPACITY_PER_PAYER,
       takeoverAfterSeconds: e.RELAY_TAKEOVER_AFTER_SECONDS,
+      limits: { broadcastPerClient: e.RELAY_BROADCAST_LIMIT_PER_CLIENT, validatePerClient: e.RELAY_VALIDATE_LIMIT_PER_CLIENT, windowSeconds: e.RELAY_LIMIT_WINDOW_SECONDS },
     },
     databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     logLevel: e.LOG_LEVEL,
     secretPepper: e.SECRET_PEPPER ?? null,
+    secretPepperPrevious: e.SECRET_PEPPER_PREVIOUS ?? null,
     walletMasterKey: e.WALLET_MASTER_KEY ?? null,
+    walletMasterKeyPrevious: e.WALLET_MASTER_KEY_PREVIOUS ?? null,
     identity: {
       jwksUrl: e.IDENTITY_JWKS_URL ?? null,
       issuer: e.IDENTITY_ISSUER ?? 'tollgate-dev',
@@ -516,6 +600,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     build: { commit: e.BUILD_COMMIT ?? null, branch: e.BUILD_BRANCH ?? null, time: e.BUILD_TIME ?? null },
   };
+}
+
+/** A rotation's previous value is a second, different one: the same value twice would rotate nothing. */
+function rotationProblems(e: Env): string[] {
+  const problems: string[] = [];
+  if (e.SECRET_PEPPER_PREVIOUS && e.SECRET_PEPPER_PREVIOUS === e.SECRET_PEPPER) problems.push('SECRET_PEPPER_PREVIOUS: the same as SECRET_PEPPER (during a rotation it is the other pepper)');
+  const hex = (value: string | undefined) => value?.replace(/^0x/, '').toLowerCase();
+  if (e.WALLET_MASTER_KEY_PREVIOUS && hex(e.WALLET_MASTER_KEY_PREVIOUS) === hex(e.WALLET_MASTER_KEY)) {
+    problems.push('WALLET_MASTER_KEY_PREVIOUS: the same as WALLET_MASTER_KEY (during a rotation it is the other key)');
+  }
+  return problems;
 }
 
 /** The relayer-key variables that cannot go together. */

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config, OriginName, Role } from './config.js';
 import type { ChainService } from './chain/service.js';
+import { AuditLog } from './platform/audit.js';
 import { Authenticator } from './platform/auth/authenticator.js';
 import { createIdentityVerifier, DevIdentityIssuer } from './platform/auth/identity.js';
 import { MgmtCredentials } from './platform/auth/mgmt-credentials.js';
@@ -12,8 +13,13 @@ import { RateLimiter } from './platform/rate-limiter.js';
 import { Readiness } from './platform/readiness.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import { SecretHasher } from './platform/secrets.js';
+import { KeyRotation } from './platform/key-rotation.js';
+import { createKeySealer } from './platform/master-key.js';
+import type { KeySealer } from './platform/sealing.js';
+import { mgmtCredentials as mgmtCredentialsTable } from './platform/tables.js';
 import { randomBytes } from 'node:crypto';
 import { createX402, type X402Parts } from './x402/wiring.js';
+import { Idempotency } from './platform/idempotency.js';
 import { FacilitatorSignerRegistry, registerFacilitatorSigners } from './x402/signers.js';
 
 export interface BuildInfo {
@@ -39,10 +45,16 @@ export interface AppContext {
   clock: Clock;
   log: Logger;
   hasher: SecretHasher;
+  /** The columns holding secret hashes and sealed values, and their re-keying (platform/key-rotation.ts). */
+  keyRotation: KeyRotation;
   auth: Authenticator;
   devIdentity: DevIdentityIssuer | null;
   mgmtCredentials: MgmtCredentials;
+  /** The append-only audit trail of operator commands and credential changes (platform/audit.ts). */
+  audit: AuditLog;
   rateLimiter: RateLimiter;
+  /** Idempotency-Key records of the calls that move money or buy something (platform/idempotency.ts). */
+  idempotency: Idempotency;
   /** Public base URL of each origin; filled in once the listeners know their ports. */
   urls: Record<OriginName, string>;
   build: BuildInfo;
@@ -79,11 +91,14 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
   warnAboutDevSecrets(config, deps.log, deps.ephemeralSecrets === true);
   const pepper =
     config.secretPepper ?? loadOrCreateDevSecret(secretsDir, 'pepper', () => randomBytes(32).toString('hex'));
-  const hasher = new SecretHasher(pepper);
+  const hasher = new SecretHasher(pepper, config.secretPepperPrevious);
+  let sealer: KeySealer | undefined;
+  const keyRotation = new KeyRotation(database, hasher, () => (sealer ??= createKeySealer(config)), deps.log);
+  keyRotation.hashedColumn({ name: 'mgmt_credentials.secret_hash', table: mgmtCredentialsTable, key: [mgmtCredentialsTable.id], column: mgmtCredentialsTable.secretHash });
   const devIdentity = config.identity.jwksUrl
     ? null
     : await DevIdentityIssuer.load(secretsDir, config.identity.issuer, config.identity.audience);
-  const auth = new Authenticator(hasher, createIdentityVerifier(config.identity, devIdentity));
+  const auth = new Authenticator(keyRotation, createIdentityVerifier(config.identity, devIdentity));
   const mgmtCredentials = new MgmtCredentials(database.db, hasher, clock);
   auth.register('mgmt', mgmtCredentials.resolve);
   const fallbackUrl = (origin: OriginName) => `http://${config.host}:${config.ports[origin]}`;
@@ -101,7 +116,7 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     configured: config.facilitatorSigners,
   });
   const metrics = createMetrics(database);
-  const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls, keyedHash: (value) => hasher.hash(value) });
+  const x402 = createX402({ config, db: database.db, clock, log: deps.log, metrics, chain: deps.chain, roles, urls, keyedHash: (value) => hasher.keyed(value), earlierKeyedHashes: (value) => hasher.keyedCandidates(value).slice(1) });
   return {
     ...deps,
     roles,
@@ -111,10 +126,13 @@ export async function createContext(deps: ContextDeps): Promise<AppContext> {
     services: {} as Services,
     db: database.db,
     hasher,
+    keyRotation,
     auth,
     devIdentity,
     mgmtCredentials,
+    audit: new AuditLog(database.db, deps.log),
     rateLimiter: new RateLimiter(database.db, clock),
+    idempotency: new Idempotency(database.db, clock, config.idempotency),
     urls,
   };
 }
@@ -137,6 +155,20 @@ function baseReadiness(roles: readonly Role[], database: Database, chain: ChainS
       const stuck = keys.filter((key) => key.stuck).map((key) => key.address);
       const reasons = [low.length ? `low gas on ${low.join(', ')}` : '', stuck.length ? `nonce gap not closing on ${stuck.join(', ')}` : ''].filter(Boolean);
       return { ok: reasons.length === 0, reason: reasons.join('; ') || undefined, detail: { keys } };
+    });
+    // Gas is money: below the public floor the public /settle and the relay stop (degraded: our own
+    // modules' settles go on); below the lower floor every settle stops (unready for the facilitator).
+    const { floors } = facilitator.gasFloat;
+    const floatDetail = (floatWei: bigint) => ({ floatWei: floatWei.toString(), publicFloorWei: floors.publicWei.toString(), floorWei: floors.ownWei.toString() });
+    readiness.add('relayer-float', ['facilitator'], async () => {
+      const floatWei = await facilitator.gasFloat.wei();
+      if (floatWei >= floors.ownWei) return { ok: true, detail: floatDetail(floatWei) };
+      return { ok: false, reason: `the relayer's gas float (${floatWei} wei) is below FACILITATOR_GAS_FLOOR_WEI (${floors.ownWei}): no settle is sent`, detail: floatDetail(floatWei) };
+    });
+    readiness.add('relayer-public-float', [], async () => {
+      const floatWei = await facilitator.gasFloat.wei();
+      if (floatWei >= floors.publicWei) return { ok: true, detail: floatDetail(floatWei) };
+      return { ok: false, reason: `the relayer's gas float (${floatWei} wei) is below FACILITATOR_PUBLIC_GAS_FLOOR_WEI (${floors.publicWei}): the public /settle and the relay are stopped`, detail: floatDetail(floatWei) };
     });
   }
   return readiness;

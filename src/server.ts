@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createLogger } from './platform/request-context.js';
 import { buildOrigin, instantiateModules } from './app.js';
-import { ORIGINS, type Config, type OriginName, type Role } from './config.js';
+import { ConfigError, ORIGINS, type Config, type ListenerName, type OriginName, type Role } from './config.js';
 import { createContext, type AppContext } from './context.js';
 import { adminCommands } from './admin/commands.js';
 import { startAdminSocket, type AdminSocket } from './admin/socket.js';
@@ -12,6 +12,7 @@ import type { Database } from './platform/db.js';
 import { openConfiguredDatabase } from './platform/configured-database.js';
 import { DatabaseWatchdog } from './platform/db-watchdog.js';
 import { LoopRunner } from './platform/jobs.js';
+import type { Readiness } from './platform/readiness.js';
 import { readBuildInfo } from './modules/system/build-info.js';
 import { startChainService } from './chain/service.js';
 
@@ -22,8 +23,11 @@ export interface RunningServer {
   ctx: AppContext;
   /** The instantiated modules (tests reach their admin commands through these). */
   modules: Module[];
-  origins: Partial<Record<OriginName, ZodApp>>;
+  /** Each listener: the origins this node runs, or on a worker-only node the worker's (/health, /ready, /metrics). */
+  origins: Partial<Record<ListenerName, ZodApp>>;
   urls: Record<OriginName, string>;
+  /** Where each listener is bound (http://host:port), whatever the public URLs: what a local probe calls. */
+  listening: Partial<Record<ListenerName, string>>;
   stop(): Promise<void>;
 }
 
@@ -42,6 +46,8 @@ export interface StartOptions {
    * row (`serve` stops and exits with it). Without it no watchdog runs.
    */
   onDatabaseLost?: (code: number) => void;
+  /** Refuse (ConfigError, exit 2) a SECRET_PEPPER that is not the database's (KeyRotation.pepperMismatch): `serve` does. */
+  refuseForeignPepper?: boolean;
 }
 
 /** Starts the roles asked for: listeners for origins, background loops for `worker`. */
@@ -49,7 +55,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const { config, roles } = options;
   const log = options.log ?? createLogger(config.logLevel);
   // A database handed in belongs to the caller, who closes it.
-  const database = options.database ?? (await openConfiguredDatabase(config));
+  const database = options.database ?? (await openConfiguredDatabase(config, (line) => log.info(line)));
   const closeDatabase = options.database ? async () => {} : () => database.close();
   let chain;
   try {
@@ -76,12 +82,18 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       roles,
     });
     modules = await instantiateModules(ctx, options.factories ?? moduleFactories);
+    const mismatch = options.refuseForeignPepper ? await ctx.keyRotation.pepperMismatch() : null;
+    if (mismatch) {
+      for (const module of [...modules].reverse()) await module.close?.().catch(() => undefined);
+      throw new ConfigError([mismatch]);
+    }
   } catch (error) {
     await closeChainAndDatabase();
     throw error;
   }
 
-  const origins: Partial<Record<OriginName, ZodApp>> = {};
+  const origins: Partial<Record<ListenerName, ZodApp>> = {};
+  const listeningAt: Partial<Record<ListenerName, string>> = {};
   const listening: ZodApp[] = [];
   const stops: Array<() => Promise<unknown>> = [() => closeListeners(listening, DRAIN_MS)];
   try {
@@ -91,7 +103,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       const address = await app.listen({ host: config.host, port: config.ports[origin] });
       origins[origin] = app;
       listening.push(app);
+      listeningAt[origin] = address;
       if (!config.publicUrls[origin]) ctx.urls[origin] = address;
+    }
+    // A node with no origin still answers its supervisor and its scraper: /health, /ready and /metrics on WORKER_PORT.
+    if (roles.includes('worker') && !ORIGINS.some((origin) => roles.includes(origin))) {
+      const app = await buildOrigin(ctx, 'worker', modules);
+      listeningAt.worker = await app.listen({ host: config.host, port: config.ports.worker });
+      origins.worker = app;
+      listening.push(app);
     }
     const runner = new LoopRunner(database, log);
     if (roles.includes('worker')) runner.start(modules.flatMap((module) => module.loops ?? []));
@@ -109,6 +129,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     loopGauge('tollgate_loop_lag_seconds', 'Time since the loop last ran well (active loops)', (l) => l.lagMs / 1000);
     loopGauge('tollgate_loop_consecutive_failures', 'Failed runs in a row', (l) => l.consecutiveFailures);
     loopGauge('tollgate_loop_last_run_timestamp_seconds', 'When the loop last ran', (l) => (l.lastRunAt ? Date.parse(l.lastRunAt) / 1000 : null));
+    // What /ready would answer, for alerting (deploy/prometheus/alerts.yml): one report per scrape, its checks given
+    // 1.5 s so the scrape's 2 s bound holds.
+    let readinessInFlight: ReturnType<Readiness['report']> | null = null;
+    const readiness = () => (readinessInFlight ??= ctx.readiness.report(1_500).finally(() => (readinessInFlight = null)));
+    ctx.metrics.gauge('tollgate_ready', "1 while this node's /ready answers 200 (ready or degraded), 0 while it answers 503", [], async (set) => set({}, (await readiness()).ready ? 1 : 0));
+    ctx.metrics.gauge('tollgate_readiness_check_ok', "Each readiness check of this node: 1 passing, 0 failing, with whether it is critical for the node's roles", ['check', 'critical'], async (set) => {
+      for (const [check, result] of Object.entries((await readiness()).checks)) set({ check, critical: String(result.critical) }, result.ok ? 1 : 0);
+    });
     if (options.onDatabaseLost) {
       const { intervalMs, failuresBeforeExit } = config.databaseWatchdog;
       const watchdog = new DatabaseWatchdog({ database, log, intervalMs, failuresBeforeExit, onFatal: options.onDatabaseLost });
@@ -121,8 +149,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       const status = async () => ({
         dataDir: config.dataDir,
         roles,
-        origins: Object.fromEntries(Object.keys(origins).map((origin) => [origin, ctx.urls[origin as OriginName]])),
+        origins: Object.fromEntries(Object.keys(origins).map((origin) => [origin, origin === 'worker' ? listeningAt.worker : ctx.urls[origin as OriginName]])),
         loops: runner.report(),
+        relayer: ctx.facilitator ? await relayerFloat(ctx.facilitator) : null,
       });
       admin = await startAdminSocket(ctx, { ...adminCommands(ctx, modules), status });
       stops.push(() => admin!.close());
@@ -138,6 +167,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     modules,
     origins,
     urls: ctx.urls,
+    listening: listeningAt,
     stop: () => (stopping ??= stopAll(stops, modules, closeChainAndDatabase, log)),
   };
 }
@@ -165,4 +195,16 @@ async function stopAll(stops: Array<() => Promise<unknown>>, modules: Module[], 
     await module.close?.().catch((error) => log.error({ err: error, module: module.name }, 'module close failed'));
   }
   await closeDatabase().catch((error) => log.error({ err: error }, 'database close failed'));
+}
+
+/** What `tollgate status` shows of the relayer: its float (every key together, and each key) and the floors. */
+async function relayerFloat(facilitator: NonNullable<AppContext['facilitator']>) {
+  const { floors } = facilitator.gasFloat;
+  const keys = await facilitator.relayerStatus().catch(() => []);
+  return {
+    floatWei: (await facilitator.gasFloat.wei().catch(() => null))?.toString() ?? null,
+    publicFloorWei: floors.publicWei.toString(),
+    floorWei: floors.ownWei.toString(),
+    keys: keys.map((key) => ({ address: key.address, balanceWei: key.balanceWei })),
+  };
 }

@@ -1,7 +1,29 @@
-// Tests that run the real CLI or server spawn bin/tollgate.js, which rebuilds dist/ when src/ changed.
-// Building once here, before any worker starts, keeps that out of every spawned child's timing.
+// Before any worker starts: build what spawned processes run, and migrate the template test databases copy.
+// Tests that run the real CLI or server spawn bin/tollgate.js, which rebuilds dist/ when src/ changed;
+// building once here keeps that out of every spawned child's timing.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { TestProject } from 'vitest/node';
+import { openDatabase } from '../src/platform/db.js';
+import { runMigrations } from '../src/platform/migrate.js';
+import { adminQuery, databaseUrl } from './helpers/pg-admin.js';
 
-export default function buildOnce(): void {
+export default async function buildOnce(project: TestProject): Promise<() => Promise<void>> {
   execFileSync(process.execPath, ['bin/build.js'], { stdio: 'inherit' });
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    project.provide('pgTemplate', null);
+    return async () => {};
+  }
+  // On PostgreSQL every test database is a copy of this one (CREATE DATABASE … TEMPLATE): migrated once per run.
+  const template = `tollgate_template_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `create database ${template}`);
+  const database = await openDatabase({ url: databaseUrl(serverUrl, template), pgliteDir: null });
+  try {
+    await runMigrations(database);
+  } finally {
+    await database.close();
+  }
+  project.provide('pgTemplate', template);
+  return () => adminQuery(serverUrl, `drop database if exists ${template} with (force)`);
 }

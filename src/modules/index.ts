@@ -6,6 +6,7 @@ import { eventsModule } from './events/module.js';
 import { facilitatorModule } from './facilitator/routes.js';
 import { intentsModule } from './intents/routes.js';
 import { mcpModule } from './mcp/module.js';
+import { oauthModule } from './oauth/module.js';
 import { projectsModule } from './projects/routes.js';
 import { relayModule } from './relay/module.js';
 import { storageModule } from './storage/module.js';
@@ -17,4 +18,4 @@ import { walletsModule } from './wallets/routes.js';
 import { x402TestModule } from './x402-test/routes.js';
 
 /** Every module of the service, in registration order. */
-export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, mcpModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule, webModule];
+export const moduleFactories: ModuleFactory[] = [systemModule, projectsModule, intentsModule, walletsModule, oauthModule, mcpModule, eventsModule, facilitatorModule, x402TestModule, devModule, txapiModule, storageModule, relayModule, creditsModule, agentsModule, tradingModule, webModule];

@@ -20,6 +20,12 @@ export const CRASH_POINTS = [
   'intent.after-claim',
   'intent.after-settle',
   'intent.after-commit',
+  // deposit sweeps: the sweep recorded, not yet signed or sent; settled, the outcome not recorded
+  'sweep.after-record',
+  'sweep.after-settle',
+  // refunds: the refund recorded (its cents reserved), its wallet transfer not yet made; made, the outcome not recorded
+  'refund.after-record',
+  'refund.after-send',
   // image storage upload: the order claimed for a payment, not yet settled; settled, not yet recorded
   'storage.after-claim',
   'storage.after-settle',

@@ -41,6 +41,8 @@ export interface InstanceRecord {
   roles: string[];
   /** Origins (api, facilitator, …) and the devchain RPC, once listening. */
   urls: Record<string, string>;
+  /** Where each listener is bound (not its public URL): the image's HEALTHCHECK probes /ready there (bin/healthcheck.js). */
+  listen?: Record<string, string>;
   /** lock.sock's inode when written: a record with another inode is an earlier holder's. */
   lockInode: number;
 }
@@ -63,7 +65,7 @@ export class DataDirInUseError extends Error {
 export interface DataDirLock {
   readonly dataDir: string;
   /** Adds what the holder knows once it runs (its origins' URLs) to the record. */
-  record(update: Partial<Pick<InstanceRecord, 'roles' | 'urls'>>): void;
+  record(update: Partial<Pick<InstanceRecord, 'roles' | 'urls' | 'listen'>>): void;
   /** Lets go of the data dir: the record and the socket file go. Idempotent. */
   release(): Promise<void>;
 }

@@ -15,3 +15,5 @@ function hasSqlState(error: unknown, sqlState: string, constraint?: string): boo
 export const isUniqueViolation = (error: unknown, constraint: string) => hasSqlState(error, '23505', constraint);
 /** A foreign-key violation (23503): the referenced row does not exist. */
 export const isForeignKeyViolation = (error: unknown) => hasSqlState(error, '23503');
+/** A check violation (23514) of the named constraint: the database refused a row its rule does not allow. */
+export const isCheckViolation = (error: unknown, constraint: string) => hasSqlState(error, '23514', constraint);

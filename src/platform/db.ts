@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import type { SQL } from 'drizzle-orm';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -52,6 +52,12 @@ export interface Database {
   /** Told each statement's kind and duration (metrics); one observer, the last one set. */
   observeQueries(observer: QueryObserver | null): void;
   pool(): PoolStats;
+  /**
+   * PGlite only (undefined on PostgreSQL: pg_dump is its tool): the data directory as a tarball, taken while no
+   * query and no transaction runs, and `alongside` run at that same moment (the devchain's state, for a backup
+   * whose two halves agree). PGlite's own clone() works from the same dump.
+   */
+  snapshot?<T>(alongside: () => Promise<T>): Promise<{ tarball: Blob; alongside: T }>;
   close(): Promise<void>;
 }
 
@@ -61,17 +67,22 @@ export interface OpenDatabaseOptions {
   /** PGlite data directory; null keeps PGlite in memory. */
   pgliteDir: string | null;
   poolSize?: number;
+  /**
+   * PGlite only: a compiled WebAssembly module and file bundle to reuse, and a data dir to start from (a dump).
+   * The tests open hundreds of databases in one process: compiling PGlite and migrating each time was most of it.
+   */
+  pglite?: Pick<PGliteOptions, 'wasmModule' | 'fsBundle' | 'loadDataDir'>;
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
-  return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDir);
+  return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.pgliteDir, options.pglite);
 }
 
-async function openPglite(dir: string | null): Promise<Database> {
+async function openPglite(dir: string | null, start: OpenDatabaseOptions['pglite'] = {}): Promise<Database> {
   if (dir) fs.mkdirSync(path.dirname(dir), { recursive: true });
   const timing = new QueryTiming();
   const TimedPGlite = timedPgliteClass(timing);
-  const client: PGlite = dir ? new TimedPGlite(dir) : new TimedPGlite();
+  const client: PGlite = dir ? new TimedPGlite(dir, start) : new TimedPGlite(start);
   await client.waitReady;
   const db = drizzlePglite({ client }) as unknown as Db;
   const held = new Map<string, Promise<void>>();
@@ -119,6 +130,16 @@ async function openPglite(dir: string | null): Promise<Database> {
     pool() {
       const busy = timing.inFlight > 0 ? 1 : 0;
       return { max: 1, total: 1, idle: 1 - busy, waiting: Math.max(0, timing.inFlight - 1) };
+    },
+    async snapshot(alongside) {
+      // Fewer WAL records to replay on the restored copy; the copy is consistent either way.
+      await client.exec('CHECKPOINT');
+      return client._runExclusiveTransaction(() =>
+        client._runExclusiveQuery(async () => {
+          const other = await alongside();
+          return { tarball: await client.dumpDataDir('none'), alongside: other };
+        }),
+      );
     },
     async close() {
       await client.close();
@@ -220,7 +241,12 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       return (result as unknown as { rows: T[] }).rows;
     },
     async withAdvisoryLock(key, fn) {
-      const client = await pool.connect();
+      // A connection of its own, not one of the pool's: fn's statements use the pool, and with one connection
+      // (DATABASE_POOL_SIZE=1) they would wait for the one the lock holds, forever (the migrations did).
+      const client = new pg.Client({ connectionString: url });
+      // A lost connection fails the statement under way; unheard, its 'error' event would end the process.
+      client.on('error', () => {});
+      await client.connect();
       try {
         await client.query('select pg_advisory_lock(hashtextextended($1, 0))', [key]);
         try {
@@ -229,7 +255,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
           await client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]);
         }
       } finally {
-        client.release();
+        await client.end();
       }
     },
     async tryHoldAdvisoryLock(key) {

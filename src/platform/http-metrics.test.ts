@@ -42,7 +42,7 @@ describe('HttpRequestMetrics', () => {
       ['/odd/"quoted"\\path', 'GET', 200, 1],
     ];
     const http = new HttpRequestMetrics('api', BUCKETS);
-    for (const [route, method, status, ms] of requests) http.record(route, method, status, ms);
+    for (const [route, method, status, ms] of requests) http.forRoute(route)(method, status, ms);
     expect(http.text()).toBe(await promClientText(requests));
   });
 

@@ -71,3 +71,23 @@ describe('LoopRunner.report', () => {
     await runner.stop();
   });
 });
+
+describe('LoopRunner.report of a loop failing on the chain RPC', () => {
+  it('shows the last error (which `tollgate status` prints) with the RPC host and neither form of its key', async () => {
+    const runner = new LoopRunner({} as Database, log);
+    runner.start([
+      {
+        name: 'indexer',
+        intervalMs: 60_000,
+        run: async () => {
+          throw new Error('HTTP request failed.\n\nURL: https://rpc.example.com/v2/PATHKEY123?apikey=QUERYKEY456\nRequest body: {"method":"eth_blockNumber"}');
+        },
+      },
+    ]);
+    while (!runner.report()[0].lastError) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { message } = runner.report()[0].lastError!;
+    expect(message).toContain('https://rpc.example.com/[redacted]');
+    expect(message).not.toMatch(/PATHKEY123|QUERYKEY456|eth_blockNumber/);
+    await runner.stop();
+  });
+});

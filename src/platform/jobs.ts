@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
+import { errorText } from './log-redaction.js';
 import type { CheckResult } from './readiness.js';
 
 /**
@@ -131,7 +132,8 @@ export class LoopRunner {
           state.lastOkAt = Date.now();
         } catch (error) {
           state.consecutiveFailures += 1;
-          state.lastError = { message: error instanceof Error ? error.message : String(error), at: Date.now() };
+          // Shown by `tollgate status`: an RPC error's text quotes the URL and its key (log-redaction.ts).
+          state.lastError = { message: errorText(error), at: Date.now() };
           this.log.error({ err: error, loop: loop.name }, 'background loop failed');
         }
         state.lastRunAt = Date.now();

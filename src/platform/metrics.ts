@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ORIGINS, type OriginName, type Role } from '../config.js';
+import { ORIGINS, type ListenerName, type Role } from '../config.js';
 import type { Database } from './db.js';
 import type { QueryOperation } from './db-timing.js';
 import { HttpRequestMetrics } from './http-metrics.js';
@@ -17,12 +17,12 @@ export interface Metrics {
   /** The process-wide series: served by the primary origin only. */
   registry: Registry;
   /** The request series of `origin` (created at first use): served by that origin's /metrics alone. */
-  http(origin: OriginName): HttpRequestMetrics;
+  http(origin: ListenerName): HttpRequestMetrics;
   /**
    * What `origin`'s /metrics serves: its request series, and the process-wide ones when it is the
    * primary origin. Serving from the primary starts the default process metrics (once per process).
    */
-  scraper(origin: OriginName, primary: boolean): () => Promise<string>;
+  scraper(origin: ListenerName, primary: boolean): () => Promise<string>;
   /** Adds a gauge whose value is read at scrape time (from memory or one cheap query). */
   gauge(name: string, help: string, labelNames: readonly string[], collect: (set: (labels: Record<string, string>, value: number) => void) => Promise<void> | void): void;
   /** A counter; asked again by name, the same one (a part built twice on one context counts once). */
@@ -41,9 +41,9 @@ const QUERY_OPERATIONS: readonly QueryOperation[] = ['select', 'insert', 'update
 /** Scrape-time collectors get this long; one that does not answer leaves its gauge empty, never hangs the scrape. */
 const COLLECT_TIMEOUT_MS = 2_000;
 
-/** The origin that serves the process-wide series: the first of ORIGINS the process runs (none on a worker-only node). */
-export function primaryOrigin(roles: readonly Role[]): OriginName | null {
-  return ORIGINS.find((origin) => roles.includes(origin)) ?? null;
+/** The listener that serves the process-wide series: the first of ORIGINS the process runs, else (a worker-only node) the worker's. */
+export function primaryOrigin(roles: readonly Role[]): ListenerName | null {
+  return ORIGINS.find((origin) => roles.includes(origin)) ?? (roles.includes('worker') ? 'worker' : null);
 }
 
 /**
@@ -62,8 +62,8 @@ function defaultProcessMetrics(): Registry {
 
 export function createMetrics(database?: Database): Metrics {
   const registry = new Registry();
-  const origins = new Map<OriginName, HttpRequestMetrics>();
-  const originOf = (origin: OriginName) => {
+  const origins = new Map<ListenerName, HttpRequestMetrics>();
+  const originOf = (origin: ListenerName) => {
     let http = origins.get(origin);
     if (!http) origins.set(origin, (http = new HttpRequestMetrics(origin, LATENCY_BUCKETS)));
     return http;

@@ -5,7 +5,12 @@
 // Each check says which roles cannot serve while it fails. A failure that is critical for one of
 // this process's roles makes it unready (503: take it out of rotation); any other failure only
 // degrades it (200: it still serves most routes), so one RPC blip does not empty the api pool.
+//
+// `/ready` is public on every origin, and a failing check's text is often a library's error: viem's
+// quote the RPC URL, whose path or query holds the provider's API key. So every result leaves
+// withDeadline redacted (log-redaction.ts: URLs keep their host only), whoever wrote the check.
 import type { Role } from '../config.js';
+import { errorText, redactText, redactValue } from './log-redaction.js';
 
 export interface CheckResult {
   ok: boolean;
@@ -51,11 +56,12 @@ export class Readiness {
     this.#checks.set(name, { check, critical });
   }
 
-  async report(): Promise<ReadinessReport> {
+  /** `timeoutMs`: each check's deadline (the metrics' scrape uses a shorter one than /ready, to answer within its own). */
+  async report(timeoutMs = this.timeoutMs): Promise<ReadinessReport> {
     const entries = await Promise.all(
       [...this.#checks].map(async ([name, { check, critical }]) => {
         const started = performance.now();
-        const result = await withDeadline(check, this.timeoutMs);
+        const result = await withDeadline(check, timeoutMs);
         return [name, { ...result, ms: Math.round(performance.now() - started), critical }] as const;
       }),
     );
@@ -66,17 +72,27 @@ export class Readiness {
   }
 }
 
-/** Runs one check: a throw or no answer within `timeoutMs` is a failing result, never an exception. */
+/**
+ * Runs one check: a throw or no answer within `timeoutMs` is a failing result, never an exception.
+ * The result's reason and detail come out redacted.
+ */
 export async function withDeadline(check: ReadinessCheck, timeoutMs: number): Promise<CheckResult> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<CheckResult>((resolve) => {
     timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${timeoutMs} ms` }), timeoutMs);
   });
   try {
-    return await Promise.race([check().catch((error: unknown) => ({ ok: false, reason: messageOf(error) })), late]);
+    // Redacted before the cut, so a long request body cannot push the host out of the reason.
+    const result = await Promise.race([check().catch((error: unknown) => ({ ok: false, reason: errorText(error).slice(0, 300) })), late]);
+    return redacted(result);
   } finally {
     clearTimeout(timer);
   }
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300);
+/** A check may also return a library's words (Kubo's RPC, a loop's last error) rather than throw them. */
+const redacted = ({ reason, detail, ...rest }: CheckResult): CheckResult => ({
+  ...rest,
+  ...(reason === undefined ? {} : { reason: redactText(reason) }),
+  ...(detail === undefined ? {} : { detail: redactValue(detail) }),
+});

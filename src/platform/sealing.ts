@@ -10,10 +10,18 @@ const VERSION = 'v1';
  */
 export class KeySealer {
   readonly keyId: string;
+  /** During a rotation (WALLET_MASTER_KEY_PREVIOUS): the key that still opens what it sealed, never seals. */
+  readonly previousKeyId: string | null;
+  readonly #previous: Buffer | null;
 
-  constructor(private readonly masterKey: Buffer) {
-    if (masterKey.length !== 32) throw new Error('the wallet master key must be 32 bytes');
-    this.keyId = createHash('sha256').update(masterKey).digest('hex').slice(0, 16);
+  constructor(
+    private readonly masterKey: Buffer,
+    previous: Buffer | null = null,
+  ) {
+    if (masterKey.length !== 32 || (previous && previous.length !== 32)) throw new Error('the wallet master key must be 32 bytes');
+    this.keyId = keyIdOf(masterKey);
+    this.#previous = previous;
+    this.previousKeyId = previous ? keyIdOf(previous) : null;
   }
 
   seal(plaintext: Buffer, associatedData: string): string {
@@ -27,10 +35,26 @@ export class KeySealer {
   open(sealed: string, associatedData: string): Buffer {
     const [version, keyId, iv, tag, ciphertext] = sealed.split('.');
     if (version !== VERSION || !ciphertext) throw new Error('unrecognised sealed key format');
-    if (keyId !== this.keyId) throw new Error(`key was sealed under another master key (${keyId})`);
-    const decipher = createDecipheriv('aes-256-gcm', this.masterKey, Buffer.from(iv, 'base64url'));
+    const key = keyId === this.keyId ? this.masterKey : keyId === this.previousKeyId ? this.#previous : null;
+    if (!key) throw new Error(`key was sealed under another master key (${keyId})`);
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
     decipher.setAAD(Buffer.from(associatedData));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
   }
+
+  /** Which master key sealed a value: the current one, the previous one, or another (it does not open here). */
+  stateOf(sealed: string): 'current' | 'previous' | 'unknown' {
+    const [version, keyId] = sealed.split('.');
+    if (version !== VERSION) return 'unknown';
+    return keyId === this.keyId ? 'current' : keyId === this.previousKeyId ? 'previous' : 'unknown';
+  }
+
+  /** The value sealed again under the current key when the previous one sealed it; null when there is nothing to do. */
+  reseal(sealed: string, associatedData: string): string | null {
+    if (this.stateOf(sealed) !== 'previous') return null;
+    return this.seal(this.open(sealed, associatedData), associatedData);
+  }
 }
+
+const keyIdOf = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);

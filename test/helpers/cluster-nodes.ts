@@ -39,8 +39,11 @@ export class NodeProcesses {
   /** `tollgate serve` with the options' environment; resolves once it printed its origins and roles. */
   async serve(options: ServeOptions): Promise<ServedProcess> {
     const args = [bin, 'serve', ...(options.roles ? ['--roles', options.roles.join(',')] : [])];
-    const child = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // WORKER_PORT 0: a worker-only node's listener must not collide with another node's on this machine.
+    const child = spawn(process.execPath, args, { env: { ...process.env, WORKER_PORT: '0', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
+    // The startup lines are on stderr (stdout is the JSON log): read apart, so a log line cannot split one.
+    let banner = '';
     const record = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-20_000);
     };
@@ -50,11 +53,13 @@ export class NodeProcesses {
     const served: ServedProcess = { child, exited, output: () => output.slice(-20_000), origins: {} };
     this.started.push(served);
     await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', () => /^roles/m.test(output) && resolve());
+      child.stderr!.on('data', (chunk: Buffer) => {
+        if (/^roles/m.test((banner += chunk.toString()))) resolve();
+      });
       void exited.then((code) => reject(new Error(`${options.label} exited (${code}) before it was ready:\n${output}`)));
     });
     // The startup lines: `<origin>  <url>` for each origin it listens on, before `roles`.
-    for (const match of output.matchAll(/^(api|facilitator|relay|assets)\s+(http\S+)$/gm)) served.origins[match[1]!] = match[2]!;
+    for (const match of banner.matchAll(/^(api|facilitator|relay|assets)\s+(http\S+)$/gm)) served.origins[match[1]!] = match[2]!;
     return served;
   }
 

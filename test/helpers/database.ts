@@ -1,7 +1,11 @@
+import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { openDatabase, type Database } from '../../src/platform/db.js';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { openDatabase, type Database, type OpenDatabaseOptions } from '../../src/platform/db.js';
 import { runMigrations } from '../../src/platform/migrate.js';
+import { adminQuery, databaseUrl } from './pg-admin.js';
 
 export interface TestDatabase {
   database: Database;
@@ -10,24 +14,35 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A migrated database on the PostgreSQL server that new test databases are copied from (test/build-once.ts). */
+    pgTemplate: string | null;
+  }
+}
+
 /**
  * A fresh, migrated database for one test: PGlite in memory by default, or a new database on the
  * PostgreSQL server named by DATABASE_URL (dropped again on close).
+ *
+ * Both start from an already migrated image, so the migrations that then run find nothing to do: on PostgreSQL a
+ * copy of the run's template database, on PGlite a dump of one migrated in this process, opened with the
+ * WebAssembly compiled once. A database opened with `migrate: false` starts empty, as before.
  */
 export async function openTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const migrate = options.migrate !== false;
   const serverUrl = process.env.DATABASE_URL;
   let url: string | null = null;
   let drop = async () => {};
   if (serverUrl) {
     const name = `tollgate_test_${randomBytes(6).toString('hex')}`;
-    await adminQuery(serverUrl, `create database ${name}`);
-    const parsed = new URL(serverUrl);
-    parsed.pathname = `/${name}`;
-    url = parsed.toString();
+    const template = migrate ? pgTemplate() : null;
+    await adminQuery(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`);
+    url = databaseUrl(serverUrl, name);
     drop = () => adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
   }
-  const database = await openDatabase({ url, pgliteDir: null, poolSize: 10 });
-  if (options.migrate !== false) await runMigrations(database);
+  const database = await openDatabase({ url, pgliteDir: null, poolSize: 10, pglite: url ? undefined : await pgliteStart(migrate) });
+  if (migrate) await runMigrations(database);
   return {
     database,
     url,
@@ -38,12 +53,38 @@ export async function openTestDatabase(options: { migrate?: boolean } = {}): Pro
   };
 }
 
-async function adminQuery(serverUrl: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
+/** The run's template database; null outside a vitest run (bench/ opens test databases too) or before one exists. */
+export function pgTemplate(): string | null {
   try {
-    await client.query(statement);
-  } finally {
-    await client.end();
+    return inject('pgTemplate') ?? null;
+  } catch {
+    return null;
   }
+}
+
+type PgliteStart = NonNullable<OpenDatabaseOptions['pglite']>;
+let compiled: Promise<Pick<PgliteStart, 'wasmModule' | 'fsBundle'>> | null = null;
+let migratedDump: Promise<Blob> | null = null;
+
+/** PGlite's WebAssembly compiled once per worker, and (migrated) a dump of a database migrated once per worker. */
+async function pgliteStart(migrated: boolean): Promise<PgliteStart> {
+  compiled ??= (async () => {
+    const dist = path.dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+    // Node has WebAssembly; the project's TypeScript libs (no DOM) declare only its types.
+    const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<PgliteStart['wasmModule']> } }).WebAssembly;
+    const wasmModule = await compile(fs.readFileSync(path.join(dist, 'pglite.wasm')));
+    return { wasmModule, fsBundle: new Blob([fs.readFileSync(path.join(dist, 'pglite.data'))]) };
+  })();
+  const start = await compiled;
+  if (!migrated) return start;
+  migratedDump ??= (async () => {
+    const seed = await openDatabase({ url: null, pgliteDir: null, pglite: start });
+    try {
+      await runMigrations(seed);
+      return (await seed.snapshot!(async () => null)).tarball;
+    } finally {
+      await seed.close();
+    }
+  })();
+  return { ...start, loadDataDir: await migratedDump };
 }

@@ -43,6 +43,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     RELAY_PORT: '0',
     ASSETS_PORT: '0',
     DEVCHAIN_PORT: '0',
+    WORKER_PORT: '0',
     LOG_LEVEL: 'silent',
     ...(testDatabase.url ? { DATABASE_URL: testDatabase.url } : {}),
     ...options.env,

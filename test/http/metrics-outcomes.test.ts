@@ -44,24 +44,26 @@ describe('intent outcomes', () => {
       message: 'insufficient balance (injected)',
       response: { success: false, errorReason: 'invalid_exact_evm_insufficient_balance', transaction: '', network: 'eip155:4663' },
     }));
-    expect((await payWith(await newIntent())).json()).toMatchObject({ code: 'intent_conflict', details: { status: 'failed' } });
+    // Refused before any transfer: pending again (reopened), payable.
+    expect((await payWith(await newIntent())).json()).toMatchObject({ error: 'invalid_exact_evm_insufficient_balance' });
     const lost = await newIntent();
     faults.crashAfterBroadcast();
     expect((await payWith(lost)).json()).toMatchObject({ code: 'settlement_result_unknown' });
     await newIntent(); // never paid
 
-    expect(await outcomes()).toEqual({ 'pay/settled': 1, 'pay/released': 1, 'pay/failed': 1, 'pay/unknown': 1 });
+    expect(await outcomes()).toEqual({ 'pay/settled': 1, 'pay/released': 1, 'pay/reopened': 1, 'pay/unknown': 1 });
     await eventually(async () => (await reconcile(app, shop.apiKey, lost)).json().status === 'settled');
     expect((await outcomes())['reconcile/settled']).toBe(1);
 
-    // Past their lifetime the two pending ones (the released one and the unpaid one) expire in the sweep.
+    // Past their lifetime the three pending ones (the released one, the reopened one and the unpaid one) expire in the sweep.
     clock.advance((LIFETIME_SECONDS + 1) * 1000);
-    await expect.poll(async () => (await outcomes())['expiry/expired'], { timeout: 15_000 }).toBe(2);
+    await expect.poll(async () => (await outcomes())['expiry/expired'], { timeout: 15_000 }).toBe(3);
 
     const counted = await outcomes();
     const final = (status: string) => Object.entries(counted).filter(([key]) => key.endsWith(`/${status}`)).reduce((sum, [, value]) => sum + value, 0);
     const stored = await app.ctx.database.query<{ status: string; n: number }>(sql`select status, count(*)::int as n from payment_intents group by status`);
-    expect(Object.fromEntries(stored.map((row) => [row.status, Number(row.n)]))).toEqual({ settled: final('settled'), failed: final('failed'), expired: final('expired') });
+    expect(Object.fromEntries(stored.map((row) => [row.status, Number(row.n)]))).toEqual({ settled: final('settled'), expired: final('expired') });
+    expect(final('failed')).toBe(0);
     expect(final('settled')).toBe(2);
   });
 });

@@ -31,7 +31,7 @@ describe('/ready on a healthy instance', () => {
       expect(status).toBe(200);
       expect(requestId).toBeTruthy();
       expect(body).toMatchObject({ code: 0, data: { ready: true } });
-      expect(Object.keys(body.data.checks).sort()).toEqual(['chain', 'database', 'loops', 'relayer']);
+      expect(Object.keys(body.data.checks).sort()).toEqual(['chain', 'database', 'loops', 'relayer', 'relayer-float', 'relayer-public-float']);
       for (const check of Object.values(body.data.checks)) expect(check.ok).toBe(true);
     }
   });
@@ -117,13 +117,14 @@ describe('a database that fails every query', () => {
         DB_WATCHDOG_INTERVAL_MS: '100',
         DB_WATCHDOG_FAILURES: '3',
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      // The banner is on stderr; stdout (the JSON log) goes to the test's output.
+      stdio: ['ignore', 'inherit', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       let output = '';
       await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (chunk: Buffer) => {
+        child.stderr!.on('data', (chunk: Buffer) => {
           output += chunk.toString();
           if (/^roles/m.test(output)) resolve();
         });

@@ -43,13 +43,16 @@ async function start(): Promise<Instance> {
   current = child;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let output = '';
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // The banner is on stderr (stdout is the JSON log): read apart, so a log line cannot split one.
+  let banner = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const urls = await new Promise<Instance['urls']>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (!/^roles/m.test(output)) return;
-      const found = Object.fromEntries([...output.matchAll(/^(api|facilitator|relay|assets)\s+(\S+)$/gm)].map((m) => [m[1], m[2]]));
-      resolve({ ...found, rpc: /devchain (\S+)/.exec(output)![1]! } as Instance['urls']);
+      banner += chunk.toString();
+      if (!/^roles/m.test(banner)) return;
+      const found = Object.fromEntries([...banner.matchAll(/^(api|facilitator|relay|assets)\s+(\S+)$/gm)].map((m) => [m[1], m[2]]));
+      resolve({ ...found, rpc: /devchain (\S+)/.exec(banner)![1]! } as Instance['urls']);
     });
     void exited.then((code) => reject(new Error(`serve exited early (${code}):\n${output}`)));
   });
@@ -153,6 +156,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM, a
     current = child;
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       // Signalled once startup is waiting on the database (its first connection arrived), not at a guessed

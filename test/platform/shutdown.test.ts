@@ -23,12 +23,13 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM', 
   it('stops the anvil it spawned, removes the admin socket and exits 0', async () => {
     const child = spawn(process.execPath, [bin, 'serve'], {
       env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0', LOG_LEVEL: 'warn', DATABASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      // The banner is on stderr; stdout (the JSON log) goes to the test's output.
+      stdio: ['ignore', 'inherit', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     let output = '';
     const apiUrl = await new Promise<string>((resolve, reject) => {
-      child.stdout!.on('data', (chunk: Buffer) => {
+      child.stderr!.on('data', (chunk: Buffer) => {
         output += chunk.toString();
         const match = /^roles/m.test(output) && /^api\s+(\S+)$/m.exec(output);
         if (match) resolve(match[1]);

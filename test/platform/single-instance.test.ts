@@ -45,12 +45,13 @@ interface Instance {
 
 async function start(dataDir: string): Promise<Instance> {
   // Its own process group, so a failed test can take anvil down with it.
-  const child = spawn(process.execPath, [bin, 'serve'], { env: env(dataDir), detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The banner is on stderr (stdout, the JSON log, goes to the test's output as stderr did).
+  const child = spawn(process.execPath, [bin, 'serve'], { env: env(dataDir), detached: true, stdio: ['ignore', 'inherit', 'pipe'] });
   children.push(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal === 'SIGKILL' ? 137 : code)));
   let output = '';
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (/^roles/m.test(output)) resolve();
     });

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/errors.js';
-import { SECRET_PREFIXES, type SecretHasher } from '../secrets.js';
+import type { KeyRotation } from '../key-rotation.js';
+import { SECRET_PREFIXES } from '../secrets.js';
 import type { IdentityVerifier } from './identity.js';
 import type { CredentialKind, PrincipalOf } from './principal.js';
 
@@ -12,6 +13,7 @@ const PREFIX_OF: Record<SecretKind, string> = {
   mgmt: SECRET_PREFIXES.api,
   project_key: SECRET_PREFIXES.api,
   wallet: SECRET_PREFIXES.wallet,
+  oauth: SECRET_PREFIXES.oauthAccess,
 };
 
 export interface GuardOptions {
@@ -28,7 +30,8 @@ export class Authenticator {
   private readonly resolvers = new Map<SecretKind, SecretResolver<SecretKind>>();
 
   constructor(
-    private readonly hasher: SecretHasher,
+    /** Looks a presented secret up under each form it may be stored in (a pepper rotation, legacy hashes). */
+    private readonly secrets: Pick<KeyRotation, 'find'>,
     private readonly verifyIdentity: IdentityVerifier,
   ) {}
 
@@ -49,9 +52,9 @@ export class Authenticator {
     const secretKinds = accepted.filter((kind): kind is K & SecretKind => kind !== 'identity');
     const candidates = secretKinds.filter((kind) => credential.startsWith(PREFIX_OF[kind]));
     if (candidates.length > 0) {
-      const hash = this.hasher.hash(credential);
       for (const kind of candidates) {
-        const principal = await this.resolvers.get(kind)?.(hash);
+        const resolve = this.resolvers.get(kind);
+        const principal = resolve ? await this.secrets.find(credential, resolve) : null;
         if (principal?.kind === 'project_key' && principal.disabled) {
           // The spec's 403: the key is genuine, but its project or the key itself is switched off.
           throw new ApiError(403, 'project_disabled', 'The project or API key is disabled');

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { OriginName } from '../../config.js';
+import type { ListenerName } from '../../config.js';
 import { ApiError } from './errors.js';
 import { familyOf, type Family } from './families.js';
 import { errorBody } from './render.js';
@@ -18,7 +18,7 @@ const FAMILY_CODES: Partial<Record<Family, Record<string, string>>> = {
   relay: { internal_error: 'internal_relay_error' },
 };
 
-const sender = (origin: OriginName) => (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
+const sender = (origin: ListenerName) => (request: FastifyRequest, reply: FastifyReply, problem: Problem) => {
   const family = familyOf(origin, request.url);
   const code = FAMILY_CODES[family]?.[problem.code] ?? problem.code;
   if (problem.headers) reply.headers(problem.headers);
@@ -29,7 +29,7 @@ const sender = (origin: OriginName) => (request: FastifyRequest, reply: FastifyR
  * Fastify's `frameworkErrors` option: the router's own refusals (a path parameter over the length
  * limit, a malformed percent-encoding) come before any hook, so they get the request id here.
  */
-export function frameworkErrors(origin: OriginName) {
+export function frameworkErrors(origin: ListenerName) {
   const send = sender(origin);
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     reply.header('x-request-id', request.id);
@@ -40,23 +40,35 @@ export function frameworkErrors(origin: OriginName) {
   };
 }
 
-/** Installs the error and not-found handlers that render every failure in its family's shape. */
-export function installErrorHandling(app: FastifyInstance, origin: OriginName): void {
+/**
+ * Installs the error and not-found handlers that render every failure in its family's shape. `notFoundHooks`:
+ * the per-request hooks every route has (route-hooks.ts), for the not-found handler's answers.
+ */
+export function installErrorHandling(app: FastifyInstance, origin: ListenerName, notFoundHooks: object = {}): void {
   const send = sender(origin);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) {
+    if (problem.status >= 500 && error instanceof ApiError && EXPECTED_UNAVAILABLE.has(problem.status)) {
+      // An answer the route chose (an upstream that failed, a part not available now): expected, and its cause is
+      // in its code and message. A warning without a stack; a bug (500, or anything thrown that is not an ApiError)
+      // stays an error with its stack.
+      request.log.warn({ reqId: request.id, status: problem.status, code: problem.code, detail: problem.message }, `request answered ${problem.status}`);
+    } else if (problem.status >= 500) {
       // Internals go to the log with the request id; the client gets only the id.
       request.log.error({ err: error, reqId: request.id }, 'request failed');
     }
     return send(request, reply, problem);
   });
 
-  app.setNotFoundHandler((request, reply) =>
+  // Fastify gives the not-found handler any lifecycle hook named in its options; its types name two.
+  app.setNotFoundHandler(notFoundHooks as Parameters<FastifyInstance['setNotFoundHandler']>[0], (request, reply) =>
     send(request, reply, { status: 404, code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` }),
   );
 }
+
+/** 502, 503 and 504 thrown as ApiErrors: the route's own answer that a part it needs is down or slow, not a bug. */
+const EXPECTED_UNAVAILABLE = new Set([502, 503, 504]);
 
 function toProblem(error: FastifyError): Problem {
   if (error instanceof ApiError) {

@@ -1,4 +1,4 @@
-import type { OriginName } from '../../config.js';
+import type { ListenerName } from '../../config.js';
 
 /**
  * The spec's response families. Success bodies are chosen by each route; errors and 404s are
@@ -19,7 +19,7 @@ const API_PREFIXES: Array<[string, Family]> = [
   ['/dev/identity', 'direct'],
 ];
 
-export function familyOf(origin: OriginName, url: string): Family {
+export function familyOf(origin: ListenerName, url: string): Family {
   if (origin === 'relay') return 'relay';
   if (origin !== 'api') return 'direct';
   const path = url.split('?')[0];

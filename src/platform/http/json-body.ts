@@ -1,11 +1,12 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 import { assertJsonDepth, assertSafeJson, isSafeString } from '../json-guard.js';
 
 /**
  * Every JSON body passes the JSON guard (depth, U+0000, lone surrogates) before any route sees it;
  * an empty JSON body is no body (routes whose body is optional accept it). Query strings and path
- * parameters get the same string rule: PostgreSQL text cannot hold U+0000.
+ * parameters get the same string rule (`unsafeParameters`, run by each route's hooks: route-hooks.ts):
+ * PostgreSQL text cannot hold U+0000.
  */
 export function installJsonGuard(app: FastifyInstance): void {
   // Fastify's own parser (prototype-poisoning guards included) parses, between the guard's two checks.
@@ -30,21 +31,22 @@ export function installJsonGuard(app: FastifyInstance): void {
       done(null, value);
     });
   });
-
-  // A callback hook, not an async one: on a route with no parameters it costs two property reads, no promise.
-  app.addHook('preValidation', (request, _reply, done) => done(unsafeParameter('query', request.query) ?? unsafeParameter('params', request.params)));
 }
 
-/** The refusal for the first query or path parameter holding U+0000 or an unpaired surrogate, if any. */
+/** The refusal for the first query (then path) parameter holding U+0000 or an unpaired surrogate, if any. */
+export const unsafeParameters = (request: FastifyRequest): ApiError | undefined => unsafeParameter('query', request.query) ?? unsafeParameter('params', request.params);
+
+/** The refusal for the first parameter of one part holding U+0000 or an unpaired surrogate, if any. */
 function unsafeParameter(part: 'query' | 'params', values: unknown): ApiError | undefined {
   if (values === null || typeof values !== 'object') return undefined;
   for (const name in values) {
     if (!Object.hasOwn(values, name)) continue;
     const value = (values as Record<string, unknown>)[name];
-    const strings = Array.isArray(value) ? value : [value];
-    if (strings.some((s) => typeof s === 'string' && !isSafeString(s))) {
+    if (Array.isArray(value) ? value.some(isUnsafe) : isUnsafe(value)) {
       return new ApiError(400, 'invalid_request', `${part} parameter ${name} must not contain U+0000 or unpaired surrogates`);
     }
   }
   return undefined;
 }
+
+const isUnsafe = (value: unknown) => typeof value === 'string' && !isSafeString(value);
