@@ -8,6 +8,7 @@ import type { LocalAccount } from 'viem/accounts';
 import { DEFAULT_ASSET } from '../chain/registry.js';
 import { parsePaymentRequired, parseSettlement } from './seller-answers.js';
 import { shortLivedExactScheme, type ShortLivedValidity } from './short-lived-scheme.js';
+import { shortLivedUptoScheme } from './short-lived-upto.js';
 
 export interface PaymentLimit {
   network: string;
@@ -24,6 +25,8 @@ export interface SignPaymentOptions {
   select?: (requirements: PaymentRequirements[]) => PaymentRequirements;
   /** Sign valid from the chain's time for at most this long (short-lived-scheme.ts); default: the SDK's whole maxTimeoutSeconds. */
   validity?: ShortLivedValidity;
+  /** Also sign `upto` permits (Permit2, short-lived-upto.ts; needs `validity`). Default: `exact` only. */
+  upto?: boolean;
 }
 
 export interface SignedPayment {
@@ -37,10 +40,10 @@ export async function signPayment(account: LocalAccount, paymentRequired: Paymen
   const allow = options.allow ?? [{ network: DEFAULT_ASSET.network, asset: DEFAULT_ASSET.address }];
   const networks = [...new Set(allow.map((a) => a.network))];
   const client = x402Client.fromConfig({
-    schemes: networks.map((network) => ({
-      network: network as `${string}:${string}`,
-      client: options.validity ? shortLivedExactScheme(account, options.validity) : new ExactEvmClientScheme(account),
-    })),
+    schemes: networks.flatMap((network) => [
+      { network: network as `${string}:${string}`, client: options.validity ? shortLivedExactScheme(account, options.validity) : new ExactEvmClientScheme(account) },
+      ...(options.upto && options.validity ? [{ network: network as `${string}:${string}`, client: shortLivedUptoScheme(account, options.validity) }] : []),
+    ]),
     // The SDK's default allows only its built-in assets (USDG on 4663 is not one): name ours.
     spendControls: {
       allowedAssets: allow.map((a) => ({

@@ -1,5 +1,6 @@
 import type { FacilitatorClient } from '@x402/core/server';
 import type { Metrics } from '../platform/metrics.js';
+import { currentRoute } from '../platform/request-context.js';
 import type { Facilitator, FacilitatorObserver } from './facilitator/facilitator.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './server/errors.js';
 
@@ -19,7 +20,15 @@ export function facilitatorObserver(metrics: Metrics): FacilitatorObserver {
     'Time this facilitator took to answer verify and settle, by operation and outcome (ok, rejected, error)',
     ['operation', 'outcome'],
   );
+  const gas = metrics.counter(
+    'tollgate_relayer_gas_spent_total',
+    "Gas our relayer's settlement transactions used, by the route that caused them (worker: a background loop) and outcome (settled, failed); a batch's gas is shared by its calls",
+    ['route', 'outcome'],
+  );
   return {
+    gasSpent(used, outcome) {
+      gas.inc({ route: currentRoute() ?? 'worker', outcome }, Number(used));
+    },
     answered(operation, answer, seconds) {
       duration.observe({ operation, outcome: answer === 'error' ? 'error' : answer.ok ? 'ok' : 'rejected' }, seconds);
       if (operation !== 'settle') return;
@@ -37,6 +46,11 @@ export function registerRelayerMetrics(metrics: Metrics, facilitator: Facilitato
   metrics.gauge('tollgate_relayer_balance_wei', 'Gas balance of each relayer key, in wei', ['address'], async (set) => {
     for (const key of await status()) set({ address: key.address }, Number(key.balanceWei));
   });
+  metrics.gauge('tollgate_relayer_float_wei', "The relayer keys' gas balances together, in wei", [], async (set) => set({}, Number(await facilitator.gasFloat.wei())));
+  metrics.gauge('tollgate_relayer_gas_floor_wei', 'Below this float the public /settle and the relay stop (floor=public), then every settle (floor=own)', ['floor'], (set) => {
+    set({ floor: 'public' }, Number(facilitator.gasFloat.floors.publicWei));
+    set({ floor: 'own' }, Number(facilitator.gasFloat.floors.ownWei));
+  });
   metrics.gauge('tollgate_relayer_nonce_gap', "Transactions each relayer key sent that are not mined yet (pending − latest nonce)", ['address'], async (set) => {
     for (const key of await status()) set({ address: key.address }, key.gap);
   });
@@ -48,11 +62,7 @@ export function registerRelayerMetrics(metrics: Metrics, facilitator: Facilitato
  * that may have happened).
  */
 export function observedFacilitatorClient(client: FacilitatorClient, metrics: Metrics, facilitator: 'local' | 'http'): FacilitatorClient {
-  const duration = metrics.histogram(
-    'tollgate_facilitator_client_duration_seconds',
-    'Time paid endpoints waited on their facilitator, by facilitator (local, http), operation and outcome',
-    ['facilitator', 'operation', 'outcome'],
-  );
+  const duration = facilitatorClientDuration(metrics);
   const timed = async <T>(operation: 'verify' | 'settle', call: Promise<T>, ok: (answer: T) => boolean): Promise<T> => {
     const end = duration.startTimer({ facilitator, operation });
     try {
@@ -69,4 +79,16 @@ export function observedFacilitatorClient(client: FacilitatorClient, metrics: Me
     settle: (payload, requirements) => timed('settle', client.settle(payload, requirements), (answer) => answer.success),
     getSupported: () => client.getSupported(),
   };
+}
+
+/**
+ * The paid endpoints' wait on their facilitator. Registered when the x402 wiring is built (the client itself is made
+ * at the first paid call), so the series is in every scrape from the start: dashboards and alerts name it.
+ */
+export function facilitatorClientDuration(metrics: Metrics) {
+  return metrics.histogram(
+    'tollgate_facilitator_client_duration_seconds',
+    'Time paid endpoints waited on their facilitator, by facilitator (local, http), operation and outcome',
+    ['facilitator', 'operation', 'outcome'],
+  );
 }

@@ -14,7 +14,8 @@ export const requirementsSchema = z.object({
   asset: z.string().min(1),
   amount: uint,
   payTo: z.string().min(1),
-  maxTimeoutSeconds: z.number().int().positive(),
+  // 0 only where nothing is signed against it: batch-settlement's claim and settle requests carry 0.
+  maxTimeoutSeconds: z.number().int().nonnegative(),
   extra: z.record(z.string(), z.unknown()).default({}),
 });
 

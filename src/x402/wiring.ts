@@ -9,11 +9,13 @@ import type { Clock } from '../platform/clock.js';
 import type { Db } from '../platform/db.js';
 import type { Metrics } from '../platform/metrics.js';
 import { Facilitator, type FacilitatorOptions } from './facilitator/facilitator.js';
+import { SettlePolicy } from './facilitator/settle-policy.js';
+import { RateLimiter } from '../platform/rate-limiter.js';
 import { httpFacilitatorClient, localFacilitatorClient } from './server/facilitator-clients.js';
 import { PaymentUses } from '../chain/payment-uses.js';
 import { PaidRequests } from './server/paid-requests.js';
 import { X402Service } from './server/service.js';
-import { facilitatorObserver, observedFacilitatorClient, registerRelayerMetrics } from './metrics.js';
+import { facilitatorObserver, observedFacilitatorClient, registerRelayerMetrics, facilitatorClientDuration } from './metrics.js';
 
 export interface X402Parts {
   x402: X402Service;
@@ -32,6 +34,8 @@ export interface X402WiringDeps {
   urls: Record<OriginName, string>;
   /** The server pepper's keyed hash (payment-identifiers of our own settles). */
   keyedHash: (value: string) => string;
+  /** The previous pepper's keyed hashes during a rotation (X402ServiceDeps.earlierKeyedHashes). */
+  earlierKeyedHashes?: (value: string) => string[];
   facilitatorOptions?: FacilitatorOptions;
 }
 
@@ -42,7 +46,19 @@ export function createX402(deps: X402WiringDeps): X402Parts {
   const facilitator =
     chain.relayers.length > 0
       ? new Facilitator(
-          { db: deps.db, clock: deps.clock, log: deps.log.child({ component: 'facilitator' }), chain, relayer: chain.relayers },
+          {
+            db: deps.db,
+            clock: deps.clock,
+            log: deps.log.child({ component: 'facilitator' }),
+            chain,
+            relayer: chain.relayers,
+            policy: new SettlePolicy(new RateLimiter(deps.db, deps.clock), {
+              minSettleAmount: config.facilitatorLimits.minSettleAmount,
+              perPayer: config.facilitatorLimits.settlePerPayer,
+              perPayTo: config.facilitatorLimits.settlePerPayTo,
+              windowSeconds: config.facilitatorLimits.windowSeconds,
+            }),
+          },
           {
             reconcileAfterMs: config.facilitatorReconcileAfterMs,
             confirmationTimeoutMs: config.facilitatorConfirmationTimeoutMs,
@@ -50,12 +66,19 @@ export function createX402(deps: X402WiringDeps): X402Parts {
             maxReplacements: config.facilitatorReplacement.maxReplacements,
             batch: config.facilitatorBatch,
             lowGasWei: config.facilitatorLowGasWei,
+            maxSettleGas: config.facilitatorGas.maxSettleGas,
+            maxPermit2SettleGas: config.facilitatorGas.maxPermit2SettleGas,
+            maxBatchSettlementGas: config.facilitatorGas.maxBatchSettlementGas,
+            maxClaimGasPerVoucher: config.facilitatorGas.maxClaimGasPerVoucher,
+            contractPayers: config.facilitatorGas.contractPayers,
+            gasFloors: { publicWei: config.facilitatorGas.publicFloorWei, ownWei: config.facilitatorGas.floorWei },
             observer: facilitatorObserver(deps.metrics),
             ...deps.facilitatorOptions,
           },
         )
       : null;
   if (facilitator) registerRelayerMetrics(deps.metrics, facilitator);
+  facilitatorClientDuration(deps.metrics);
   let client: FacilitatorClient | null = null;
   const facilitatorClient = (): FacilitatorClient => {
     if (client) return client;
@@ -74,6 +97,7 @@ export function createX402(deps: X402WiringDeps): X402Parts {
     apiBaseUrl: () => deps.urls.api,
     facilitator: facilitatorClient,
     keyedHash: deps.keyedHash,
+    earlierKeyedHashes: deps.earlierKeyedHashes,
     records: { purchases: new PaidRequests(deps.db, deps.clock), client: chain.publicClient, uses: new PaymentUses(deps.db) },
   });
   return { x402, facilitator };

@@ -68,11 +68,24 @@ export function checkLedger(services: number, paidTransfers: number): void {
   expect(services, 'services granted beyond the transfers that paid for them').toBeLessThanOrEqual(paidTransfers);
 }
 
+/** The gas attackers' cost to the relayer: attacks whose spend went past the ceiling, sends for payers we refused. */
+export const gasTally = { attacks: 0, overCeiling: 0, refusedSends: 0 };
+
 /** Writes this file's tally where .ci/run collects suite counts (one file per test file and database). */
 export function reportTally(file: string): void {
   const dir = process.env.TOLLGATE_SUITE_REPORTS;
   if (!dir) return;
   mkdirSync(dir, { recursive: true });
   const database = process.env.DATABASE_URL ? 'postgres' : 'pglite';
-  writeFileSync(join(dir, `adversarial-${file}-${database}.json`), JSON.stringify({ suite: `adversarial ${file}`, database, 'attacks tried': tally.attacks, 'extra services': tally.extraServices }));
+  writeFileSync(
+    join(dir, `adversarial-${file}-${database}.json`),
+    JSON.stringify({
+      suite: `adversarial ${file}`,
+      database,
+      'attacks tried': tally.attacks + gasTally.attacks,
+      'extra services': tally.extraServices,
+      'gas attacks over the ceiling': gasTally.overCeiling,
+      'sends for refused payers': gasTally.refusedSends,
+    }),
+  );
 }

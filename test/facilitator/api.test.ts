@@ -14,11 +14,17 @@ beforeAll(async () => {
 afterAll(async () => app?.close());
 
 describe('GET /supported', () => {
-  it('lists exact on eip155:4663 (x402 v2 only) and our relayer as signer', async () => {
+  it('lists exact, upto and batch-settlement on eip155:4663 (x402 v2 only) and our relayer as signer', async () => {
     const res = await fetch(`${app.urls.facilitator}/supported`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
-      kinds: [{ x402Version: 2, scheme: 'exact', network: 'eip155:4663' }],
+      kinds: [
+        { x402Version: 2, scheme: 'exact', network: 'eip155:4663' },
+        // upto: the relayer a payer names as its facilitator (the proxy accepts the settle from that key alone).
+        { x402Version: 2, scheme: 'upto', network: 'eip155:4663', extra: { facilitatorAddress: app.ctx.chain.relayer!.address } },
+        // No receiverAuthorizer: this facilitator signs no claims or refunds for sellers.
+        { x402Version: 2, scheme: 'batch-settlement', network: 'eip155:4663' },
+      ],
       extensions: ['payment-identifier'],
       signers: { 'eip155:*': app.ctx.chain.facilitatorSigners() },
     });
@@ -66,12 +72,15 @@ describe('POST /verify and /settle', () => {
     const requirements = requirementsFor(app);
     const payload = await signAuthorization(payer, requirements);
     const permit2 = { ...payload, payload: { signature: '0x00', permit2Authorization: { from: payer.address } } };
+    const sponsored = { ...permit2, extensions: { eip2612GasSponsoring: { info: {} } } };
     const cases: Array<[unknown, unknown, string]> = [
       [{ ...payload, x402Version: 1 }, requirements, 'invalid_x402_version'],
       [payload, { ...requirements, network: 'eip155:8453' }, 'invalid_network'],
-      [payload, { ...requirements, scheme: 'upto' }, 'unsupported_scheme'],
+      [payload, { ...requirements, scheme: 'deferred' }, 'unsupported_scheme'],
       [payload, { ...requirements, asset: randomAddress() }, 'invalid_payment_requirements'],
-      [permit2, requirements, 'unsupported_payload_type'],
+      // Permit2 payloads are settled (test/facilitator/permit2.test.ts); a malformed one, or one asking for gas sponsoring, is not.
+      [permit2, requirements, 'invalid_payload'],
+      [sponsored, requirements, 'unsupported_payload_type'],
       [{ ...payload, payload: { signature: '0x1234' } }, requirements, 'invalid_payload'],
     ];
     for (const [p, r, reason] of cases) {

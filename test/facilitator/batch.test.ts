@@ -20,6 +20,9 @@ const facilitator = () => app.ctx.facilitator!;
 const tx = (hash: string) => app.ctx.chain.publicClient.getTransaction({ hash: hash as Hash });
 const rowOf = (payload: Awaited<ReturnType<typeof signAuthorization>>, requirements: { network: string; asset: string }) =>
   facilitator().ledger.find({ network: requirements.network, asset: requirements.asset, payer: getAddress((payload.payload as { authorization: { from: string } }).authorization.from), nonce: nonceOf(payload) });
+/** Transactions every relayer key has had mined. */
+const relayerSends = async () =>
+  (await Promise.all(app.ctx.chain.relayers.map((key) => app.ctx.chain.publicClient.getTransactionCount({ address: key.address })))).reduce((a, b) => a + b, 0);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('batched settlement', () => {
@@ -50,6 +53,7 @@ describe('batched settlement', () => {
     const requirements = requirementsFor(app, '600000');
     const [first, second] = await Promise.all([signAuthorization(payer, requirements), signAuthorization(payer, requirements)]);
     const theirs = await Promise.all(others.map((p) => signAuthorization(p, requirements)));
+    const sentBefore = await relayerSends();
 
     // Each alone is valid (its simulation passes); together they are not. The first accepted is the first executed.
     const settlingFirst = facilitator().settle(first, requirements);
@@ -65,6 +69,10 @@ describe('batched settlement', () => {
     expect(await transfersForNonce(app, payer.address, nonceOf(second))).toBe(0);
     expect(await balanceOf(app, requirements.payTo as Address)).toBe(5n * 600000n);
     expect(await rowOf(second, requirements)).toMatchObject({ status: 'failed' });
+    // The failed member is judged, never retried at our cost: one transaction for all six, and a settle of it again sends nothing.
+    expect(await relayerSends()).toBe(sentBefore + 1);
+    expect(await facilitator().settle(second, requirements)).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_insufficient_balance' });
+    expect(await relayerSends()).toBe(sentBefore + 1);
   });
 
   it('a payment someone executes first while its batch is open: that transfer pays it (one success), the batch still pays the others', async () => {

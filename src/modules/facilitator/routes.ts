@@ -6,7 +6,9 @@ import { directErrorSchema } from '../../platform/http/schemas.js';
 import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
 import { ChainSettlementReconciler } from '../../x402/facilitator/chain-reconciler.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
+import { GasFloatLowError } from '../../x402/facilitator/gas-float.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
+import { SettleBudgetError } from '../../x402/facilitator/settle-policy.js';
 import { facilitatorRequestSchema, parseFacilitatorRequest } from '../../x402/payload.js';
 import type { Module, ZodApp } from '../module.js';
 import { PublicFacilitatorPolicy } from './policy.js';
@@ -53,8 +55,12 @@ const reconcileLoop = (name: string, reconcileOpen: () => Promise<{ checked: num
   run: async () => (await reconcileOpen()).checked === 50,
 });
 
-const unavailable = (error: unknown) =>
-  error instanceof ChainUnavailableError ? new ApiError(503, 'chain_unavailable', 'The chain RPC did not answer; nothing was sent', undefined, { 'retry-after': '5' }) : error;
+const unavailable = (error: unknown) => {
+  if (error instanceof GasFloatLowError) return new ApiError(503, 'relayer_gas_low', `${error.message}: settles resume once the relayer is funded`, undefined, { 'retry-after': '60' });
+  if (error instanceof ChainUnavailableError) return new ApiError(503, 'chain_unavailable', 'The chain RPC did not answer; nothing was sent', undefined, { 'retry-after': '5' });
+  if (error instanceof SettleBudgetError) return new ApiError(429, 'rate_limited', error.message, undefined, { 'retry-after': String(error.retryAfterSeconds) });
+  return error;
+};
 
 function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
   // Anyone can call the public origin: limit per client address, before the body is even parsed.
@@ -76,7 +82,7 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
 
   app.get(
     '/supported',
-    { schema: { tags: ['facilitator'], summary: 'Payment kinds, extensions and signer addresses', response: { 200: supportedResponseSchema } } },
+    { schema: { tags: ['facilitator'], summary: 'Payment kinds, extensions and signer addresses', response: { 200: supportedResponseSchema, 500: directErrorSchema } } },
     async () => facilitator.supported(),
   );
 
@@ -112,8 +118,9 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
         tags: ['facilitator'],
         summary: 'Settle a payment on chain (idempotent per authorization)',
         description:
-          'Settles an EIP-3009 authorization at most once and answers `success: true` for it at most once, ever; every ' +
-          'other settle of it gets `invalid_exact_evm_nonce_already_used` with the transaction. A retry after a lost answer ' +
+          'Settles an authorization (an EIP-3009 or Permit2 `exact` payment, an `upto` permit, a batch-settlement deposit, ' +
+          'claim, sweep or refund) at most once and answers `success: true` for it (for a claim, per voucher increment) at ' +
+          'most once, ever; every other settle of it gets the scheme\'s "already used" reason with the transaction. A retry after a lost answer ' +
           'gets the first answer back when it carries the same x402 `payment-identifier` id and payload (another payload ' +
           'under that id: 409 `payment_identifier_conflict`). `errorReason: settlement_pending` means the transaction may ' +
           'be in flight: retry the same settle later.',
@@ -138,7 +145,9 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
         return { success: false, errorReason: refused.reason, errorMessage: refused.message, transaction: '', network: parsed.requirements.network };
       }
       try {
-        await policy.chargeSettle(parsed.payload, parsed.requirements);
+        // Anyone can call this door: it stops at a higher float than our own modules' settles.
+        await facilitator.requireFloat('public');
+        await policy.chargeOwners(parsed.payload, parsed.requirements);
         const result = await facilitator.settle(parsed.payload, parsed.requirements);
         // x402 payment-identifier: the same id with another payload is a 409 Conflict.
         return reply.code(result.errorReason === Reason.paymentIdentifierConflict ? 409 : 200).send(result);

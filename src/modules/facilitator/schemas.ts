@@ -6,6 +6,8 @@ export const verifyResponseSchema = z.object({
   invalidReason: z.string().optional(),
   invalidMessage: z.string().optional(),
   payer: z.string().optional(),
+  /** batch-settlement: the channel's on-chain snapshot (channelId, balance, totalClaimed, withdrawRequestedAt, refundNonce). */
+  extra: z.record(z.string(), z.unknown()).optional(),
 });
 
 export const settleResponseSchema = z.object({
@@ -15,6 +17,7 @@ export const settleResponseSchema = z.object({
   payer: z.string().optional(),
   transaction: z.string().describe('Transaction hash; empty when nothing was broadcast'),
   network: z.string(),
+  amount: z.string().optional().describe('upto and batch-settlement: the atomic amount this settle moved'),
   extra: z.record(z.string(), z.unknown()).optional(),
 });
 

@@ -49,6 +49,8 @@ export interface BatchCallOptions extends SendOptions {
   payer: string;
   /** Never shares a transaction (see the header). */
   alone?: boolean;
+  /** Only this relayer key may send it (an upto permit names its facilitator, the proxy checks msg.sender): sent alone on its lane. */
+  lane?: string;
 }
 
 interface Member {
@@ -69,8 +71,8 @@ export class SettlementBatcher {
   readonly #open = new Map<RelayerSender, OpenBatch>();
   /** Lanes holding a payer's calls not yet mined, with how many. */
   readonly #payerLanes = new Map<string, { lane: RelayerSender; calls: number }>();
-  /** Hashes of multi-call batches this process sent (their callers share one receipt). */
-  readonly #batchHashes = new Set<Hash>();
+  /** Hashes of multi-call batches this process sent (their callers share one receipt), with their call counts. */
+  readonly #batchHashes = new Map<Hash, number>();
 
   constructor(
     private readonly pool: RelayerPool,
@@ -81,11 +83,13 @@ export class SettlementBatcher {
   /** Sends `tx` in the next batch of a lane; resolves with the hash of the transaction that carries it. */
   send(tx: RelayerTx, options: BatchCallOptions): Promise<Hash> {
     const payer = options.payer.toLowerCase();
-    const lane = this.#payerLanes.get(payer)?.lane ?? (options.alone ? this.pool.pickLane() : this.#laneForNewPayer());
+    const named = options.lane === undefined ? undefined : this.pool.lanes.find((l) => l.address.toLowerCase() === options.lane!.toLowerCase());
+    if (options.lane !== undefined && !named) return Promise.reject(new Error(`relayer ${options.lane} is not in this pool`));
+    const lane = named ?? this.#payerLanes.get(payer)?.lane ?? (options.alone ? this.pool.pickLane() : this.#laneForNewPayer());
     this.#hold(payer, lane);
     const sent = new Promise<Hash>((resolve, reject) => {
       const member: Member = { tx, options, resolve, reject };
-      if (options.alone || this.policy.maxCalls <= 1) {
+      if (options.alone || named || this.policy.maxCalls <= 1) {
         // The lane's open batch may hold this payer's earlier calls: it goes first, so they keep their order.
         const open = this.#open.get(lane);
         if (open) this.#close(open);
@@ -115,6 +119,11 @@ export class SettlementBatcher {
   /** Whether this hash is a batch of several calls this process sent (or a replacement of one). */
   isBatch(hash: Hash): boolean {
     return this.#batchHashes.has(hash);
+  }
+
+  /** How many settlement calls the transaction `hash` carries (1 unless it is a batch this process sent). */
+  callsIn(hash: Hash): number {
+    return this.#batchHashes.get(hash) ?? 1;
   }
 
   /**
@@ -169,7 +178,7 @@ export class SettlementBatcher {
     // Multicall3 forwards 63/64 of what is left to each call: the calls' own limits, plus that margin, plus its own cost.
     const gas = (batch.gas * 64n) / 63n + BATCH_BASE_GAS + PER_CALL_GAS * BigInt(members.length);
     const onReplaced = async (replacement: Hash) => {
-      this.#remember(replacement);
+      this.#remember(replacement, members.length);
       // Every call's row follows the new hash; one failing write must not keep the others from theirs.
       const written = await Promise.allSettled(members.map((m) => m.options.onReplaced?.(replacement)));
       const failed = written.find((w) => w.status === 'rejected');
@@ -184,15 +193,15 @@ export class SettlementBatcher {
     } finally {
       this.#sent(batch.lane);
     }
-    this.#remember(hash);
+    this.#remember(hash, members.length);
     this.log?.debug({ relayer: batch.lane.address, tx: hash, calls: members.length }, 'settlement batch sent');
     crashPoint('batch.after-broadcast');
     for (const m of members) m.resolve(hash);
   }
 
-  #remember(hash: Hash): void {
+  #remember(hash: Hash, calls: number): void {
     if (this.#batchHashes.size >= 10_000) this.#batchHashes.clear();
-    this.#batchHashes.add(hash);
+    this.#batchHashes.set(hash, calls);
   }
 
   #hold(payer: string, lane: RelayerSender): void {

@@ -26,6 +26,7 @@ export function requestBounds(requirements: PaymentRequirements, eip3009: Eip300
   if (requirements.maxTimeoutSeconds > MAX_TIMEOUT_SECONDS) {
     return { reason: Reason.invalidPaymentRequirements, message: `maxTimeoutSeconds must be at most ${MAX_TIMEOUT_SECONDS}` };
   }
+  if (requirements.maxTimeoutSeconds < 1) return { reason: Reason.invalidPaymentRequirements, message: 'maxTimeoutSeconds must be at least 1' };
   if (BigInt(eip3009.authorization.value) === 0n) {
     return { reason: Reason.valueMismatch, message: 'authorization.value must be greater than 0 (and equal amount)' };
   }
@@ -33,7 +34,7 @@ export function requestBounds(requirements: PaymentRequirements, eip3009: Eip300
 }
 
 /** The authorization's window against `chainNow` (the latest block's timestamp, seconds). */
-export function timeBounds(requirements: PaymentRequirements, eip3009: Eip3009Payload, chainNow: bigint): Refusal | null {
+export function timeBounds(requirements: PaymentRequirements, eip3009: { authorization: Pick<Eip3009Payload['authorization'], 'validAfter' | 'validBefore'> }, chainNow: bigint): Refusal | null {
   const validAfter = BigInt(eip3009.authorization.validAfter);
   const validBefore = BigInt(eip3009.authorization.validBefore);
   if (validAfter > chainNow) {

@@ -13,7 +13,7 @@ export interface SettleAttempt {
   claimToken: string;
   /** performance.now() before which no takeover can have happened (the ledger is not asked until then). */
   surelyOwnedUntil: number;
-  /** Gas limit to use instead of estimating: the payment was just simulated successfully. */
+  /** Gas limit to use instead of estimating (capped at the ceiling): the payment was just simulated successfully. */
   gasLimit?: bigint;
   /** Set as soon as the relayer has (possibly) sent the transaction. */
   txHash?: Hash;
@@ -31,6 +31,8 @@ export interface CallContext {
   rpcFailure?: unknown;
   /** The node refused the relayer's transaction (gas funds, fees, nonce): our problem, not the payer's. */
   sendFailure?: unknown;
+  /** The send was refused before sending: it needs more gas than the ceiling. */
+  gasRefusal?: unknown;
   /** The settle's claim was taken over before it sent anything: its outcome is the new owner's to write. */
   claimLost?: boolean;
   /** eth_getCode answers for this call: the SDK asks twice for the payer. */

@@ -100,7 +100,7 @@ async function pinnedState(client: PublicClient, row: SettlementRow) {
   return { block, used };
 }
 
-async function maybeReceipt(client: PublicClient, hash: Hash) {
+export async function maybeReceipt(client: PublicClient, hash: Hash) {
   try {
     return await client.getTransactionReceipt({ hash });
   } catch (error) {
@@ -109,7 +109,7 @@ async function maybeReceipt(client: PublicClient, hash: Hash) {
   }
 }
 
-async function isKnownTransaction(client: PublicClient, hash: Hash): Promise<boolean> {
+export async function isKnownTransaction(client: PublicClient, hash: Hash): Promise<boolean> {
   try {
     await client.getTransaction({ hash });
     return true;

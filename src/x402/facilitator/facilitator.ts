@@ -9,6 +9,8 @@
 import { x402Facilitator, type PendingSettlementStore } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator';
+import { UptoEvmScheme as UptoEvmFacilitatorScheme } from '@x402/evm/upto/facilitator';
+import { BatchSettlementEvmScheme as BatchSettlementFacilitatorScheme } from '@x402/evm/batch-settlement/facilitator';
 import { createPublicClient, getAddress, http, type Address, type Chain, type Hash, type PublicClient, type TransactionReceipt } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
@@ -21,20 +23,26 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import type { SettlementRow } from '../tables.js';
 import { currentCall, newCallContext, runInCall, type SettleAttempt } from './call-context.js';
-import { chainVerdict } from './chain-verdict.js';
 import { keyOf, keyString, SettlementLedger, type Answerer, type SettlementKey } from './ledger.js';
 import { PAYMENT_IDENTIFIER, paymentIdOf } from './payment-id.js';
 import { PgPendingSettlementStore } from './pending-store.js';
 import type { Eip3009Payload } from '../payload.js';
 import { timeBounds, type Refusal } from './bounds.js';
 import { payloadHashOf, precheck } from './precheck.js';
-import { QuickChecker, transferWithAuthorizationData, type QuickCheck } from './quick-check.js';
-import { judgeReceipt } from './receipt.js';
+import { QuickChecker, settlementCallData, transferWithAuthorizationData, type QuickCheck } from './quick-check.js';
 import { ownWords, Reason } from './reasons.js';
 import { RelayerPool, type RelayerStatus } from './relayer-pool.js';
 import { definedOnly } from '../../platform/defined-only.js';
 import { createFacilitatorSigner, type FacilitatorSigner, type SignerHooks } from './signer.js';
+import { gasWithin, GasCeilingError } from './gas-ceiling.js';
+import { hasCode, PayerCode, type ContractPayers } from './payer-code.js';
+import { GasFloat, type FloorName, type GasFloors } from './gas-float.js';
+import type { SettlePolicy } from './settle-policy.js';
 import { DEFAULT_BATCH, SettlementBatcher, type BatchPolicy } from './batcher.js';
+import { Permit2Payments } from './permit2/payments.js';
+import { failure, idConflict, nonceUsedReason, settledBy } from './answers.js';
+import { BatchSettlements } from './batch/settlements.js';
+import { judgeRowReceipt, settlementVerdict } from './verdicts.js';
 
 export interface FacilitatorDeps {
   db: Db;
@@ -43,6 +51,8 @@ export interface FacilitatorDeps {
   chain: { network: string; chainId: number; rpcUrl: string; viemChain: Chain; publicClient: PublicClient; blockTime?: BlockClock };
   /** The relayer key, or a pool of keys (one nonce lane each; settles spread over them). */
   relayer: LocalAccount | readonly LocalAccount[];
+  /** The terms and budgets every settle meets before it may spend gas (settle-policy.ts); none in engine-only tests. */
+  policy?: SettlePolicy;
 }
 
 export interface FacilitatorOptions {
@@ -63,6 +73,18 @@ export interface FacilitatorOptions {
   maxReplacements?: number;
   /** Settles batched per relayer lane into Multicall3 transactions (batcher.ts); `maxCalls: 1` turns it off. */
   batch?: Partial<BatchPolicy>;
+  /** No settlement transaction leaves with a higher gas limit (FACILITATOR_MAX_SETTLE_GAS; default DEFAULT_MAX_SETTLE_GAS). */
+  maxSettleGas?: bigint;
+  /** The same for a Permit2 settle, `exact` or `upto` (FACILITATOR_MAX_PERMIT2_SETTLE_GAS; default DEFAULT_MAX_PERMIT2_SETTLE_GAS). */
+  maxPermit2SettleGas?: bigint;
+  /** The same for a batch-settlement deposit, sweep or refund (FACILITATOR_MAX_BATCH_SETTLEMENT_GAS; default DEFAULT_MAX_BATCH_SETTLEMENT_GAS). */
+  maxBatchSettlementGas?: bigint;
+  /** A batch-settlement claim's ceiling per voucher it carries (FACILITATOR_MAX_CLAIM_GAS_PER_VOUCHER; default DEFAULT_MAX_CLAIM_GAS_PER_VOUCHER). */
+  maxClaimGasPerVoucher?: bigint;
+  /** Payers with code (contract wallets, EIP-7702 delegations): refused (default) or settled under the ceiling. */
+  contractPayers?: ContractPayers;
+  /** The relayer float below which the public doors, then every settle, stop (gas-float.ts; default none). */
+  gasFloors?: GasFloors;
   /** relayerStatus() flags a key whose balance is below this (default 0.01 ETH). */
   lowGasWei?: bigint;
   hooks?: SignerHooks;
@@ -73,10 +95,20 @@ export interface FacilitatorOptions {
 /** One verify or settle answered: `isValid`/`success`, its reason when not, or `error` when it threw. */
 export interface FacilitatorObserver {
   answered(operation: 'verify' | 'settle', answer: { ok: boolean; reason?: string } | 'error', seconds: number): void;
+  /** A settlement transaction of this settle's mined: the gas it used (its share of a batch), and whether it paid. */
+  gasSpent?(gas: bigint, outcome: 'settled' | 'failed'): void;
 }
 
-// transferWithAuthorization costs ~60-85k gas (more when the payee's balance slot is new); only used gas is paid.
-const SIMULATED_TRANSFER_GAS = 150_000n;
+// An EOA's transferWithAuthorization costs 60-85k gas (more when the payee's balance slot is new, measured
+// in test/adversarial/gas-ceiling.test.ts); the margin covers a chain that prices storage a little higher.
+export const DEFAULT_MAX_SETTLE_GAS = 120_000n;
+// A Permit2 settle runs the proxy, Permit2 (signature, nonce bitmap) and the token's transferFrom: measured in
+// test/facilitator/permit2.test.ts (a new payee's balance slot included), with the same kind of margin.
+export const DEFAULT_MAX_PERMIT2_SETTLE_GAS = 160_000n;
+// batch-settlement (measured in test/facilitator/batch-settlement.test.ts): a first deposit into a channel, a
+// sweep and a refund each stay under this; a claim pays CLAIM_BASE_GAS plus this per voucher.
+export const DEFAULT_MAX_BATCH_SETTLEMENT_GAS = 250_000n;
+export const DEFAULT_MAX_CLAIM_GAS_PER_VOUCHER = 60_000n;
 
 // A front-run is found by its AuthorizationUsed log this far back (Robinhood Chain: ~40 min of blocks).
 const FRONT_RUN_LOOKBACK_BLOCKS = 10_000n;
@@ -115,6 +147,15 @@ export class Facilitator {
   readonly #quickChecker: QuickChecker;
   readonly #blockTime: BlockClock;
   readonly #relayers: RelayerPool;
+  readonly #payerCode: PayerCode;
+  readonly #maxSettleGas: bigint;
+  readonly #contractPayers: ContractPayers;
+  readonly #policy: SettlePolicy | null;
+  /** `exact` over Permit2 and `upto`: their own checks and send; claims, answers and recovery are this class's. */
+  readonly #permit2: Permit2Payments;
+  /** batch-settlement: deposits, claims, sweeps and refunds; deposits and refunds take this class's single-row path. */
+  readonly #batch: BatchSettlements;
+  readonly gasFloat: GasFloat;
 
   constructor(deps: FacilitatorDeps, options: FacilitatorOptions = {}) {
     // Its own client with JSON-RPC batching: concurrent verifies and settles share HTTP requests.
@@ -134,6 +175,9 @@ export class Facilitator {
     this.ledger = new SettlementLedger(deps.db, deps.clock);
     this.#quickChecker = new QuickChecker(this.#client, (asset) => this.#assetHasCode(asset));
     this.#blockTime = deps.chain.blockTime ?? createBlockClock(this.#client, null);
+    this.#payerCode = new PayerCode(this.#client, Math.min(deps.chain.publicClient.pollingInterval, 1_000));
+    this.#maxSettleGas = options.maxSettleGas ?? DEFAULT_MAX_SETTLE_GAS;
+    this.#contractPayers = options.contractPayers ?? 'refuse';
     // Sends: unbatched (the serial send queue should not wait for a batch) and never retried by the transport.
     const sendClient = createPublicClient({ chain: deps.chain.viemChain, transport: http(deps.chain.rpcUrl, { retryCount: 0 }) });
     this.#relayers = new RelayerPool({
@@ -145,11 +189,15 @@ export class Facilitator {
       lowGasWei: options.lowGasWei,
       log: deps.log,
     });
+    this.#policy = deps.policy ?? null;
+    this.gasFloat = new GasFloat(this.#client, this.#relayers.addresses, options.gasFloors ?? { publicWei: 0n, ownWei: 0n });
     this.batcher = new SettlementBatcher(this.#relayers, { ...DEFAULT_BATCH, ...definedOnly(options.batch ?? {}) }, deps.log);
     this.signer = createFacilitatorSigner({
       client: this.#client,
       relayers: this.#relayers,
       batcher: this.batcher,
+      payerCode: this.#payerCode,
+      maxGas: this.#maxSettleGas,
       confirmationTimeoutMs: options.confirmationTimeoutMs ?? 30_000,
       hooks: options.hooks,
     });
@@ -158,8 +206,63 @@ export class Facilitator {
       this.#network as `${string}:${string}`,
       new ExactEvmFacilitatorScheme(this.signer, { pendingSettlementStore: followReplacements(new PgPendingSettlementStore(this.ledger), this.#relayers) }),
     );
+    // upto (Permit2, through x402UptoPermit2Proxy): /supported names the relayer a payer must name as its facilitator.
+    this.#sdk.register(this.#network as `${string}:${string}`, new UptoEvmFacilitatorScheme(this.signer));
+    // batch-settlement: no receiverAuthorizer signer, so none is advertised (sellers sign their own claims and refunds).
+    this.#sdk.register(this.#network as `${string}:${string}`, new BatchSettlementFacilitatorScheme(this.signer));
     // Advertised in /supported: settle honours the payment-identifier (see #resume).
     this.#sdk.registerExtension({ key: PAYMENT_IDENTIFIER });
+    const sdkVerify = async (payload: PaymentPayload, requirements: PaymentRequirements) => {
+      const call = newCallContext();
+      const result = await runInCall(call, () => this.#sdk.verify(payload, requirements));
+      if (call.rpcFailure) throw new ChainUnavailableError(call.rpcFailure);
+      return result;
+    };
+    const afterClaim = {
+      inflight: this.#inflight,
+      resume: (row: SettlementRow, call: Pick<SettleCall, 'payloadHash' | 'paymentId'>) => this.#resume(row, call),
+      execute: (row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, opts: { claimAskedAt: number }) => this.#execute(row, payload, requirements, opts),
+      finishOwned: (row: SettlementRow, response: SettleResponse, logIndex?: number) => this.#finishOwned(row, response, logIndex),
+    };
+    this.#batch = new BatchSettlements({
+      network: this.#network,
+      chainId: this.#chainId,
+      client: this.#client,
+      ledger: this.ledger,
+      signer: this.signer,
+      blockTime: this.#blockTime,
+      log: this.#log,
+      policy: this.#policy,
+      gasFloat: this.gasFloat,
+      payerCode: this.#payerCode,
+      contractPayers: this.#contractPayers,
+      maxGas: options.maxBatchSettlementGas ?? DEFAULT_MAX_BATCH_SETTLEMENT_GAS,
+      claimGasPerVoucher: options.maxClaimGasPerVoucher ?? DEFAULT_MAX_CLAIM_GAS_PER_VOUCHER,
+      sdkVerify,
+      ...afterClaim,
+    });
+    this.#permit2 = new Permit2Payments({
+      network: this.#network,
+      chainId: this.#chainId,
+      client: this.#client,
+      ledger: this.ledger,
+      signer: this.signer,
+      blockTime: this.#blockTime,
+      log: this.#log,
+      policy: this.#policy,
+      gasFloat: this.gasFloat,
+      payerCode: this.#payerCode,
+      contractPayers: this.#contractPayers,
+      maxGas: options.maxPermit2SettleGas ?? DEFAULT_MAX_PERMIT2_SETTLE_GAS,
+      relayers: () => this.#relayers.addresses,
+      sdkVerify,
+      ...afterClaim,
+    });
+  }
+
+  /** Throws GasFloatLowError (a ChainUnavailableError) when the relayer's float is below the named floor. */
+  requireFloat(floor: FloorName): Promise<void> {
+    return this.gasFloat.require(floor);
   }
 
   /** Per relayer key: gas balance, the node's nonces, the gap between them, and whether gas runs low. */
@@ -177,15 +280,48 @@ export class Facilitator {
   }
 
   async #verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    if (this.#batch.handles(payload, requirements)) return this.#batch.verify(payload, requirements);
+    if (this.#permit2.handles(payload, requirements)) return this.#permit2.verify(payload, requirements);
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return { isValid: false, invalidReason: pre.reason, invalidMessage: pre.message, payer: pre.payer };
+    const refused = this.#policy?.terms(pre.key.payer, requirements);
+    if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: pre.key.payer };
     const outOfBounds = await this.#timeBounds(pre.eip3009, requirements);
     if (outOfBounds) return { isValid: false, invalidReason: outOfBounds.reason, invalidMessage: outOfBounds.message, payer: pre.key.payer };
     const payer = pre.eip3009.authorization.from;
-    const quick = await this.#quick(payload, requirements, pre.eip3009);
+    const [quick, withCode] = await Promise.all([this.#quick(payload, requirements, pre.eip3009), this.#payerHasCode(getAddress(pre.key.payer))]);
     if (quick === 'used' || (quick === 'valid' && this.#inflight.has(keyString(pre.key)))) return alreadyUsed(payer);
+    if (withCode) return this.#verifyContractPayer(pre.key, payload, requirements, pre.eip3009);
     if (quick === 'valid') return { isValid: true, payer };
     return this.#schemeVerify(pre.key, payload, requirements);
+  }
+
+  /**
+   * A payer with code checks the signature with its own code, at our gas: refused unless the operator allows
+   * contract payers, and then valid only when the settlement fits under the gas ceiling.
+   */
+  async #verifyContractPayer(key: SettlementKey, payload: PaymentPayload, requirements: PaymentRequirements, eip3009: Eip3009Payload): Promise<VerifyResponse> {
+    if (this.#contractPayers === 'refuse') {
+      return { isValid: false, invalidReason: Reason.payerHasCode, invalidMessage: ownWords(Reason.payerHasCode), payer: key.payer };
+    }
+    const verdict = await this.#schemeVerify(key, payload, requirements);
+    if (!verdict.isValid) return verdict;
+    try {
+      await gasWithin(this.#client, { account: this.#relayers.addresses[0]!, to: getAddress(requirements.asset), data: settlementCallData(eip3009) }, this.#maxSettleGas);
+    } catch (error) {
+      if (isTransportError(error)) throw new ChainUnavailableError(error);
+      const reason = error instanceof GasCeilingError ? Reason.gasOverCeiling : Reason.simulationFailed;
+      return { isValid: false, invalidReason: reason, invalidMessage: ownWords(reason), payer: key.payer };
+    }
+    return verdict;
+  }
+
+  async #payerHasCode(payer: Address): Promise<boolean> {
+    try {
+      return await this.#payerCode.hasCode(payer);
+    } catch (error) {
+      throw isTransportError(error) ? new ChainUnavailableError(error) : error;
+    }
   }
 
   /**
@@ -215,8 +351,12 @@ export class Facilitator {
   }
 
   async #settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    if (this.#batch.handles(payload, requirements)) return this.#batch.settle(payload, requirements);
+    if (this.#permit2.handles(payload, requirements)) return this.#permit2.settle(payload, requirements);
     const pre = precheck(this.#network, payload, requirements);
     if (!pre.ok) return failure(requirements.network, pre.reason, pre.message, pre.payer);
+    const refused = this.#policy?.terms(pre.key.payer, requirements);
+    if (refused) return failure(requirements.network, refused.reason, refused.message, pre.key.payer);
     const paymentId = paymentIdOf(payload);
     if (!paymentId.ok) return failure(requirements.network, Reason.invalidPayload, paymentId.message, pre.key.payer);
     // Out of its time window by the chain's clock: refused, unless we hold its row (retries and copies are answered from it).
@@ -272,7 +412,8 @@ export class Facilitator {
    * harmless if the dead node did send after all: the token executes one authorization once.
    */
   async #executeOrphan(row: SettlementRow): Promise<boolean> {
-    if (row.status !== 'claimed' || row.txHash || !row.request) return false;
+    // A batch-settlement claim row is one of several in one transaction: never re-executed alone (reconciled from the chain).
+    if (row.status !== 'claimed' || row.txHash || !row.request || row.kind === 'batch-claim') return false;
     const asked = performance.now();
     const taken = await this.ledger.takeOver(keyOf(row), this.#ownerLeaseMs, crypto.randomUUID());
     if (!taken) return false;
@@ -290,24 +431,29 @@ export class Facilitator {
       if (named && (keyString(named) !== keyString(key) || named.payloadHash !== call.payloadHash)) return idConflict(requirements.network, key.payer);
       if (named) return this.#resume(named, call);
     }
-    // Only a payment the payer really signed gets a row: a forged payload must not block the real one.
-    const quick = await this.#quick(payload, requirements, call.eip3009);
-    if (quick !== 'valid') {
+    // Only a payment the payer really signed gets a row: a forged payload must not block the real one. A
+    // payer with code never takes the quick path (its signature check runs its code, at our gas).
+    const [quick, withCode] = await Promise.all([this.#quick(payload, requirements, call.eip3009), this.#payerHasCode(getAddress(key.payer))]);
+    const simulated = quick === 'valid' && !withCode;
+    if (!simulated) {
       const existing = await this.ledger.find(key);
       if (existing) return this.#resume(existing, call);
       if (quick === 'used') return this.#settleUsed(call, requirements);
-      const verdict = await this.#schemeVerify(key, payload, requirements);
+      const verdict = withCode ? await this.#verifyContractPayer(key, payload, requirements, call.eip3009) : await this.#schemeVerify(key, payload, requirements);
       if (!verdict.isValid) {
         return failure(requirements.network, verdict.invalidReason ?? Reason.invalidPayload, verdict.invalidMessage ?? 'invalid payment', verdict.payer ?? key.payer);
       }
     }
+    // A new claim is about to spend gas: the float and the budgets decide first (both throw: nothing sent).
+    await this.gasFloat.require('own');
+    await this.#policy?.charge(key.payer, requirements.payTo);
     const fromBlock = await this.#client.getBlockNumber({ cacheTime: 2_000 }).catch(() => 0n);
     const asked = performance.now();
     const claim = await this.#claim(call, requirements, fromBlock - 5n);
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.#resume(claim.row, call);
     crashPoint('settle.after-claim');
-    return this.#execute(claim.row, payload, requirements, { claimAskedAt: asked, gasLimit: quick === 'valid' ? SIMULATED_TRANSFER_GAS : undefined });
+    return this.#execute(claim.row, payload, requirements, { claimAskedAt: asked, simulated });
   }
 
   #claim(call: SettleCall, requirements: PaymentRequirements, fromBlock: bigint) {
@@ -341,9 +487,9 @@ export class Facilitator {
     const claim = await this.#claim(call, requirements, latest - FRONT_RUN_LOOKBACK_BLOCKS);
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.#resume(claim.row, call);
-    let verdict: Awaited<ReturnType<typeof chainVerdict>>;
+    let verdict: Awaited<ReturnType<typeof settlementVerdict>>;
     try {
-      verdict = await chainVerdict(this.#client, claim.row, this.#blockTime);
+      verdict = await settlementVerdict(this.#client, claim.row, this.#blockTime);
     } catch (error) {
       await this.ledger.release(key, claim.row.claimToken);
       throw isTransportError(error) ? new ChainUnavailableError(error) : error;
@@ -391,7 +537,7 @@ export class Facilitator {
     row: SettlementRow,
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    { claimAskedAt, gasLimit }: { claimAskedAt: number; gasLimit?: bigint },
+    { claimAskedAt, simulated = false }: { claimAskedAt: number; simulated?: boolean },
     answer: 'owner' | 'nobody' = 'owner',
   ): Promise<SettleResponse> {
     const key = keyOf(row);
@@ -402,7 +548,8 @@ export class Facilitator {
       ledger: this.ledger,
       claimToken: row.claimToken,
       surelyOwnedUntil: claimAskedAt + this.#ownerLeaseMs / 2,
-      gasLimit,
+      // Just simulated (an EOA on a registered token: the token's own code, bounded): sent at the ceiling.
+      gasLimit: simulated ? this.#maxSettleGas : undefined,
       recorded: false,
       uncertain: false,
     };
@@ -410,13 +557,26 @@ export class Facilitator {
     let result: SettleResponse;
     try {
       // Plainly valid (just simulated with a 65-byte signature): sent as is. Anything else: the SDK's settle, which re-verifies.
-      result = await runInCall(call, () => (gasLimit !== undefined ? this.#settleSimulated(payload, requirements, gasLimit) : this.#sdk.settle(payload, requirements)));
+      result = await runInCall(call, () =>
+        simulated
+          ? this.#settleSimulated(payload, requirements, this.#maxSettleGas)
+          : row.kind.startsWith('permit2-')
+            ? this.#permit2.send(row, payload, requirements)
+            : row.kind.startsWith('batch-')
+              ? this.#batch.send(row, payload, requirements)
+              : this.#sdk.settle(payload, requirements),
+      );
       if (!result.success) result = { ...result, errorMessage: ownWords(result.errorReason) };
       crashPoint('settle.after-receipt');
     } catch (error) {
       if (!attempt.txHash) await release();
       else await this.ledger.disown(key, row.claimToken);
       throw error;
+    }
+    if (call.gasRefusal && !attempt.txHash) {
+      // Refused before sending (it needs more gas than we pay for): nothing moved, nothing to remember.
+      await release();
+      return failure(row.network, Reason.gasOverCeiling, ownWords(Reason.gasOverCeiling), row.payer);
     }
     if (call.claimLost) {
       // Taken over while this settle stalled before sending: the new owner sends and writes the outcome.
@@ -440,15 +600,16 @@ export class Facilitator {
     // The SDK's own success is not trusted alone: only this authorization's paired transfer pays.
     let transferLogIndex: number | undefined;
     if (attempt.txHash && attempt.receipt) {
-      const verdict = judgeReceipt(attempt.receipt, { ...key, payTo: row.payTo, amount: row.amount });
+      const verdict = judgeRowReceipt(row, attempt.receipt);
       result = verdict.ok ? success(row, attempt.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, attempt.txHash);
       if (verdict.ok) transferLogIndex = verdict.logIndex;
     } else if (result.success) {
       result = failure(row.network, Reason.transferEventMismatch, 'no receipt to judge the settlement by', row.payer, result.transaction);
     }
+    if (attempt.receipt) this.#observer?.gasSpent?.(attempt.receipt.gasUsed / BigInt(this.batcher.callsIn(attempt.receipt.transactionHash)), result.success ? 'settled' : 'failed');
     if (!result.success) {
       // Another transaction may have executed the authorization first (a front-run): that pays too.
-      const verdict = await chainVerdict(this.#client, { ...row, txHash: attempt.txHash ?? (result.transaction || null) }, this.#blockTime).catch(() => null);
+      const verdict = await settlementVerdict(this.#client, { ...row, txHash: attempt.txHash ?? (result.transaction || null) }, this.#blockTime).catch(() => null);
       if (verdict?.kind === 'settled') {
         result = success(row, verdict.txHash);
         transferLogIndex = verdict.logIndex;
@@ -473,7 +634,7 @@ export class Facilitator {
     try {
       // A payer with code checks the signature with its own code, with all the gas a batch forwards: alone.
       const code = await this.signer.getCode({ address: payer });
-      const alone = code !== undefined || currentCall()?.rpcFailure !== undefined;
+      const alone = hasCode(code) || currentCall()?.rpcFailure !== undefined;
       hash = await this.signer.sendSettlement({ to: getAddress(requirements.asset), data: transferWithAuthorizationData(eip3009), gas, payer, alone });
     } catch {
       // #execute tells apart what this was from the call context (taken over, uncertain, nothing sent).
@@ -503,9 +664,9 @@ export class Facilitator {
    * need be. A copy gets `success: true` only if nobody ever got it and the owner is gone (it
    * answered pending, or its node died).
    */
-  async #resume(row: SettlementRow, call: SettleCall): Promise<SettleResponse> {
+  async #resume(row: SettlementRow, call: Pick<SettleCall, 'payloadHash' | 'paymentId'>): Promise<SettleResponse> {
     if (row.payloadHash !== call.payloadHash) {
-      return failure(row.network, Reason.nonceAlreadyUsed, 'this authorization nonce belongs to another payment', row.payer, row.txHash ?? '');
+      return failure(row.network, nonceUsedReason(row), 'this authorization nonce belongs to another payment', row.payer, row.txHash ?? '');
     }
     const deadline = Date.now() + this.#joinWaitMs;
     let current: SettlementRow | null = row;
@@ -549,7 +710,7 @@ export class Facilitator {
   async #answer(row: SettlementRow, by: Answerer): Promise<SettleResponse> {
     const response = row.response as SettleResponse;
     if (row.status !== 'settled' || (await this.ledger.answerSuccess(keyOf(row), by))) return response;
-    return failure(row.network, Reason.nonceAlreadyUsed, `the authorization was already settled in ${response.transaction} and that settlement was answered`, row.payer, response.transaction);
+    return failure(row.network, nonceUsedReason(row), `the authorization was already settled in ${response.transaction} and that settlement was answered`, row.payer, response.transaction);
   }
 
   #authorizationUsed(key: SettlementKey): Promise<boolean> {
@@ -617,7 +778,7 @@ export async function reconcileFromChain(
   deps: { client: PublicClient; ledger: SettlementLedger; blockTime: BlockClock; log: Logger },
   row: SettlementRow,
 ): Promise<SettlementRow | null> {
-  const verdict = await chainVerdict(deps.client, row, deps.blockTime);
+  const verdict = await settlementVerdict(deps.client, row, deps.blockTime);
   if (verdict.kind === 'pending') return null;
   const response = verdict.kind === 'settled' ? success(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
   const final = await deps.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
@@ -625,19 +786,7 @@ export async function reconcileFromChain(
   return final;
 }
 
-const success = (row: SettlementRow, transaction: Hash): SettleResponse => ({
-  success: true,
-  transaction,
-  network: row.network as `${string}:${string}`,
-  payer: row.payer,
-});
-
-const idConflict = (network: string, payer: string) =>
-  failure(network, Reason.paymentIdentifierConflict, 'this payment-identifier id was used with another payment payload', payer);
-
-function failure(network: string, reason: string, message: string, payer?: string, transaction: string = ''): SettleResponse {
-  return { success: false, errorReason: reason, errorMessage: message, transaction: transaction as Hash | '', network: network as `${string}:${string}`, payer };
-}
+const success = settledBy;
 
 /**
  * The SDK records a receipt wait that timed out under the hash it sent; a lane may have replaced that

@@ -19,8 +19,10 @@ export interface SettlementKey {
 
 export type NewSettlement = Omit<
   SettlementRow,
-  'status' | 'claimedAt' | 'txHash' | 'transferLogIndex' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt'
->;
+  'status' | 'claimedAt' | 'txHash' | 'transferLogIndex' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt' | 'kind' | 'token'
+> &
+  // EIP-3009 rows (the default kind) name no separate token.
+  Partial<Pick<SettlementRow, 'kind' | 'token'>>;
 
 export type Claim =
   | { kind: 'claimed'; row: SettlementRow }
@@ -346,7 +348,7 @@ const paymentUseOf = (row: SettlementRow): PaymentUse => ({
   network: row.network,
   transactionHash: row.txHash!,
   logIndex: row.transferLogIndex!,
-  asset: row.asset,
+  asset: row.token ?? row.asset,
   payer: row.payer,
   nonce: row.nonce,
   payTo: row.payTo,

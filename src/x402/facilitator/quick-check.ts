@@ -122,6 +122,21 @@ export function transferWithAuthorizationData(eip3009: Eip3009Payload): Hex {
   });
 }
 
+const transferBytesFn = prepareEncodeFunctionData({
+  abi: parseAbi(['function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)']),
+  functionName: 'transferWithAuthorization',
+});
+
+/** The call a settle sends for any signature: the v, r, s form for 65 bytes (as the SDK), else the bytes form. */
+export function settlementCallData(eip3009: Eip3009Payload): Hex {
+  if (eip3009.signature.length === 132) return transferWithAuthorizationData(eip3009);
+  const auth = eip3009.authorization;
+  return encodeFunctionData({
+    ...transferBytesFn,
+    args: [getAddress(auth.from), getAddress(auth.to), BigInt(auth.value), BigInt(auth.validAfter), BigInt(auth.validBefore), auth.nonce as Hex, eip3009.signature as Hex],
+  });
+}
+
 /** The scheme's off-chain checks, in its order; a 65-byte ECDSA signature (contract signers go the long way). */
 function isPlain(payload: PaymentPayload, requirements: PaymentRequirements, eip3009: Eip3009Payload): boolean {
   const extra = requirements.extra as { name?: unknown; version?: unknown };

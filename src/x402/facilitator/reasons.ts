@@ -26,6 +26,10 @@ export const Reason = {
   tokenNameMismatch: 'invalid_exact_evm_token_name_mismatch',
   tokenVersionMismatch: 'invalid_exact_evm_token_version_mismatch',
   assetNotContract: 'asset_not_deployed_contract',
+  // gas is money: a payer whose signature check runs its own code (refused unless allowed), and a
+  // settlement that needs more gas than this facilitator's ceiling. Both refused before anything is sent.
+  payerHasCode: 'payer_has_code',
+  gasOverCeiling: 'gas_over_ceiling',
   // settlement outcome not known yet: the transaction may be in flight; retry the same settle later.
   settlementPending: 'settlement_pending',
   // x402 payment-identifier: the id was first used with another payload (HTTP 409 on our origin).
@@ -54,6 +58,26 @@ const OWN_WORDS: Record<string, string> = {
   [Reason.tokenNameMismatch]: "the EIP-712 domain name is not the token's",
   [Reason.tokenVersionMismatch]: "the EIP-712 domain version is not the token's",
   [Reason.assetNotContract]: 'the asset is not a deployed contract',
+  [Reason.payerHasCode]: "the payer is a contract (or a delegated account): its signature check runs its own code at the relayer's gas, and this facilitator does not settle for such payers",
+  [Reason.gasOverCeiling]: "the settlement needs more gas than this facilitator's ceiling; nothing was sent",
+  // Permit2 (exact over Permit2, upto): the SDK's codes.
+  invalid_permit2_spender: "the permit's spender is not the x402 proxy of this scheme",
+  invalid_permit2_recipient_mismatch: "the permit's witness pays another address than payTo",
+  invalid_permit2_signature: "the signature is not the payer's over this permit",
+  permit2_deadline_expired: 'the permit has expired (deadline)',
+  permit2_not_yet_valid: 'the permit is not valid yet (validAfter)',
+  permit2_amount_mismatch: 'the permit does not move exactly the required amount',
+  permit2_token_mismatch: 'the permit is for another token',
+  permit2_allowance_required: 'the payer has not approved Permit2 for this token',
+  permit2_insufficient_balance: "the payer's balance does not cover the amount",
+  permit2_simulation_failed: 'the settlement would fail on chain',
+  permit2_invalid_nonce: "the permit's nonce is already used or invalidated",
+  permit2_proxy_not_deployed: 'the x402 Permit2 proxy is not deployed on this chain',
+  invalid_upto_evm_scheme: 'the payload is not an upto payment',
+  invalid_upto_evm_network_mismatch: 'the payment is for another network',
+  invalid_upto_evm_payload_settlement_exceeds_amount: 'the settled amount is above what the payer permitted',
+  invalid_upto_evm_transaction_failed: 'the settlement transaction failed',
+  upto_facilitator_mismatch: "the permit names another facilitator: only that relayer key may settle it",
 };
 
 /** A refusal of the SDK's, in our words: its reason code kept, its message replaced. */

@@ -4,6 +4,8 @@
 // - keeps the receipt for our own log checks (Transfer + AuthorizationUsed);
 // - never lets eth_getCode reject (the SDK fires one check it may abandon, which would otherwise be
 //   an unhandled rejection when the RPC is down) and records the failure instead;
+// - sends nothing with a gas limit above the ceiling (gas-ceiling.ts): a payer whose signature check
+//   needs more is refused before sending;
 // - decodes the token's custom errors into words the SDK's reason mapping recognises.
 import type { FacilitatorEvmSigner } from '@x402/evm';
 import {
@@ -11,6 +13,7 @@ import {
   concat,
   decodeErrorResult,
   encodeFunctionData,
+  isAddressEqual,
   TransactionReceiptNotFoundError,
   type Abi,
   type Address,
@@ -20,12 +23,15 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { eip3009Abi } from '../../chain/eip3009.js';
+import { UPTO_PERMIT2_PROXY } from '../../chain/x402-contracts.js';
 import { isTransportError } from '../../chain/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { currentCall } from './call-context.js';
 import type { SettlementBatcher } from './batcher.js';
 import type { RelayerPool } from './relayer-pool.js';
 import { BroadcastUncertainError } from './sender.js';
+import { GasCeilingError, gasWithin } from './gas-ceiling.js';
+import type { PayerCode } from './payer-code.js';
 
 export interface SignerHooks {
   /** Test seam: runs before the claim is checked and the transaction sent (a stall here may lose the claim). */
@@ -41,11 +47,13 @@ export interface SignerOptions {
   relayers: RelayerPool;
   /** Where sends go: batches per lane (a batcher with maxCalls 1 sends each alone). */
   batcher: SettlementBatcher;
+  /** Payers' code, per block (shared with the facilitator's contract-payer check). */
+  payerCode: PayerCode;
+  /** No transaction leaves with a higher gas limit (FACILITATOR_MAX_SETTLE_GAS). */
+  maxGas: bigint;
   confirmationTimeoutMs: number;
   hooks?: SignerHooks;
 }
-
-const GAS_HEADROOM_PERCENT = 120n;
 
 // What the SDK's parseEip3009TransferError looks for, per custom error of the token.
 const REVERT_WORDS: Record<string, string> = {
@@ -59,10 +67,14 @@ const REVERT_WORDS: Record<string, string> = {
 export interface SettlementCall {
   to: Address;
   data: Hex;
-  /** The limit to use; estimated when absent (and no simulated limit is on the call). */
+  /** The limit to use (capped at the ceiling); estimated under the ceiling when absent (and no simulated limit is on the call). */
   gas?: bigint;
   payer: string;
   alone?: boolean;
+  /** The relayer key that must send it (an upto permit names its facilitator): estimated as that sender, sent alone from its lane. */
+  from?: Address;
+  /** This call's gas ceiling, when its scheme has its own (a Permit2 settle); FACILITATOR_MAX_SETTLE_GAS otherwise. */
+  ceiling?: bigint;
 }
 
 export type FacilitatorSigner = FacilitatorEvmSigner & { sendSettlement(call: SettlementCall): Promise<Hash> };
@@ -76,18 +88,24 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
 
   /**
    * Sends one settlement call through the batcher, recording its hash in the ledger before returning it.
-   * Estimation is the last pre-broadcast check (a revert here means nothing was sent), unless the settle
-   * simulated this very transfer a moment ago and passes a limit.
+   * Estimation under the ceiling is the last pre-broadcast check (a revert here means nothing was sent),
+   * unless the settle simulated this very transfer a moment ago and passes a limit. Either way the limit
+   * never exceeds the ceiling.
    */
   async function sendSettlement(call: SettlementCall): Promise<Hash> {
     const attempt = currentCall()?.settle;
     let gas: bigint;
     try {
-      // Any lane's address will do: estimation depends on the sender only through its balance, and every lane has gas.
-      gas = call.gas ?? attempt?.gasLimit ?? ((await client.estimateGas({ account: relayers.addresses[0], to: call.to, data: call.data })) * GAS_HEADROOM_PERCENT) / 100n;
+      // Any lane's address will do (estimation depends on the sender only through its balance, and every lane has
+      // gas), unless the call checks its sender.
+      const ceiling = call.ceiling ?? options.maxGas;
+      const limit = call.gas ?? attempt?.gasLimit ?? (await gasWithin(client, { account: call.from ?? relayers.addresses[0]!, to: call.to, data: call.data }, ceiling));
+      gas = limit < ceiling ? limit : ceiling;
     } catch (error) {
       noteFailure(error);
-      throw describeRevert(error);
+      const current = currentCall();
+      if (error instanceof GasCeilingError && current) current.gasRefusal = error;
+      throw error instanceof GasCeilingError ? error : describeRevert(error);
     }
     // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
     // then the new owner sends, not this one.
@@ -103,6 +121,7 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
         {
           payer: call.payer,
           alone: call.alone,
+          lane: call.from,
           // A stuck send re-sent with higher fees: retries and the reconciler follow the new hash.
           onReplaced: attempt
             ? async (replacement) => {
@@ -146,7 +165,9 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
 
     async readContract(args) {
       try {
-        return await client.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] } as never);
+        // The SDK simulates an upto settle with this call: the proxy accepts it only from the facilitator the payer named.
+        const account = uptoSender(args.address, args.functionName, args.args);
+        return await client.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [], ...(account ? { account } : {}) } as never);
       } catch (error) {
         noteFailure(error);
         throw error;
@@ -158,14 +179,13 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
     getCode({ address }) {
       const call = currentCall();
       const key = address.toLowerCase();
-      const cached = call?.codes.get(key) ?? recentCode(key);
+      const cached = call?.codes.get(key);
       if (cached) return cached;
-      const code = client.getCode({ address }).catch((error: unknown) => {
+      const code = options.payerCode.code(address).catch((error: unknown) => {
         noteFailure(error);
         return undefined;
       });
       call?.codes.set(key, code);
-      void code.then((value) => value !== undefined && rememberCode(key, code));
       return code;
     },
 
@@ -197,18 +217,11 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
   };
 }
 
-// Payer code decides ECDSA vs ERC-1271 and rarely changes: keep answers a few seconds (the SDK asks per call).
-const CODE_TTL_MS = 5_000;
-const codeCache = new Map<string, { code: Promise<Hex | undefined>; at: number }>();
-function recentCode(key: string): Promise<Hex | undefined> | undefined {
-  const hit = codeCache.get(key);
-  if (hit && Date.now() - hit.at < CODE_TTL_MS) return hit.code;
-  if (hit) codeCache.delete(key);
-  return undefined;
-}
-function rememberCode(key: string, code: Promise<Hex | undefined>): void {
-  if (codeCache.size > 10_000) codeCache.clear();
-  codeCache.set(key, { code, at: Date.now() });
+/** The witness's facilitator of an upto proxy settle (the sender its simulation must run as); undefined for any other call. */
+function uptoSender(address: Address, functionName: string, args: readonly unknown[] | undefined): Address | undefined {
+  if (!isAddressEqual(address, UPTO_PERMIT2_PROXY) || (functionName !== 'settle' && functionName !== 'settleWithPermit')) return undefined;
+  const witness = (args ?? []).find((a): a is { facilitator: Address } => typeof a === 'object' && a !== null && 'facilitator' in a);
+  return witness?.facilitator;
 }
 
 /** Automine answers at once, so ask before falling back to polling with a deadline. */

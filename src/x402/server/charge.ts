@@ -17,7 +17,7 @@ import { eip3009PayloadSchema } from '../payload.js';
 import type { PaidRequests } from './paid-requests.js';
 import type { PaidRequestRow } from '../tables.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
-import type { ChargeResult, PricedResource, X402Service } from './service.js';
+import type { ChargeResult, PaymentSteps, PricedResource } from './payment-steps.js';
 
 /** How far back a retry looks for the transaction that executed its payment. */
 const LOOKBACK_BLOCKS = 10_000n;
@@ -41,7 +41,7 @@ interface Purchase {
 
 type Refuse = (reason: string) => ChargeResult;
 
-export async function chargeOnce(x402: X402Service, deps: ChargeDeps, request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
+export async function chargeOnce(x402: PaymentSteps, deps: ChargeDeps, request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
   const challenge = x402.paymentRequired(resource, 'Payment required');
   const payload = x402.readPayment(request);
   if (!payload) return { paid: false, paymentRequired: challenge };
@@ -72,7 +72,7 @@ export async function chargeOnce(x402: X402Service, deps: ChargeDeps, request: F
  * payment-identifier when the first request carried one) gets the first result again; anything else
  * reusing its nonce is refused. A payment whose outcome was unknown is settled again under its record.
  */
-async function again(x402: X402Service, deps: ChargeDeps, row: PaidRequestRow, purchase: Purchase, payload: PaymentPayload, requirements: PaymentRequirements, refuse: Refuse): Promise<ChargeResult> {
+async function again(x402: PaymentSteps, deps: ChargeDeps, row: PaidRequestRow, purchase: Purchase, payload: PaymentPayload, requirements: PaymentRequirements, refuse: Refuse): Promise<ChargeResult> {
   const same = row.payloadHash === purchase.payloadHash && row.resource === purchase.resource && (row.clientPaymentId === null || row.clientPaymentId === purchase.clientPaymentId);
   if (!same) return refuse(Reason.nonceAlreadyUsed);
   if (row.status === 'settled') return { paid: true, payload, requirements, settlement: row.settlement as SettleResponse, payer: purchase.key.payer };
@@ -84,7 +84,7 @@ async function again(x402: X402Service, deps: ChargeDeps, row: PaidRequestRow, p
  * first: the earlier attempt may have paid, and only the transfer claimed for this record counts.
  */
 async function settleRecorded(
-  x402: X402Service,
+  x402: PaymentSteps,
   deps: ChargeDeps,
   row: PaidRequestRow,
   purchase: Purchase,
@@ -134,7 +134,7 @@ async function served(deps: ChargeDeps, row: PaidRequestRow, purchase: Purchase,
   return { paid: true, payload, requirements, settlement, payer: purchase.key.payer };
 }
 
-async function refuseInvalid(x402: X402Service, payload: PaymentPayload, requirements: PaymentRequirements, refuse: Refuse): Promise<ChargeResult> {
+async function refuseInvalid(x402: PaymentSteps, payload: PaymentPayload, requirements: PaymentRequirements, refuse: Refuse): Promise<ChargeResult> {
   const verified = await x402.verify(payload, requirements);
   if (verified.kind === 'unavailable') throw new FacilitatorUnavailableError(verified.message);
   return refuse(verified.kind === 'invalid' ? verified.reason : Reason.invalidPayload);

@@ -5,8 +5,10 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResp
 import { z } from 'zod';
 import { ChainUnavailableError } from '../../chain/errors.js';
 import type { Facilitator } from '../facilitator/facilitator.js';
+import { SettleBudgetError } from '../facilitator/settle-policy.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
 import { parseGuardedJson } from '../../platform/json-guard.js';
+import { errorText, redactText } from '../../platform/log-redaction.js';
 import { currentRequestId } from '../../platform/request-context.js';
 
 /** The paid request's id, so the facilitator's logs of this call carry it too. */
@@ -23,9 +25,11 @@ export function localFacilitatorClient(facilitator: Facilitator): FacilitatorCli
     verify: (payload, requirements) => facilitator.verify(payload, requirements).catch(unavailable),
     settle: (payload, requirements) =>
       facilitator.settle(payload, requirements).catch((error: unknown) => {
-        if (error instanceof ChainUnavailableError) throw new FacilitatorUnavailableError(error.message, { cause: error });
-        // Anything else may have happened after the broadcast.
-        throw new SettlementUnknownError(`settlement outcome unknown: ${(error as Error).message}`, '', { cause: error });
+        // Nothing was sent: the chain did not answer, the gas float is low, or a settle budget is spent.
+        if (error instanceof ChainUnavailableError || error instanceof SettleBudgetError) throw new FacilitatorUnavailableError(error.message, { cause: error });
+        // Anything else may have happened after the broadcast. The message is kept with a wallet's payment
+        // (its `error`), so a chain error's text loses the RPC URL's key here (log-redaction.ts).
+        throw new SettlementUnknownError(`settlement outcome unknown: ${errorText(error)}`, '', { cause: error });
       }),
     getSupported: async () => facilitator.supported(),
   };
@@ -123,7 +127,7 @@ function nothingSent(json: unknown): boolean {
 
 function describe(error: unknown): string {
   const cause = (error as { cause?: { code?: string } })?.cause?.code;
-  return `${(error as Error)?.message ?? String(error)}${cause ? ` (${cause})` : ''}`;
+  return redactText(`${(error as Error)?.message ?? String(error)}${cause ? ` (${cause})` : ''}`);
 }
 
 /** A remote facilitator's answer through the JSON guard: too deep, too big or malformed reads as no answer. */

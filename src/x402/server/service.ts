@@ -2,7 +2,7 @@
 // payment header, verifies and settles through the configured facilitator, writes the answers.
 // See /work/notes/x402-wiring.md for how endpoints use it.
 import type { FacilitatorClient } from '@x402/core/server';
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { deepEqual } from '@x402/core/utils';
 import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -13,43 +13,12 @@ import { ApiError } from '../../platform/http/errors.js';
 import { settleClaimant } from '../settlement-claimant.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
 import { chargeOnce, type ChargeDeps } from './charge.js';
+import { chargeUsage, type Usage, type UsageResult } from './metered.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
+import type { ChargeResult, PaymentSteps, PricedResource, SettleOutcome, VerifyOutcome } from './payment-steps.js';
 
-/** A priced resource: what one request to a paid endpoint costs and who is paid. */
-export interface PricedResource {
-  /** Absolute URL of the resource as the client requested it (see resourceUrl()). */
-  url: string;
-  description: string;
-  mimeType: string;
-  /** Atomic units of the asset, e.g. "100" = 0.0001 USDG. */
-  amount: string;
-  payTo: string;
-  /** How long the signed authorization stays valid. Default 300. */
-  maxTimeoutSeconds?: number;
-  /** Default: the chain's default asset (USDG). */
-  asset?: AssetInfo;
-}
-
-export type VerifyOutcome =
-  | { kind: 'valid'; payer: string; response: VerifyResponse }
-  | { kind: 'invalid'; reason: string; message: string; response: VerifyResponse }
-  /** The facilitator could not be asked: nothing happened. */
-  | { kind: 'unavailable'; message: string };
-
-export type SettleOutcome =
-  /** The facilitator's one `success: true` for this authorization: this request bought it. */
-  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
-  /** Definitive: refused, or the transaction moved nothing. */
-  | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
-  /** The facilitator could not be reached before anything was broadcast. */
-  | { kind: 'unavailable'; message: string }
-  /** Something may have been broadcast; the outcome is unknown (timeout, pending receipt). */
-  | { kind: 'unknown'; transaction: string | null; message: string };
-
-export type ChargeResult =
-  | { paid: true; payload: PaymentPayload; requirements: PaymentRequirements; settlement: SettleResponse; payer: string }
-  /** Send with sendPaymentRequired(); `error` in the challenge says why (absent on a first, unpaid request). */
-  | { paid: false; paymentRequired: PaymentRequired; settlement?: SettleResponse };
+// The shapes charge.ts and metered.ts share with this service live in payment-steps.ts, below all three.
+export type { ChargeResult, PricedResource, SettleOutcome, VerifyOutcome } from './payment-steps.js';
 
 export interface X402ServiceDeps {
   network: string;
@@ -60,6 +29,11 @@ export interface X402ServiceDeps {
   facilitator: () => FacilitatorClient;
   /** Keyed hash (the server pepper): a record's payment-identifier must be one nobody else can compute. */
   keyedHash: (value: string) => string;
+  /**
+   * During a pepper rotation, the previous pepper's keyed hashes too (after the current one): a record named
+   * before the switch keeps its transfer (docs/operations.md#key-rotation).
+   */
+  earlierKeyedHashes?: (value: string) => string[];
   /**
    * The payment records: charge()'s paid requests, and the chain and transfer claims with which a settle
    * named for a record makes sure its transfer is that record's. Without them the service verifies and
@@ -73,7 +47,7 @@ const PENDING = 'settlement_pending';
 const NONCE_USED = 'invalid_exact_evm_nonce_already_used';
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
-export class X402Service {
+export class X402Service implements PaymentSteps {
   constructor(private readonly deps: X402ServiceDeps) {}
 
   get network(): string {
@@ -240,7 +214,7 @@ export class X402Service {
   async #claimTransfer(record: string, paid: PaymentPayload, requirements: PaymentRequirements, response: SettleResponse): Promise<boolean> {
     const { client, uses } = this.deps.records!;
     // Our own facilitator claimed it under this record's name when it answered: one read, no chain call.
-    if (await uses.heldIn(this.deps.network, response.transaction, settleClaimant(this.paymentIdOf(record)))) return true;
+    for (const id of this.#paymentIdsOf(record)) if (await uses.heldIn(this.deps.network, response.transaction, settleClaimant(id))) return true;
     const auth = (paid.payload as { authorization?: { from?: string; nonce?: string } }).authorization;
     if (!auth?.from || !auth.nonce) return false;
     const expected = { asset: requirements.asset, payer: auth.from, nonce: auth.nonce, payTo: requirements.payTo, amount: requirements.amount };
@@ -266,9 +240,21 @@ export class X402Service {
    * success to that record's settle claims: true when it is (now or already) the record's, false when a copy
    * of the payload took the success first or something else holds it. Every grant from the chain calls this.
    */
-  claimPayment(record: string, expected: ExpectedPayment, paid: { transactionHash: string; logIndex: number }): Promise<boolean> {
+  async claimPayment(record: string, expected: ExpectedPayment, paid: { transactionHash: string; logIndex: number }): Promise<boolean> {
     if (!this.deps.records) throw new Error('claimPayment() needs the payment records (X402ServiceDeps.records)');
-    return this.deps.records.uses.claim(paymentUseOf(this.deps.network, expected, paid.transactionHash, paid.logIndex), settleClaimant(this.paymentIdOf(record)));
+    const use = paymentUseOf(this.deps.network, expected, paid.transactionHash, paid.logIndex);
+    const [current, ...earlier] = this.#paymentIdsOf(record);
+    if (await this.deps.records.uses.claim(use, settleClaimant(current!))) return true;
+    if (earlier.length === 0) return false;
+    // Held under the record's name from before a pepper rotation: still the record's own.
+    const holder = await this.deps.records.uses.holder(use);
+    return earlier.some((id) => holder === settleClaimant(id));
+  }
+
+  /** The record's payment-identifier, then (during a pepper rotation) what the previous pepper named it. */
+  #paymentIdsOf(record: string): string[] {
+    const earlier = this.deps.earlierKeyedHashes?.(`x402-settle:${record}`) ?? [];
+    return [this.paymentIdOf(record), ...earlier.map((hash) => `tg_${hash.slice(0, 48)}`)];
   }
 
   /**
@@ -281,6 +267,19 @@ export class X402Service {
     if (!this.deps.records) throw new Error('charge() needs the payment records (X402ServiceDeps.records)');
     try {
       return await chargeOnce(this, this.deps.records, request, resource);
+    } catch (error) {
+      throw toApiError(error);
+    }
+  }
+
+  /**
+   * The same for a metered endpoint: an `upto` challenge (Permit2, at most `resource.amount`), settled for what
+   * `use` says the request used (metered.ts). Throws as charge() does.
+   */
+  async chargeUsage(request: FastifyRequest, resource: PricedResource, use: Usage): Promise<UsageResult> {
+    if (!this.deps.records) throw new Error('chargeUsage() needs the payment records (X402ServiceDeps.records)');
+    try {
+      return await chargeUsage(this, this.deps.records, request, resource, use);
     } catch (error) {
       throw toApiError(error);
     }

@@ -1,0 +1,103 @@
+// batch-settlement end to end through our facilitator, with the official @x402/evm client and server: the first
+// call deposits into a channel (one relayer transaction), the next calls pay with off-chain vouchers (none), and
+// the seller's channel manager claims them in one transaction and sweeps them to its payee in another. Balances
+// of the payer, the payee, the channel and the relayer are read from the chain.
+import type { SettleResponse } from '@x402/core/types';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BATCH_SETTLEMENT } from '../../src/chain/x402-contracts.js';
+import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { fundedPayer } from '../x402/support.js';
+import { batchBuyer, channelOf, channelState, NETWORK, startBatchSeller, type BatchSeller } from './batch-support.js';
+import { gasOf, relayerState } from './permit2-support.js';
+import { post } from './support.js';
+
+let app: TestApp;
+let seller: BatchSeller;
+const usdg = () => app.ctx.chain.devchain!;
+
+beforeAll(async () => {
+  app = await buildTestApp();
+  seller = await startBatchSeller(app, '1000');
+});
+afterAll(async () => {
+  await seller?.close();
+  await app?.close();
+});
+
+describe('batch-settlement with the official client and server', () => {
+  it('one deposit, ten calls paid by vouchers, one claim, one sweep: three relayer transactions in all', async () => {
+    const payer = await fundedPayer(app, '1');
+    const buyer = batchBuyer(app, payer);
+    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const [payerBefore, relayerBefore] = [await usdg().balanceOf(payer.address), await relayerState(app)];
+
+    const first = await buyer.pay(`${seller.url}/call`);
+    expect(first.status).toBe(200);
+    const deposited = await channelState(app, channelId);
+    expect(deposited.balance).toBeGreaterThanOrEqual(10_000n);
+    expect(payerBefore - (await usdg().balanceOf(payer.address))).toBe(deposited.balance);
+    expect((await relayerState(app)).sent - relayerBefore.sent).toBe(1);
+
+    for (let i = 0; i < 9; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
+    // Vouchers move nothing on chain and cost no gas.
+    expect((await relayerState(app)).sent - relayerBefore.sent).toBe(1);
+    expect(await usdg().balanceOf(seller.payTo)).toBe(0n);
+
+    const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
+    const result = await manager.claimAndSettle();
+    expect(await usdg().balanceOf(seller.payTo)).toBe(10_000n);
+    const after = await channelState(app, channelId);
+    expect(after).toMatchObject({ balance: deposited.balance, totalClaimed: 10_000n });
+    // The escrow holds the rest: what the payer deposited minus what it used.
+    expect(await usdg().balanceOf(BATCH_SETTLEMENT)).toBeGreaterThanOrEqual(deposited.balance - 10_000n);
+    const relayerAfter = await relayerState(app);
+    expect(relayerAfter.sent - relayerBefore.sent).toBe(3);
+    const [claim, sweep] = [await gasOf(app, result.claims[0]!.transaction as `0x${string}`), await gasOf(app, result.settle!.transaction as `0x${string}`)];
+    console.log(`batch-settlement: claim of 1 voucher ${claim.used} gas (limit ${claim.limit}), sweep ${sweep.used} gas (limit ${sweep.limit})`);
+  });
+
+  it("the seller's cooperative refund claims what was used and returns the rest to the payer, once", async () => {
+    const payer = await fundedPayer(app, '1');
+    const buyer = batchBuyer(app, payer);
+    for (let i = 0; i < 3; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
+    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const deposited = (await channelState(app, channelId)).balance;
+    const payerBefore = await usdg().balanceOf(payer.address);
+    const relayerBefore = await relayerState(app);
+    const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
+    const refunded = await manager.refund([channelId]);
+    expect(refunded).toHaveLength(1);
+    // One transaction: the contract's multicall claims the 3 calls used, then refunds the rest.
+    expect((await relayerState(app)).sent - relayerBefore.sent).toBe(1);
+    expect((await usdg().balanceOf(payer.address)) - payerBefore).toBe(deposited - 3000n);
+    expect(await channelState(app, channelId)).toMatchObject({ balance: 3000n, totalClaimed: 3000n, refundNonce: 1n });
+    // The same refund again (its nonce is spent): answered from its row, nothing sent.
+    const sent = (await relayerState(app)).sent;
+    const last = seller.settles[seller.settles.length - 1]!;
+    expect((last.payload.payload as { type: string }).type).toBe('refund');
+    expect((await post<SettleResponse>(app, 'settle', last.payload, last.requirements)).body).toMatchObject({ success: false, transaction: refunded[0]!.transaction });
+    expect((await relayerState(app)).sent).toBe(sent);
+    const gas = await gasOf(app, refunded[0]!.transaction as `0x${string}`);
+    console.log(`batch-settlement refund with a claim: ${gas.used} gas used, limit ${gas.limit}`);
+  });
+
+  it('a deposit settled twice moves money once; the copy is refused with its transaction', async () => {
+    const payer = await fundedPayer(app, '1');
+    const buyer = batchBuyer(app, payer);
+    const first = await fetch(`${seller.url}/call`);
+    const required = buyer.http.getPaymentRequiredResponse((name) => first.headers.get(name), await first.json());
+    const payload = await buyer.http.createPaymentPayload(required);
+    expect((payload.payload as { type: string }).type).toBe('deposit');
+    const requirements = payload.accepted;
+    const answers = await Promise.all(Array.from({ length: 4 }, () => post<SettleResponse>(app, 'settle', payload, requirements)));
+    const wins = answers.filter((a) => a.body.success);
+    expect(wins).toHaveLength(1);
+    expect(wins[0]!.body).toMatchObject({ amount: (payload.payload as { deposit: { amount: string } }).deposit.amount });
+    expect(wins[0]!.body.extra).toHaveProperty('channelState');
+    const gas = await gasOf(app, wins[0]!.body.transaction as `0x${string}`);
+    console.log(`batch-settlement deposit: ${gas.used} gas used, limit ${gas.limit}`);
+    for (const loss of answers.filter((a) => !a.body.success)) expect(loss.body.errorReason).toBe('invalid_exact_evm_nonce_already_used');
+    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    expect((await channelState(app, channelId)).balance).toBe(BigInt((payload.payload as { deposit: { amount: string } }).deposit.amount));
+  });
+});
