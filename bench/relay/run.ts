@@ -57,8 +57,11 @@ const keys = process.env.BENCH_KEYS;
 const only = process.env.BENCH_ONLY as 'relay' | 'facilitator' | undefined;
 const profileDir = process.env.BENCH_PROFILE;
 const AMOUNT = 10_000n; // 0.01 USDG
-// One load-generating client and a few payers: the facilitator's limits lifted (they still count).
-const LIFTED = Object.fromEntries(['SETTLE_LIMIT_PER_CLIENT', 'VERIFY_LIMIT_PER_CLIENT', 'SETTLE_LIMIT_PER_PAYER', 'SETTLE_LIMIT_PER_PAY_TO'].map((k) => [`FACILITATOR_${k}`, '1000000000']));
+// One load-generating client and a few payers: the facilitator's and the relay's limits lifted (they still count).
+const LIFTED = Object.fromEntries([
+  ...['SETTLE_LIMIT_PER_CLIENT', 'VERIFY_LIMIT_PER_CLIENT', 'SETTLE_LIMIT_PER_PAYER', 'SETTLE_LIMIT_PER_PAY_TO'].map((k) => `FACILITATOR_${k}`),
+  ...['BROADCAST_LIMIT_PER_CLIENT', 'VALIDATE_LIMIT_PER_CLIENT'].map((k) => `RELAY_${k}`),
+].map((k) => [k, '1000000000']));
 const ROLES: Role[] = ['facilitator', 'relay'];
 const log = pino({ level: 'error' });
 // A full GC before each timed phase: building thousands of credentials leaves garbage that would otherwise be

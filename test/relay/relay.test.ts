@@ -4,15 +4,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Receipt } from 'mppx';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moduleFactories } from '../../src/modules/index.js';
 import type { ModuleFactory } from '../../src/modules/module.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { transfersForNonce } from '../x402/support.js';
 import { mppxCredential, USDG_4663 } from './mppx-client.js';
-
-const AMOUNT = '10000'; // 0.01 USDG
+import { AMOUNT, credentialFor, expectRelayError, nonceOf, post } from './support.js';
 
 /** A route on the relay origin that fails inside, to see the relay's 500 as a client does. */
 const boom: ModuleFactory = () => ({ name: 'boom', routes: { relay: (app) => void app.get('/boom', async () => Promise.reject(new Error('internal detail'))) } });
@@ -22,35 +20,6 @@ beforeAll(async () => {
   app = await buildTestApp({ factories: [...moduleFactories, boom] });
 });
 afterAll(async () => app?.close());
-
-async function payer(app: TestApp, amount = '1') {
-  const account = privateKeyToAccount(generatePrivateKey());
-  if (amount !== '0') await app.ctx.chain.devchain!.fund(account.address, amount);
-  return account;
-}
-
-async function credentialFor(target: TestApp, options: { amount?: string; fund?: string } = {}) {
-  const account = await payer(target, options.fund ?? '1');
-  const recipient = privateKeyToAccount(generatePrivateKey()).address;
-  const built = await mppxCredential({ account, amount: options.amount ?? AMOUNT, recipient });
-  return { account, recipient, ...built, body: { credential: built.credential, request: built.request } };
-}
-
-function post(target: TestApp, path: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(`${target.urls.relay}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
-
-async function expectRelayError(res: Response, status: number, code: string) {
-  const body = (await res.json()) as { success: boolean; accepted: boolean; error: { code: string; message: string } };
-  expect([res.status, body.error?.code], body.error?.message).toEqual([status, code]);
-  expect(body).toMatchObject({ success: false, accepted: false });
-}
-
-const nonceOf = (built: { credential: { payload: unknown } }) => (built.credential.payload as { nonce: `0x${string}` }).nonce;
 
 describe('GET /supported', () => {
   it('declares evm/charge with authorization credentials and USDG on eip155:4663', async () => {
@@ -146,8 +115,9 @@ describe('the relay errors table', () => {
     await expectRelayError(await post(app, '/v1/mpp/broadcast', built.body), 400, 'invalid_idempotency_key');
   });
 
-  it('409 idempotency_conflict: the same key with another credential; 413 request_too_large over 64 KiB', async () => {
-    const [first, second] = [await credentialFor(app), await credentialFor(app)];
+  it('409 idempotency_conflict: the same payer’s key with another credential; 413 request_too_large over 64 KiB', async () => {
+    const first = await credentialFor(app);
+    const second = await credentialFor(app, { account: first.account });
     expect((await post(app, '/v1/mpp/broadcast', first.body, { 'idempotency-key': 'conflict-key-1' })).status).toBe(200);
     await expectRelayError(await post(app, '/v1/mpp/broadcast', second.body, { 'idempotency-key': 'conflict-key-1' }), 409, 'idempotency_conflict');
     expect(await transfersForNonce(app, second.account.address, nonceOf(second))).toBe(0);
@@ -166,19 +136,24 @@ describe('the relay errors table', () => {
     await expectRelayError(await post(app, '/v1/mpp/validate', withChallenge({ id: `${String(credential.challenge.id)}x` })), 422, 'challenge_binding_mismatch');
   });
 
-  it('422 invalid_signature, insufficient_balance, authorization_already_used (above); nothing moves', async () => {
+  it('422 invalid_signature, insufficient_balance, authorization_already_used (above); a refusal moves nothing', async () => {
     const built = await credentialFor(app);
     const credential = built.credential as unknown as { payload: { signature: string } };
     const signature = credential.payload.signature;
     const flipped = `${signature.slice(0, 10)}${signature[10] === '0' ? '1' : '0'}${signature.slice(11)}`;
-    await expectRelayError(await post(app, '/v1/mpp/validate', { credential: { ...built.credential, payload: { ...credential.payload, signature: flipped } }, request: built.request }), 422, 'invalid_signature');
+    const forged = { credential: { ...built.credential, payload: { ...credential.payload, signature: flipped } }, request: built.request };
+    await expectRelayError(await post(app, '/v1/mpp/validate', forged), 422, 'invalid_signature');
+    // Broadcast refuses it before writing anything under the payer's name (its key stays free for the payer).
+    await expectRelayError(await post(app, '/v1/mpp/broadcast', forged, { 'idempotency-key': 'forged-key-1' }), 422, 'invalid_signature');
+    expect(await transfersForNonce(app, built.account.address, nonceOf(built))).toBe(0);
+    expect((await post(app, '/v1/mpp/broadcast', built.body, { 'idempotency-key': 'forged-key-1' })).status).toBe(200);
     const broke = await credentialFor(app, { fund: '0' });
     await expectRelayError(await post(app, '/v1/mpp/validate', broke.body), 422, 'insufficient_balance');
     await expectRelayError(await post(app, '/v1/mpp/broadcast', broke.body, { 'idempotency-key': 'broke-key-01' }), 422, 'insufficient_balance');
     // A refusal before anything was submitted is not remembered: after a top-up the same key settles it.
     await app.ctx.chain.devchain!.fund(broke.account.address, '1');
     expect((await post(app, '/v1/mpp/broadcast', broke.body, { 'idempotency-key': 'broke-key-01' })).status).toBe(200);
-    expect(await transfersForNonce(app, built.account.address, nonceOf(built))).toBe(0);
+    expect(await transfersForNonce(app, built.account.address, nonceOf(built))).toBe(1);
   });
 
   it('500 internal_relay_error, with no internals in the answer', async () => {
@@ -192,16 +167,28 @@ describe('the relay errors table', () => {
 describe('503 idempotency_capacity_exceeded', () => {
   let small: TestApp;
   beforeAll(async () => {
-    small = await buildTestApp({ env: { RELAY_IDEMPOTENCY_CAPACITY: '1' } });
+    small = await buildTestApp({ env: { RELAY_IDEMPOTENCY_CAPACITY_PER_PAYER: '1' } });
   });
   afterAll(async () => small?.close());
 
-  it('past the bound a new key is refused; a kept key still answers', async () => {
-    const [first, second] = [await credentialFor(small), await credentialFor(small)];
+  it('past its own bound a payer’s new key is refused until its oldest record expires; a kept key still answers; another payer is not held up', async () => {
+    const first = await credentialFor(small);
+    const second = await credentialFor(small, { account: first.account });
     expect((await post(small, '/v1/mpp/broadcast', first.body, { 'idempotency-key': 'capacity-key-1' })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the one-second count cache
-    await expectRelayError(await post(small, '/v1/mpp/broadcast', second.body, { 'idempotency-key': 'capacity-key-2' }), 503, 'idempotency_capacity_exceeded');
+    const refused = await post(small, '/v1/mpp/broadcast', second.body, { 'idempotency-key': 'capacity-key-2' });
+    // The first record expires after the retention (72 h): that is when a place frees up.
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(71 * 3600);
+    await expectRelayError(refused, 503, 'idempotency_capacity_exceeded');
+    expect(await transfersForNonce(small, second.account.address, nonceOf(second))).toBe(0);
     expect((await post(small, '/v1/mpp/broadcast', first.body, { 'idempotency-key': 'capacity-key-1' })).status).toBe(200);
+
+    // Another payer, under any key (the same one too), has its own bound.
+    for (const key of ['capacity-key-2', 'capacity-key-1']) {
+      const other = await credentialFor(small);
+      const res = await post(small, '/v1/mpp/broadcast', other.body, { 'idempotency-key': key });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(await transfersForNonce(small, other.account.address, nonceOf(other))).toBe(1);
+    }
   });
 });
 

@@ -1,15 +1,21 @@
-import { ApiError } from '../../platform/http/errors.js';
+import { ApiError, tooManyRequests } from '../../platform/http/errors.js';
 
 // The spec's payment relay errors table (the relay family renders { success: false, accepted: false,
 // error: { code, message } }), plus the answers for outcomes the table does not name: a broadcast whose
-// result is not known yet, one still in flight, and a facilitator that cannot be reached.
+// result is not known yet, one still in flight, a facilitator that cannot be reached, and a client past its
+// rate limit (429 rate_limited).
 const RETRY_AFTER = { 'retry-after': '5' };
 
 export const relayErrors = {
   rejected: (status: number, code: string, message: string) => new ApiError(status, code, message),
   invalidIdempotencyKey: () => new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key is required: 8 to 200 printable ASCII characters'),
   idempotencyConflict: () => new ApiError(409, 'idempotency_conflict', 'This Idempotency-Key was used with a different credential or request'),
-  capacityExceeded: () => new ApiError(503, 'idempotency_capacity_exceeded', 'The relay holds as many idempotency records as it can keep; retry later', undefined, RETRY_AFTER),
+  /** `retryAfterSeconds`: until the payer's oldest record expires and frees a place. */
+  capacityExceeded: (retryAfterSeconds: number) =>
+    new ApiError(503, 'idempotency_capacity_exceeded', 'This payer holds as many idempotency records as the relay keeps for one payer; retry a new key later', undefined, { 'retry-after': String(retryAfterSeconds) }),
+  /** Per client address, before the body is read (module.ts). */
+  rateLimited: (retryAfterSeconds: number) => tooManyRequests(retryAfterSeconds),
+  gasLow: (message: string) => new ApiError(503, 'relayer_gas_low', `${message}: the relay resumes once the relayer is funded`, undefined, { 'retry-after': '60' }),
   unavailable: () => new ApiError(503, 'relay_unavailable', 'Verification or settlement is temporarily unavailable; nothing was submitted. Retry.', undefined, RETRY_AFTER),
   outcomeUnknown: () =>
     new ApiError(

@@ -1,14 +1,17 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { Hex } from 'viem';
+import { transferWithAuthorizationTypes } from '../../chain/eip3009.js';
+import { isTransportError } from '../../chain/errors.js';
 import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
+import { GasFloatLowError } from '../../x402/facilitator/gas-float.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
 import { parseRelayBody, relayReceipt, type RelayAsset, type RelayPayment } from './credential.js';
 import { relayErrors } from './errors.js';
-import type { BroadcastRow, RelayStore, StoredAnswer } from './store.js';
+import type { BroadcastRow, RecordKey, RelayStore, StoredAnswer } from './store.js';
 
 /** How far past now a credential may stay valid: the asset's `maxTimeoutSeconds` (+ a little clock skew). */
 export const MAX_TIMEOUT_SECONDS = 300;
@@ -21,7 +24,8 @@ const settlementRecordOf = (recordId: string, nonce: string) => `relay:broadcast
 
 export interface RelayOptions {
   retentionSeconds: number;
-  capacity: number;
+  /** Records one payer may hold at a time (in flight or kept); past it that payer's new keys are refused. */
+  capacityPerPayer: number;
   /** An in-flight record untouched this long lost its request (the node died): a repeat takes it over. */
   takeoverAfterSeconds: number;
 }
@@ -49,12 +53,12 @@ const verdictOf = (reason: string, message: string) => {
  * The relay's two lifecycle operations over the payment core. A credential's EIP-3009 authorization is
  * verified and settled by the same facilitator engine (and relayer pool) as every x402 payment, so the
  * payment core's rules hold here too: one success per authorization, front-runs found from the logs.
- * Broadcast adds the idempotency record: created once per key (the database decides), completed only by
- * its owner, and a repeat after an unknown outcome resolves it from the chain — never by a new signature.
+ * Broadcast adds the idempotency record: created once per payer and key (the database decides), completed
+ * only by its owner, and a repeat after an unknown outcome resolves it from the chain — never by a new
+ * signature. Keys are the payer's own: another payer's credential under the same key is another record,
+ * and nothing is written under a payer's name before the payer's signature is checked.
  */
 export class RelayService {
-  #liveCount: { at: number; value: number } | null = null;
-
   constructor(
     private readonly ctx: AppContext,
     private readonly store: RelayStore,
@@ -68,17 +72,31 @@ export class RelayService {
     return { status: 200, body: this.accepted(payment) };
   }
 
-  async broadcast(idempotencyKey: string | null, body: unknown): Promise<RelayAnswer> {
-    const key = checkedKey(idempotencyKey);
-    return this.attempt(key, this.parse(body));
+  async broadcast(keyHeader: string | null, body: unknown): Promise<RelayAnswer> {
+    const idempotencyKey = checkedKey(keyHeader);
+    const payment = this.parse(body);
+    // Anyone can call the relay: below the public gas floor it stops before our own modules' settles do.
+    await this.ctx.facilitator?.requireFloat('public').catch((error: unknown) => {
+      throw error instanceof GasFloatLowError ? relayErrors.gasLow(error.message) : relayErrors.unavailable();
+    });
+    return this.attempt({ payer: payment.payer.toLowerCase(), idempotencyKey }, payment);
   }
 
-  private async attempt(key: string, payment: RelayPayment): Promise<RelayAnswer> {
+  /**
+   * The payer's key seen before is a repeat. A new one is checked in this order: the signature first, since
+   * the payer named in a credential is only a claim until then (a stranger naming someone else's address
+   * could otherwise hold that payer's key, or count against its capacity, for as long as its own
+   * verification takes); then the payer's capacity; then the one INSERT that decides which request is first.
+   */
+  private async attempt(key: RecordKey, payment: RelayPayment): Promise<RelayAnswer> {
     const existing = await this.store.byKey(key);
     if (existing) return this.repeat(existing, payment);
-    if ((await this.liveCount()) >= this.options.capacity) throw relayErrors.capacityExceeded();
+    await this.proveSigned(payment);
+    // A guard against one payer's unbounded growth, not an exact quota: concurrent new keys may pass it together.
+    const live = await this.store.liveOf(key.payer, this.options.capacityPerPayer);
+    if (live.count >= this.options.capacityPerPayer) throw relayErrors.capacityExceeded(live.firstExpiresInSeconds);
     const owner = newId();
-    const created = await this.store.create({ id: newId(), idempotencyKey: key, fingerprint: payment.fingerprint, payer: payment.payer.toLowerCase(), nonce: payment.authorization.nonce.toLowerCase(), owner }, this.options.retentionSeconds);
+    const created = await this.store.create({ id: newId(), payer: key.payer, idempotencyKey: key.idempotencyKey, fingerprint: payment.fingerprint, nonce: payment.authorization.nonce.toLowerCase(), owner }, this.options.retentionSeconds);
     if (created === 'key_taken' || created === 'authorization_taken') {
       // Lost the race to create it: a concurrent request with this key is the first. (Two inserts of one
       // key and credential at once may trip either unique constraint first.)
@@ -96,7 +114,7 @@ export class RelayService {
   private async repeat(record: BroadcastRow, payment: RelayPayment): Promise<RelayAnswer> {
     if (record.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
-    for (let current: BroadcastRow | undefined = record; current; current = await this.store.byKey(record.idempotencyKey)) {
+    for (let current: BroadcastRow | undefined = record; current; current = await this.store.byKey(record)) {
       // The key's record may have been discarded and made again for another credential meanwhile.
       if (current.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
       if (current.status === 'completed') return stored(current);
@@ -106,7 +124,7 @@ export class RelayService {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Pruned or discarded meanwhile (its attempt changed nothing): this request is a first attempt again.
-    return this.attempt(record.idempotencyKey, payment);
+    return this.attempt(record, payment);
   }
 
   /**
@@ -183,7 +201,7 @@ export class RelayService {
   private async complete(record: BroadcastRow, owner: string, answer: StoredAnswer): Promise<RelayAnswer> {
     if (await this.store.complete(record.id, owner, answer)) return { status: answer.httpStatus, body: answer.answer };
     // Taken over meanwhile: the record's own answer stands.
-    const current = await this.store.byKey(record.idempotencyKey);
+    const current = await this.store.byKey(record);
     if (current?.id === record.id && current.status === 'completed') return stored(current);
     throw relayErrors.inProgress();
   }
@@ -261,11 +279,29 @@ export class RelayService {
     return parsed;
   }
 
-  /** Counted at most once a second: the bound is a guard against unbounded growth, not an exact quota. */
-  private async liveCount(): Promise<number> {
-    const now = Date.now();
-    if (!this.#liveCount || now - this.#liveCount.at > 1_000) this.#liveCount = { at: now, value: await this.store.liveCount() };
-    return this.#liveCount.value;
+  /**
+   * The credential is signed by its payer: ECDSA here (no RPC), else (a contract wallet, or a bad signature)
+   * ERC-1271 on chain, as the facilitator engine judges it. Not a re-check of the engine's verdict: it runs
+   * before any record exists, so that only the payer can create records under its address.
+   */
+  private async proveSigned(payment: RelayPayment): Promise<void> {
+    const { authorization: a } = payment;
+    let signed: boolean;
+    try {
+      signed = await this.ctx.chain.publicClient.verifyTypedData({
+        mode: 'eoa',
+        address: payment.payer,
+        domain: { name: this.asset.name, version: this.asset.version, chainId: this.asset.chainId, verifyingContract: this.asset.address },
+        types: transferWithAuthorizationTypes,
+        primaryType: 'TransferWithAuthorization',
+        message: { from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce },
+        signature: payment.signature,
+      });
+    } catch (error) {
+      if (isTransportError(error)) throw relayErrors.unavailable();
+      signed = false;
+    }
+    if (!signed) throw relayErrors.rejected(422, 'invalid_signature', `The authorization is not signed by its payer ${payment.payer}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { and, count, eq, gt, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../platform/db.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { relayBroadcasts as broadcasts } from './tables.js';
@@ -6,22 +6,24 @@ import { relayBroadcasts as broadcasts } from './tables.js';
 const AUTHORIZATION_UNIQUE = 'relay_broadcasts_authorization_unique';
 
 export type BroadcastRow = typeof broadcasts.$inferSelect;
+/** What names a record: the payer whose credential made it, and its Idempotency-Key. */
+export type RecordKey = Pick<BroadcastRow, 'payer' | 'idempotencyKey'>;
 export interface StoredAnswer {
   httpStatus: number;
   answer: unknown;
 }
 
 /**
- * SQL of broadcast idempotency records. The key's row is created once (unique key); only its owner
- * completes it (the WHERE names the owner), and a takeover of a stale in-flight row is one conditional
- * UPDATE, so two repeats of the key can never both settle.
+ * SQL of broadcast idempotency records. A payer's key gets its row once (unique payer and key); only its
+ * owner completes it (the WHERE names the owner), and a takeover of a stale in-flight row is one
+ * conditional UPDATE, so two repeats of the key can never both settle.
  */
 export class RelayStore {
   constructor(private readonly db: Db) {}
 
   /**
-   * Creates the key's record owned by `owner`: `key_taken` when the key already has one,
-   * `authorization_taken` when another key's record holds this authorization.
+   * Creates the payer's record of the key, owned by `owner`: `key_taken` when the payer's key already has
+   * one, `authorization_taken` when another key's record holds this authorization.
    */
   async create(row: Pick<BroadcastRow, 'id' | 'idempotencyKey' | 'fingerprint' | 'payer' | 'nonce' | 'owner'>, retentionSeconds: number): Promise<BroadcastRow | 'key_taken' | 'authorization_taken'> {
     let created: BroadcastRow | undefined;
@@ -35,7 +37,7 @@ export class RelayStore {
           updatedAt: sql`now()`,
           expiresAt: sql`now() + make_interval(secs => ${retentionSeconds})`,
         })
-        .onConflictDoNothing({ target: broadcasts.idempotencyKey })
+        .onConflictDoNothing({ target: [broadcasts.payer, broadcasts.idempotencyKey] })
         .returning();
     } catch (error) {
       if (isUniqueViolation(error, AUTHORIZATION_UNIQUE)) return 'authorization_taken';
@@ -44,8 +46,11 @@ export class RelayStore {
     return created ?? 'key_taken';
   }
 
-  async byKey(key: string): Promise<BroadcastRow | undefined> {
-    const [row] = await this.db.select().from(broadcasts).where(eq(broadcasts.idempotencyKey, key));
+  async byKey(key: RecordKey): Promise<BroadcastRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(broadcasts)
+      .where(and(eq(broadcasts.payer, key.payer), eq(broadcasts.idempotencyKey, key.idempotencyKey)));
     return row;
   }
 
@@ -82,10 +87,26 @@ export class RelayStore {
       .where(and(eq(broadcasts.id, id), eq(broadcasts.owner, owner), eq(broadcasts.status, 'in_flight')));
   }
 
-  /** Records still kept (not past retention): what the capacity bound counts. */
-  async liveCount(): Promise<number> {
-    const [row] = await this.db.select({ n: count() }).from(broadcasts).where(gt(broadcasts.expiresAt, sql`now()`));
-    return row?.n ?? 0;
+  /**
+   * The payer's records still kept (not past retention), counted up to `atMost` (the capacity: past it the
+   * number does not matter, so the count never walks more of the index than that), and the seconds until the
+   * first of them expires (when a slot frees up). In expiry order on (payer, expires_at), so the first is the oldest.
+   */
+  async liveOf(payer: string, atMost: number): Promise<{ count: number; firstExpiresInSeconds: number }> {
+    const kept = this.db
+      .select({ expiresAt: broadcasts.expiresAt })
+      .from(broadcasts)
+      .where(and(eq(broadcasts.payer, payer), gt(broadcasts.expiresAt, sql`now()`)))
+      .orderBy(asc(broadcasts.expiresAt))
+      .limit(atMost)
+      .as('kept');
+    const [row] = await this.db
+      .select({
+        n: sql<number>`count(*)::int`,
+        left: sql<string | null>`ceil(extract(epoch from min(${kept.expiresAt}) - now()))`,
+      })
+      .from(kept);
+    return { count: row?.n ?? 0, firstExpiresInSeconds: Math.max(1, Number(row?.left ?? 1)) };
   }
 
   /** Deletes records past retention; answers how many went. */
