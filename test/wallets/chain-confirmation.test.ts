@@ -58,6 +58,27 @@ function claimSuccess(res: http.ServerResponse) {
   res.writeHead(200, { 'payment-response': receipt, 'content-type': 'application/json' }).end('{"item":"yours"}');
 }
 
+/**
+ * A seller that settles through the facilitator, then stops the devchain (SIGSTOP: its RPC answers nothing) and only
+ * then answers with its receipt. The caller sends SIGCONT.
+ */
+function settlesThenStopsTheChain(path: string) {
+  const seen = { settled: null as { success: boolean; transaction: string } | null, stopped: false };
+  routes.set(path, (req, res) => {
+    const header = req.headers['payment-signature'];
+    if (typeof header !== 'string') return challenge(res, [requirement(PRICE)]);
+    void settleThroughFacilitator(header).then((result) => {
+      seen.settled = result;
+      // From here until pay-and-call has answered, the chain answers nothing: a read of it before the answer would hold the answer.
+      process.kill(app.ctx.chain.devchain!.pid!, 'SIGSTOP');
+      seen.stopped = true;
+      const receipt = encodePaymentResponseHeader({ ...result, network: app.ctx.chain.network as `${string}:${string}` } as Parameters<typeof encodePaymentResponseHeader>[0]);
+      res.writeHead(200, { 'payment-response': receipt, 'content-type': 'application/json' }).end('{"item":"yours"}');
+    });
+  });
+  return seen;
+}
+
 /** What the seller's settlement through the facilitator does on chain. */
 async function settleThroughFacilitator(header: string): Promise<{ success: boolean; transaction: string }> {
   const paymentPayload = decodePaymentSignatureHeader(header);
@@ -118,6 +139,37 @@ describe('pay-and-call payments confirmed on chain', () => {
     expect(status.lastRunAt).toEqual(expect.any(String));
   });
 
+  it('a seller that settles, then answers: pay-and-call answers without reading the chain first (it answers while the chain is stopped), and confirms on chain after', async () => {
+    const anvil = app.ctx.chain.devchain!.pid!;
+    const seller = settlesThenStopsTheChain('/settles-first');
+    const reconcilerStatus = async () => (await app.modules.flatMap((m) => Object.entries(m.adminCommands ?? {})).find(([name]) => name === 'wallet.payments-reconciler')![1]({})) as { settled: number };
+    const settledByTheLoop = (await reconcilerStatus()).settled;
+    let answer: Awaited<ReturnType<typeof pay>> | 'no answer while the chain was stopped';
+    try {
+      answer = await Promise.race([pay('/settles-first'), new Promise<'no answer while the chain was stopped'>((resolve) => setTimeout(() => resolve('no answer while the chain was stopped'), 5_000))]);
+      expect(seller.stopped).toBe(true);
+    } finally {
+      process.kill(anvil, 'SIGCONT');
+    }
+    if (answer === 'no answer while the chain was stopped') throw new Error(answer);
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.upstream).toMatchObject({ status: 200, body: { item: 'yours' } });
+    const settled = seller.settled;
+    expect(settled!.success).toBe(true);
+    const payment = answer.body.data.payment;
+    // The payment as recorded: pending, the seller's transaction in its receipt; `transaction` is only ever the chain's.
+    expect(payment).toMatchObject({ status: 'pending', transaction: null, error: null, settlement: { success: true, transaction: settled!.transaction } });
+
+    // Confirmed from the chain after the answer, by the request's own confirmation (the worker leaves a payment
+    // touched in the last 5 s alone, and its count of payments it moved has not changed).
+    const confirmed = await waitFor(async () => {
+      const current = await paymentById(payment.id);
+      return current.status === 'settled' && current;
+    }, 20_000);
+    expect(confirmed).toMatchObject({ status: 'settled', transaction: settled!.transaction, error: null });
+    expect((await reconcilerStatus()).settled).toBe(settledByTheLoop);
+  }, 60_000);
+
   it('the worker reports a chain it cannot read: the tick fails, errors and lastError are set, lag is measured', async () => {
     routes.set('/silent', (req, res) => (typeof req.headers['payment-signature'] === 'string' ? res.writeHead(200).end('ok') : challenge(res, [requirement(PRICE)])));
     const answer = await pay('/silent');
@@ -162,6 +214,30 @@ describe('pay-and-call payments confirmed on chain', () => {
     expect(ended).toMatchObject({ status: 'failed', transaction: null });
     expect(ended.error).toMatch(/^authorization_expired/);
     expect(await balance(wallet.address)).toBe(before);
+  }, 60_000);
+
+  // Last in the file: it closes the wallets module, so no later payment is confirmed by its request.
+  it('closing waits for a confirmation still running after its answer, then the payment is settled', async () => {
+    const anvil = app.ctx.chain.devchain!.pid!;
+    const seller = settlesThenStopsTheChain('/settles-before-close');
+    const wallets = app.modules.find((m) => m.name === 'wallets')!;
+    let closing: Promise<void> | undefined;
+    let closed = false;
+    let answer: Awaited<ReturnType<typeof pay>>;
+    try {
+      answer = await pay('/settles-before-close');
+      expect(seller.stopped).toBe(true);
+      expect(answer.body.data.payment).toMatchObject({ status: 'pending', settlement: { success: true } });
+      // Its confirmation is waiting on the stopped chain: close() must wait for it.
+      closing = wallets.close!().then(() => void (closed = true));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(closed).toBe(false);
+    } finally {
+      process.kill(anvil, 'SIGCONT');
+    }
+    await closing;
+    // Done once close() is: the confirmation it waited for settled the payment, no worker involved.
+    expect(await paymentById(answer.body.data.payment.id)).toMatchObject({ status: 'settled', transaction: seller.settled!.transaction });
   }, 60_000);
 });
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hash } from 'viem';
 import type { TestApp } from '../helpers/test-app.js';
 import { TRANSFER_TOPIC } from '../x402/support.js';
-import { buildWalletsApp, call, freePort } from './helpers.js';
+import { buildWalletsApp, call, freePort, settledPayment } from './helpers.js';
 
 // The whole path on the embedded devchain: management credential → wallet → dev fund → wallet
 // credential → pay-and-call of /x402-test/ping through our own facilitator.
@@ -44,20 +44,23 @@ afterAll(async () => {
 });
 
 describe('pay-and-call on the devchain', () => {
-  it('pays /x402-test/ping: 200 paid pong, payment settled with a transaction, balance down by exactly 100', async () => {
+  it('pays /x402-test/ping: 200 paid pong, answered pending with the seller\'s transaction, then settled by the chain; balance down by exactly 100', async () => {
     const before = await balance();
     const answer = await pay({});
     expect(answer.status).toBe(200);
     expect(answer.body.data.upstream).toMatchObject({ status: 200, body: { message: 'paid pong' }, bodyEncoding: 'json' });
     const payment = answer.body.data.payment;
-    expect(payment).toMatchObject({ status: 'settled', x402Version: 2, network: 'eip155:4663', asset: max.asset, amount: '100' });
-    expect(payment.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(payment.settlement).toMatchObject({ success: true, transaction: payment.transaction });
+    // The answer does not wait for the chain: the payment as recorded, the seller's receipt naming its transaction.
+    expect(payment).toMatchObject({ status: 'pending', x402Version: 2, network: 'eip155:4663', asset: max.asset, amount: '100', transaction: null });
+    expect(payment.settlement).toMatchObject({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect(await balance()).toBe(before - PRICE);
-    const receipt = await app.ctx.chain.publicClient.getTransactionReceipt({ hash: payment.transaction as Hash });
+    const receipt = await app.ctx.chain.publicClient.getTransactionReceipt({ hash: payment.settlement.transaction as Hash });
     expect(receipt.status).toBe('success');
+    // Then the chain confirms it: settled with that transaction.
+    const settled = await settledPayment(app, secret, payment);
+    expect(settled).toMatchObject({ status: 'settled', transaction: payment.settlement.transaction, error: null, amount: '100' });
     const listed = await call(app, 'GET', '/v1/wallets/me/payments', secret);
-    expect(listed.body.data[0]).toEqual(payment);
+    expect(listed.body.data[0]).toEqual(settled);
   });
 
   it('refuses maxPayment.amount 99 with 400: nothing signed, nothing stored, balance unchanged', async () => {
@@ -86,8 +89,8 @@ describe('pay-and-call on the devchain', () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => pay({})));
     expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
     expect(answers.every((a) => a.body.data.upstream.body.message === 'paid pong')).toBe(true);
-    const transactions = answers.map((a) => a.body.data.payment.transaction);
-    expect(answers.every((a) => a.body.data.payment.status === 'settled')).toBe(true);
+    expect(answers.every((a) => a.body.data.payment.status === 'pending')).toBe(true);
+    const transactions = (await Promise.all(answers.map((a) => settledPayment(app, secret, a.body.data.payment)))).map((p) => p.transaction);
     // Settles that arrive together may share a Multicall3 transaction: count the wallet's own transfers in them.
     let transfers = 0;
     for (const hash of new Set(transactions)) {
@@ -119,5 +122,60 @@ describe('pay-and-call on the devchain', () => {
     expect(answer.status).toBe(502);
     expect(answer.body.data.payment).toMatchObject({ status: 'unknown', transaction: null });
     expect(answer.body.data.payment.error).toMatch(/insufficient_balance|simulation_failed/);
+  });
+});
+
+describe('pay-and-call with an Idempotency-Key', () => {
+  const keyed = async (key: string, body: Record<string, unknown> = {}) => {
+    const response = await app.origins.api!.inject({
+      method: 'POST',
+      url: '/v1/wallets/me/pay-and-call',
+      headers: { authorization: `Bearer ${secret}`, 'idempotency-key': key },
+      payload: { url: ping, maxPayment: max, ...body },
+    });
+    return { status: response.statusCode, replayed: response.headers['idempotent-replayed'] === 'true', body: response.json() };
+  };
+
+  it('the same key twice, and five copies at once: one payment on chain, every answer the first one', async () => {
+    const before = { balance: await balance(), rows: Number(await paymentRows()) };
+    const key = `agent-retry-${Date.now()}`;
+    const first = await keyed(key);
+    expect(first).toMatchObject({ status: 200, replayed: false, body: { data: { payment: { status: 'pending', amount: '100' } } } });
+    // The stored answer is the answer as given (pending); the payment itself goes on to settled.
+    expect(await keyed(key)).toEqual({ ...first, replayed: true });
+    await settledPayment(app, secret, first.body.data.payment);
+
+    const burstKey = `agent-burst-${Date.now()}`;
+    const copies = await Promise.all(Array.from({ length: 5 }, () => keyed(burstKey)));
+    expect(copies.map((c) => c.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(copies.filter((c) => !c.replayed)).toHaveLength(1);
+    for (const copy of copies) expect(copy.body).toEqual(copies[0]!.body);
+
+    expect(await balance()).toBe(before.balance - 2n * PRICE);
+    expect(Number(await paymentRows())).toBe(before.rows + 2);
+  });
+
+  it('the same key with another body is 409 idempotency_conflict; a bad key is 400; nothing is paid', async () => {
+    const key = `agent-other-${Date.now()}`;
+    await keyed(key);
+    const before = await balance();
+    expect(await keyed(key, { method: 'POST' })).toMatchObject({ status: 409, body: { data: { reason: 'idempotency_conflict' } } });
+    expect(await keyed('short')).toMatchObject({ status: 400, body: { data: { reason: 'invalid_idempotency_key' } } });
+    expect(await balance()).toBe(before);
+  });
+
+  it("a call whose node died after paying (its record left running, its lease lapsed): the repeat finds the key's payment and never pays again", async () => {
+    const key = `agent-crash-${Date.now()}`;
+    const first = await keyed(key);
+    expect(first.status).toBe(200);
+    await settledPayment(app, secret, first.body.data.payment);
+    // What a node killed between the payment and the stored answer leaves behind.
+    await app.ctx.database.query(sql`update idempotency_records set status = 'running', owner = 'dead-node', lease_expires_at = now() - interval '1 second', answer = null, answer_status = null where key = ${key}`);
+    const before = await balance();
+    const repeat = await keyed(key);
+    expect(repeat).toMatchObject({ status: 409, body: { data: { reason: 'idempotency_key_used', payment: { id: first.body.data.payment.id, status: 'settled' } } } });
+    expect(await balance()).toBe(before);
+    // Its answer is now the key's: the same again.
+    expect(await keyed(key)).toEqual({ ...repeat, replayed: true });
   });
 });

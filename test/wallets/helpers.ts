@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { moduleFactories } from '../../src/modules/index.js';
 import type { ModuleFactory } from '../../src/modules/module.js';
 import { createWalletsModule, walletsModule, type WalletsModuleOptions } from '../../src/modules/wallets/routes.js';
@@ -45,6 +46,54 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** What the answer of a paid pay-and-call says of its payment, and what the chain then made of it. */
+export interface PaidPayment {
+  id: string;
+  status: string;
+  amount: string;
+  transaction: string | null;
+  settlement: Record<string, unknown> | null;
+  [field: string]: unknown;
+}
+
+/**
+ * The payment of a pay-and-call the seller settled, once the chain confirms it. The answer does not wait for the
+ * chain: it carries the payment `pending`, `transaction` null and the seller's transaction in `settlement`; this
+ * throws unless the answer is that, then waits (GET /v1/wallets/me/payments) until the payment is `settled` with the
+ * chain's transaction, and throws if it never is. `payment`: the answer's `data.payment` (any door: REST, MCP, an
+ * agent's tool); `secret`: a credential of the paying wallet.
+ */
+export async function settledPayment(app: TestApp, secret: string, payment: PaidPayment | null | undefined, timeoutMs = 20_000): Promise<PaidPayment> {
+  const claimed = payment?.settlement?.transaction;
+  if (!payment || payment.status !== 'pending' || payment.transaction !== null || payment.settlement?.success !== true || typeof claimed !== 'string') {
+    throw new Error(`expected the answer's payment pending with the seller's transaction in settlement, got ${JSON.stringify(payment)}`);
+  }
+  let last: PaidPayment | undefined;
+  try {
+    return await waitFor(async () => {
+      const listed = (await call(app, 'GET', '/v1/wallets/me/payments?limit=100', secret)).body.data as PaidPayment[];
+      last = listed.find((p) => p.id === payment.id);
+      return last?.status === 'settled' && last.transaction === claimed && last;
+    }, timeoutMs);
+  } catch {
+    throw new Error(`payment ${payment.id} was not confirmed settled on chain within ${timeoutMs} ms: ${JSON.stringify(last)}`);
+  }
+}
+
+/**
+ * An agent's newest payment once the chain has confirmed it: the tool's answer carries it pending (no chain read
+ * before answering); this waits until none of the agent's payments (as `list` reads them, newest first) is open,
+ * and throws unless the newest is settled.
+ */
+export async function newestAgentPaymentSettled(list: () => Promise<Array<{ id: string; status: string; transaction: string | null }>>) {
+  const listed = await waitFor(async () => {
+    const all = await list();
+    return all.every((p) => p.status !== 'pending' && p.status !== 'unknown') && all;
+  }, 20_000);
+  expect(listed[0]).toMatchObject({ status: 'settled', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  return listed[0]!;
 }
 
 /**

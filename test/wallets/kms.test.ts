@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { buildWalletsApp, call, waitFor } from './helpers.js';
+import { buildWalletsApp, call, settledPayment, waitFor } from './helpers.js';
 import { startKmsStandIn } from './kms-stand-in.js';
 
 const REGION = 'eu-west-1';
@@ -50,7 +50,8 @@ describe('wallet keys in AWS KMS', () => {
     });
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
     expect(paid.body.data.upstream.body).toEqual({ message: 'paid pong' });
-    expect(paid.body.data.payment).toMatchObject({ status: 'settled', amount: '100' });
+    expect(paid.body.data.payment).toMatchObject({ status: 'pending', amount: '100' });
+    await settledPayment(app, credential.secret, paid.body.data.payment);
     expect(await app.ctx.chain.devchain!.balanceOf(active.address)).toBe(1_000_000n - 100n);
     expect(kms.calls.filter((c) => c.target === 'TrentService.Sign').map((c) => c.body)).toEqual([
       expect.objectContaining({ KeyId: keyId, MessageType: 'DIGEST', SigningAlgorithm: 'ECDSA_SHA_256' }),

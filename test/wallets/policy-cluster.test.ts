@@ -348,6 +348,39 @@ describe.skipIf(!process.env.DATABASE_URL)('wallet spend policy across four serv
     expect(before.balance - end.balance).toBe(LIMIT);
     expect(await budget(wallet, nodes[VICTIM]!)).toEqual([expect.objectContaining({ spent: '1000', reserved: '0', remaining: '0' })]);
   });
+
+  it('one Idempotency-Key sent at once through all four nodes pays once; every copy answers alike; another body is 409; a restarted node answers it from the database', { timeout: 90_000 }, async () => {
+    const wallet = await walletWithPolicy('cluster-agent-idempotent');
+    const before = await onChain(wallet);
+    const key = `retry-${randomBytes(8).toString('hex')}`;
+    const keyed = (node: Node, body: unknown = payBody()) =>
+      fetch(`${node.api}/v1/wallets/me/pay-and-call`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${wallet.secret}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(body),
+      }).then(async (res) => ({ status: res.status, replayed: res.headers.get("idempotent-replayed") === "true", body: (await res.json()) as any })); // eslint-disable-line @typescript-eslint/no-explicit-any
+
+    const copies = await Promise.all([...nodes, ...nodes].map((node) => keyed(node)));
+    expect(copies.map((c) => c.status)).toEqual(Array(copies.length).fill(200));
+    expect(copies.filter((c) => !c.replayed)).toHaveLength(1);
+    for (const copy of copies) expect(copy.body).toEqual(copies[0]!.body);
+    expect(copies[0]!.body.data.upstream).toMatchObject({ status: 200, body: { message: 'paid pong' } });
+
+    const other = await keyed(nodes[1]!, { ...payBody(), method: 'POST' });
+    expect([other.status, other.body.data?.reason ?? other.body.code]).toContain(409);
+    expect(JSON.stringify(other.body)).toContain('idempotency_conflict');
+
+    // A restart of the node that answered first: the stored answer comes from the database.
+    await kill9(nodes[VICTIM]!);
+    nodes[VICTIM] = await serve(nodes[VICTIM]!);
+    const afterRestart = await keyed(nodes[VICTIM]!);
+    expect(afterRestart).toMatchObject({ status: 200, replayed: true, body: copies[0]!.body });
+
+    await settledDown(wallet);
+    const after = await onChain(wallet);
+    expect(after.transfers).toHaveLength(1);
+    expect(before.balance - after.balance).toBe(PRICE);
+  });
 });
 
 async function chainRpc(method: string, params: unknown[]) {

@@ -5,7 +5,7 @@ import type { Address } from 'viem';
 import { DEFAULT_ASSET } from '../../src/chain/registry.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { buildWalletsApp, call, createWallet, freePort } from './helpers.js';
+import { buildWalletsApp, call, createWallet, freePort, settledPayment } from './helpers.js';
 
 // Spend policies on the devchain: the wallet pays the app's own /x402-test/ping (100 atomic USDG) through
 // pay-and-call, under a policy set by its management credential. Balances are read from the chain; the
@@ -149,7 +149,7 @@ describe('who may be paid', () => {
     expect(await balance(agent)).toBe(before.balance);
     // Without the rule the same redirect is followed and paid.
     await setPolicy(agent, {});
-    expect((await call(app, 'POST', '/v1/wallets/me/pay-and-call', agent.secret, { url: `${redirector}/to-ping`, maxPayment: max })).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await call(app, 'POST', '/v1/wallets/me/pay-and-call', agent.secret, { url: `${redirector}/to-ping`, maxPayment: max })).body.data.payment);
   });
 
   it('refuses a host outside allowHosts (*.domain matches subdomains only)', async () => {
@@ -160,7 +160,7 @@ describe('who may be paid', () => {
     expect(refused.body.data).toEqual({ reason: 'policy_host_denied', rule: 'allowHosts' });
     expect(await pingRequests()).toBe(before);
     await setPolicy(agent, { allowHosts: ['127.0.0.1'] });
-    expect((await pay(agent)).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await pay(agent)).body.data.payment);
   });
 
   it('refuses a denied payTo after the challenge: the upstream got the unpaid request only, nothing is signed', async () => {
@@ -177,7 +177,7 @@ describe('who may be paid', () => {
     await setPolicy(agent, { allowPayTo: ['0x000000000000000000000000000000000000dEaD'] });
     expect((await pay(agent)).body.data).toEqual({ reason: 'policy_payto_denied', rule: 'allowPayTo' });
     await setPolicy(agent, { allowPayTo: [payTo] });
-    expect((await pay(agent)).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await pay(agent)).body.data.payment);
   });
 
   it('refuses above maxPerCall, and in an asset no amount rule names', async () => {
@@ -190,7 +190,7 @@ describe('who may be paid', () => {
     expect((await pay(agent)).body.data).toEqual({ reason: 'policy_limit_exceeded', rule: 'limits' });
     expect(await rows(agent)).toEqual([]);
     await setPolicy(agent, { maxPerCall: usdg(100) });
-    expect((await pay(agent)).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await pay(agent)).body.data.payment);
   });
 });
 
@@ -203,7 +203,10 @@ describe('rolling limits', () => {
     clock.advance(60_000);
     const second = await pay(agent);
     expect([first.status, second.status]).toEqual([200, 200]);
-    expect([first.body.data.payment.status, second.body.data.payment.status]).toEqual(['settled', 'settled']);
+    // Answered pending (the seller settled; the chain is asked after): counted as reserved until the chain confirms.
+    expect([first.body.data.payment.status, second.body.data.payment.status]).toEqual(['pending', 'pending']);
+    await settledPayment(app, agent.secret, first.body.data.payment);
+    await settledPayment(app, agent.secret, second.body.data.payment);
 
     const refused = await pay(agent);
     expect(refused.status).toBe(409);
@@ -220,7 +223,7 @@ describe('rolling limits', () => {
     // An hour after the first payment it leaves the 1h window: one more fits, the 30d window still counts all.
     clock.advance(3_600_000 - 60_000 + 1_000);
     const third = await pay(agent);
-    expect(third.body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, third.body.data.payment);
     expect((await call(app, 'GET', '/v1/wallets/me/budget', agent.secret)).body.data.map((b: { spent: string }) => b.spent)).toEqual(['200', '300']);
   });
 
@@ -247,6 +250,7 @@ describe('rolling limits', () => {
     expect(statuses.filter((s) => s === 409)).toHaveLength(15);
     expect(answers.filter((a) => a.status === 409).every((a) => a.body.data.reason === 'policy_limit_exceeded')).toBe(true);
     expect(await balance(agent)).toBe(start - 5n * PRICE);
+    for (const answer of answers.filter((a) => a.status === 200)) await settledPayment(app, agent.secret, answer.body.data.payment);
     expect((await rows(agent)).map((r) => r.status)).toEqual(Array(5).fill('settled'));
   });
 
@@ -260,7 +264,7 @@ describe('rolling limits', () => {
     expect((await call(app, 'GET', '/v1/wallets/me/budget', agent.secret)).body.data[0]).toMatchObject({ spent: '0', reserved: '100', remaining: '50' });
     expect((await pay(agent)).body.data).toMatchObject({ reason: 'policy_limit_exceeded', rule: 'limits[0]' });
     await app.ctx.database.query(sql`update wallet_payments set status = 'failed' where wallet_id = ${agent.id}`);
-    expect((await pay(agent)).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await pay(agent)).body.data.payment);
   });
 });
 
@@ -293,7 +297,7 @@ describe('human approvals', () => {
     // Without the approval id the call still waits on a human (a new approval); with it, it pays.
     const paid = await pay(agent, { approvalId: approval.id });
     expect(paid.status).toBe(200);
-    expect(paid.body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, paid.body.data.payment);
     expect(await balance(agent)).toBe(start - PRICE);
     const used = (await approvals(agent, 'consumed')).body.data;
     expect(used).toEqual([expect.objectContaining({ id: approval.id, paymentId: paid.body.data.payment.id, consumedAt: expect.any(String) })]);
@@ -319,7 +323,7 @@ describe('human approvals', () => {
     await setPolicy(stranger, { approvalAbove: usdg(50) });
     expect((await pay(stranger, { approvalId: approval.id })).body.data.reason).toBe('approval_not_found');
     // Still usable for its own call.
-    expect((await pay(agent, { approvalId: approval.id })).body.data.payment.status).toBe('settled');
+    await settledPayment(app, agent.secret, (await pay(agent, { approvalId: approval.id })).body.data.payment);
   });
 
   it('an approved approval can be withdrawn (denied) until it is used; another application cannot decide it', async () => {

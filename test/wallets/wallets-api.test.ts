@@ -191,8 +191,10 @@ describe('OpenAPI', () => {
         '/v1/wallets/me/budget',
         '/v1/wallets/me/pay-and-call',
         '/v1/wallets/me/payments',
+        '/v1/wallets/me/permit2-approval',
         '/v1/wallets/me/policy',
         '/v1/wallets/{walletId}',
+        '/v1/wallets/{walletId}/approval-events',
         '/v1/wallets/{walletId}/approvals',
         '/v1/wallets/{walletId}/approvals/{approvalId}/approve',
         '/v1/wallets/{walletId}/approvals/{approvalId}/deny',
@@ -200,6 +202,7 @@ describe('OpenAPI', () => {
         '/v1/wallets/{walletId}/budget',
         '/v1/wallets/{walletId}/credentials',
         '/v1/wallets/{walletId}/credentials/{credentialId}',
+        '/v1/wallets/{walletId}/payments',
         '/v1/wallets/{walletId}/policy',
       ].sort(),
     );
@@ -207,5 +210,9 @@ describe('OpenAPI', () => {
     // 202: the spend policy asks a human first (extension).
     expect(Object.keys(pay.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '502', '504']);
     expect(pay.requestBody.content['application/json'].schema.properties.maxPayment.required).toEqual(['network', 'asset', 'amount']);
+    // The approval-events queue: named with a key of its project (extension).
+    const events = spec.paths['/v1/wallets/{walletId}/approval-events'];
+    expect(Object.keys(events).sort()).toEqual(['get', 'put']);
+    expect(JSON.stringify(events.put.requestBody.content['application/json'].schema)).toContain('projectApiKey');
   });
 });

@@ -1,4 +1,5 @@
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { isAddress } from 'viem';
 import { ApiError } from '../../platform/http/errors.js';
 import type { SafeResponse } from '../../platform/safe-fetch.js';
 import { parsePaymentRequired, SellerAnswerError } from '../../x402/seller-answers.js';
@@ -27,14 +28,18 @@ export const MAX_AUTHORIZATION_SECONDS = 3600;
 const matchesMax = (r: PaymentRequirements, max: PayAndCallInput['maxPayment']) =>
   r.network === max.network && r.asset.toLowerCase() === max.asset.toLowerCase() && BigInt(r.amount) <= BigInt(max.amount);
 
-const payable = (r: PaymentRequirements) =>
-  r.scheme === 'exact' && r.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS && (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'eip3009');
+const exactPayable = (r: PaymentRequirements) => r.scheme === 'exact' && (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'eip3009');
+/** `upto`: a Permit2 permit for at most `amount`, sendable only by the facilitator it names. */
+const uptoPayable = (r: PaymentRequirements) =>
+  r.scheme === 'upto' && (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'permit2') && typeof r.extra?.facilitatorAddress === 'string' && isAddress(r.extra.facilitatorAddress);
+const payable = (r: PaymentRequirements) => (exactPayable(r) || uptoPayable(r)) && r.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS;
 
 /**
  * The requirement to pay. The spec's rule first: pay "only when all returned requirements match
- * maxPayment" (same network and asset, amount at most maxPayment.amount); one offer outside it and
- * nothing is paid. Among them, the cheapest one we can sign (scheme `exact` by EIP-3009, valid at
- * most MAX_AUTHORIZATION_SECONDS), the first on a tie. Otherwise 400 with the offers, nothing signed.
+ * maxPayment" (same network and asset, amount at most maxPayment.amount; an `upto` amount is its maximum); one
+ * offer outside it and nothing is paid. Among them, the cheapest one we can sign (scheme `exact` by EIP-3009, or
+ * `upto` by Permit2, valid at most MAX_AUTHORIZATION_SECONDS), the first on a tie: an `upto` maximum equal to an
+ * `exact` price loses only by order, since it may charge less. Otherwise 400 with the offers, nothing signed.
  */
 export function chooseRequirement(challenge: PaymentRequired, max: PayAndCallInput['maxPayment']): PaymentRequirements {
   const refuse = (why: string) =>
@@ -48,7 +53,7 @@ export function chooseRequirement(challenge: PaymentRequired, max: PayAndCallInp
   }
   const candidates = challenge.accepts.filter(payable);
   if (candidates.length === 0) {
-    throw refuse('No x402 payment requirement of the upstream can be paid (scheme exact by EIP-3009, maxTimeoutSeconds at most 3600)');
+    throw refuse('No x402 payment requirement of the upstream can be paid (scheme exact by EIP-3009 or upto by Permit2, maxTimeoutSeconds at most 3600)');
   }
   return candidates.reduce((best, r) => (BigInt(r.amount) < BigInt(best.amount) ? r : best));
 }

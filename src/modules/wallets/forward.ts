@@ -9,8 +9,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 const PAYMENT_HEADERS = new Set(['payment-signature', 'x-payment']);
 /** Bodies come back decoded (JSON/text); a compressed body would only reach the caller as base64 bytes. */
 const ENCODING_HEADERS = new Set(['accept-encoding']);
-/** Our own credentials (wallet or management) never go upstream, under any header. */
-const OUR_CREDENTIAL = /svc_(wallet|api)_/;
+/** Our own credentials (wallet, management, OAuth tokens) never go upstream, under any header. */
+const OUR_CREDENTIAL = /svc_(wallet|api|oauth)_/;
 
 export interface ForwardedRequest {
   headers: Record<string, string>;

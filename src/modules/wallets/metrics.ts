@@ -1,6 +1,6 @@
 import { ApiError } from '../../platform/http/errors.js';
 import type { Metrics } from '../../platform/metrics.js';
-import type { PayAndCallResult } from './pay-and-call.js';
+import type { PayAndCallResult } from './pay-schemas.js';
 
 /**
  * How a pay-and-call ended: `free` (no payment asked), `paid` (signed and sent; the upstream did not refuse

@@ -6,36 +6,40 @@ import { newId } from '../../platform/ids.js';
 import { currentRequestId } from '../../platform/request-context.js';
 import type { SafeFetchOptions, SafeResponse } from '../../platform/safe-fetch.js';
 import { chooseRequirement, parseChallenge } from './challenge.js';
+import { refuseWithoutPermit2Allowance } from './permit2-allowance.js';
 import { forwardedRequest, resourceOf } from './forward.js';
-import type { PayAndCallInput, PaymentView, UpstreamView } from './pay-schemas.js';
+import type { PayAndCallInput, PayAndCallResult, PaymentView } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
 import type { PaymentReconciler } from './reconcile.js';
 import { authorizationValidity, pendingPaymentRow, signPayment, type SignedPayment } from './signing.js';
-import type { ApprovalView } from './policy-schemas.js';
-import type { SpendGuard } from './spend-guard.js';
+import type { CredentialCeiling, SpendGuard } from './spend-guard.js';
 import { planAuthorization } from '../../x402/short-lived-scheme.js';
-import { WalletsStore, type WalletRow } from './store.js';
+import { WalletsStore, type PaymentRow, type WalletRow } from './store.js';
 import { upstreamError, upstreamView } from './upstream.js';
 import { payAndCallOutcomes, type PayAndCallOutcomes } from './metrics.js';
 import { paymentView } from './views.js';
 
+/** How long close() waits for the chain confirmations still running. */
+const CLOSE_WAIT_MS = 10_000;
+
 export type SafeFetch = (url: string, options?: SafeFetchOptions) => Promise<SafeResponse>;
 
-export type PayAndCallResult =
-  | { upstream: UpstreamView; payment: PaymentView | null }
-  /** The wallet's policy wants a human to approve this payment first: nothing was signed (answered 202). */
-  | { approval: ApprovalView };
 
 /**
  * POST /v1/wallets/me/pay-and-call: call the upstream once; on an x402 v2 challenge whose every
- * requirement matches maxPayment, reserve the payment under the wallet's spend policy (recorded before it
+ * requirement matches maxPayment (`exact` by EIP-3009, or `upto` whose maximum is within it), reserve the payment under the wallet's spend policy (recorded before it
  * is signed), sign with the wallet's key, retry with PAYMENT-SIGNATURE. The upstream's receipt is recorded as what it said; the payment is `settled`
- * only when the chain shows the transfer (reconcile.ts, here at once and then by the worker).
+ * only when the chain shows the transfer (reconcile.ts). When the upstream reports success, the answer goes back at once with the
+ * payment `pending` (the seller's transaction in `settlement`) and the chain is asked after it (`confirmLater`, then the worker);
+ * on any other answer the chain is asked before answering, since only the chain can tell whether a refused payment moved money.
  */
 export class PayAndCall {
   private readonly store: WalletsStore;
   private readonly outcomes: PayAndCallOutcomes;
+  /** Chain confirmations started after their answer went back, awaited by close(). */
+  private readonly confirming = new Set<Promise<void>>();
+  private closing = false;
 
   constructor(
     private readonly ctx: AppContext,
@@ -48,9 +52,21 @@ export class PayAndCall {
     this.outcomes = payAndCallOutcomes(ctx.metrics);
   }
 
-  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string = newId()): Promise<PayAndCallResult> {
+  /**
+   * `paymentId`: the caller's (an Idempotency-Key's, an agent hold's): a payment already made under it is never made again.
+   * `ceiling`: what the credential may pay in all (an OAuth grant's), checked with the policy before anything is signed.
+   */
+  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling): Promise<PayAndCallResult> {
     try {
-      const result = await this.attempt(wallet, credentialId, input, paymentId);
+      const earlier = paymentId === undefined ? undefined : await this.store.payment(paymentId);
+      if (earlier) {
+        throw conflict(
+          `A call with this key already made payment ${earlier.id} (${earlier.status}); its answer was lost. Read it from GET /v1/wallets/me/payments, and send a new key to pay again`,
+          'idempotency_key_used',
+          { reason: 'idempotency_key_used', payment: paymentView(earlier) },
+        );
+      }
+      const result = await this.attempt(wallet, credentialId, input, paymentId ?? newId(), ceiling);
       this.outcomes.answered(result);
       return result;
     } catch (error) {
@@ -59,7 +75,7 @@ export class PayAndCall {
     }
   }
 
-  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string): Promise<PayAndCallResult> {
+  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string, ceiling: CredentialCeiling | undefined): Promise<PayAndCallResult> {
     if (wallet.status !== 'active' || !wallet.keyRef) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -81,9 +97,12 @@ export class PayAndCall {
 
     const challenge = withUpstream(() => parseChallenge(first), first);
     const requirement = chooseRequirement(challenge, input.maxPayment);
+    // upto: the permit can move nothing unless Permit2 may pull the maximum (checked before a reservation exists).
+    if (wallet.address) await refuseWithoutPermit2Allowance(this.ctx.chain.publicClient, this.ctx.chain.network, getAddress(wallet.address), requirement);
 
     // Reserved before it is signed: the policy's check and the payment's row are one transaction, and the
-    // row names the exact nonce and validity the signature will carry (spend-guard.ts).
+    // row names the exact nonce and validity the signature will carry (spend-guard.ts). For `upto` the row's
+    // amount is the maximum permitted: reserved whole, and booked as what the chain moved (reconcile-upto.ts).
     const validity = authorizationValidity(this.ctx);
     const planned = await planAuthorization(validity, requirement);
     const row = pendingPaymentRow(
@@ -91,7 +110,7 @@ export class PayAndCall {
       { x402Version: challenge.x402Version, nonce: planned.nonce, validBefore: planned.validBefore.toString() },
       requirement,
     );
-    const reservation = await this.guard.reserve({ row, url: input.url, paidUrl: first.url, approvalId: input.approvalId });
+    const reservation = await this.guard.reserve({ row, url: input.url, paidUrl: first.url, approvalId: input.approvalId, ceiling });
     if (reservation.kind === 'approval') return { approval: reservation.approval };
     crashPoint('pay-and-call.after-reserve');
 
@@ -139,6 +158,17 @@ export class PayAndCall {
     }
     const refused = paid.status === 402 || settlement?.success === false;
     const reason = refused ? clip((settlement?.errorReason as string | undefined) || rejectionReason(paid) || 'payment rejected by the upstream') : null;
+    if (!refused && settlement?.success === true && typeof settlement.transaction === 'string' && settlement.transaction !== '' && row.scheme === 'exact') {
+      // The seller says it settled, naming its transaction: answered now with the payment as recorded (`pending`, the
+      // claim in `settlement`), and the chain asked after the answer. A pending payment already counts in the spend
+      // policy as an open one, so nothing waits on the chain to keep the accounting right; the chain alone moves it on
+      // (confirmLater now, the worker's loop as the backstop).
+      const recorded = await this.store.recordAnswer(row.id, { upstreamStatus: paid.status, settlement, next: 'pending', error: null }, this.ctx.clock.now());
+      this.confirmLater(wallet, recorded);
+      return { upstream, payment: paymentView(recorded) };
+    }
+    // Anything else (a refusal, no receipt, an unusable one, an `upto` use whose amount only the chain knows): the
+    // chain is asked before answering, so a 402 whose transfer did happen still answers with the payment settled.
     const payment =
       settlement?.success === true
         ? await this.finish(wallet, row.id, { upstreamStatus: paid.status, settlement, next: 'pending', error: null })
@@ -159,6 +189,40 @@ export class PayAndCall {
     }
     // Answered with the resource: the payment is whatever the chain says (settled, or open until it does).
     return { upstream, payment };
+  }
+
+  /**
+   * Asks the chain about an answered payment without holding its request: started on the next turn of the event
+   * loop (the answer is written first), errors logged, the worker's loop (worker.ts) taking over whatever stays open.
+   * Each one is tracked until it ends, so close() can wait for it before the database and the chain close.
+   */
+  private confirmLater(wallet: WalletRow, row: PaymentRow): void {
+    if (this.closing || !wallet.address || !this.reconciler.canCheck(row) || (row.status !== 'pending' && row.status !== 'unknown')) return;
+    const payer = getAddress(wallet.address);
+    const confirmation = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.reconciler.reconcile({ row, payer }))
+      .then(
+        () => undefined,
+        (error: unknown) => this.ctx.log.warn({ paymentId: row.id, err: error }, 'pay-and-call could not confirm the payment on chain after answering; the reconciler will'),
+      );
+    this.confirming.add(confirmation);
+    void confirmation.finally(() => this.confirming.delete(confirmation));
+  }
+
+  /**
+   * Stops starting confirmations and waits for those in flight, at most `timeoutMs` (a chain that hangs must not hold
+   * the shutdown): one cut short leaves its payment open, and the worker's loop confirms it after the restart.
+   */
+  async close(timeoutMs = CLOSE_WAIT_MS): Promise<void> {
+    this.closing = true;
+    if (this.confirming.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([
+      Promise.all([...this.confirming]).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (!waited) this.ctx.log.warn({ inFlight: this.confirming.size }, 'pay-and-call closed with chain confirmations still running; the reconciler will finish them');
   }
 
   /** Records the upstream's answer, then asks the chain at once; a chain that cannot be read leaves it to the worker. */

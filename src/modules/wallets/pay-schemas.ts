@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvalIdSchema, approvalSchema, assetAmount } from './policy-schemas.js';
+import { approvalIdSchema, approvalSchema, assetAmount, type ApprovalView } from './policy-schemas.js';
 
 export const MAX_FORWARDED_HEADERS = 50;
 export const PAY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -41,6 +41,8 @@ export const paymentSchema = z.object({
   error: z.string().nullable(),
   method: z.string(),
   resource: z.string(),
+  host: z.string().nullable().describe("the paid resource's host; null for a transfer (method TRANSFER)"),
+  requestId: z.string().nullable().describe('the id of the request that asked for the payment (its X-Request-Id when the caller sent one)'),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -63,3 +65,9 @@ export const paymentsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
   before: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a payment id').optional().describe('payment id: list payments older than this one'),
 });
+
+/** What pay-and-call answers: the upstream's answer and the payment made (null: none was asked). */
+export type PayAndCallResult =
+  | { upstream: UpstreamView; payment: PaymentView | null }
+  /** The wallet's policy wants a human to approve this payment first: nothing was signed (answered 202). */
+  | { approval: ApprovalView };

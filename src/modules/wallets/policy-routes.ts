@@ -4,7 +4,7 @@ import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
-import { approvalParams, approvalSchema, approvalsQuery, budgetLimitSchema, policyBody, policySchema } from './policy-schemas.js';
+import { approvalEventsBody, approvalParams, approvalQueueSchema, approvalSchema, approvalsQuery, budgetLimitSchema, policyBody, policySchema } from './policy-schemas.js';
 import type { WalletPolicies } from './policy-service.js';
 import { walletIdParams } from './schemas.js';
 import type { WalletsService } from './service.js';
@@ -42,6 +42,7 @@ export function policyRoutes(app: ZodApp, deps: { mgmt: Guard; walletCredential:
     '/v1/wallets/:walletId/policy',
     {
       onRequest: mgmt,
+      config: { audit: { action: 'wallet.policy.set', target: ({ params }) => params.walletId } },
       schema: {
         tags,
         summary: "Set a wallet's spend policy, replacing the previous one (extension)",
@@ -68,11 +69,35 @@ export function policyRoutes(app: ZodApp, deps: { mgmt: Guard; walletCredential:
     },
     async (request) => envelope(await policies.approvals(await owned(request, request.params.walletId), request.query.status)),
   );
+  app.get(
+    '/v1/wallets/:walletId/approval-events',
+    { onRequest: mgmt, schema: { tags, summary: "The event queue a wallet's approval requests are published into, or null (extension)", security, params: walletIdParams, response: { 200: envelopeSchema(approvalQueueSchema), ...errors(401, 404) } } },
+    async (request) => envelope(await policies.approvalQueue(await owned(request, request.params.walletId))),
+  );
+  app.put(
+    '/v1/wallets/:walletId/approval-events',
+    {
+      onRequest: mgmt,
+      config: { audit: { action: 'wallet.approval-events.set', target: ({ params }) => params.walletId } },
+      schema: {
+        tags,
+        summary: "Publish a wallet's approval requests into a project's event queue (null: stop) (extension)",
+        description:
+          'Body `{ projectId, queueId, projectApiKey }`: the management credential belongs to no project, so an active API key of the queue\'s project proves the right to publish into it (checked, never stored or shown). Each new approval request then publishes `{ type: "wallet_approval.requested", approvalId, walletId, approval }` in the transaction that asks for it; consume it with the queue\'s claim/ack API (docs/events.md) to page a person. A key that is not an active key of that project, or a queue not of it: 404 `queue_not_found`.',
+        security,
+        params: walletIdParams,
+        body: approvalEventsBody,
+        response: { 200: envelopeSchema(approvalQueueSchema), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => envelope(await policies.setApprovalQueueByKey(await owned(request, request.params.walletId), request.body)),
+  );
   for (const [action, decision] of [['approve', 'approved'], ['deny', 'denied']] as const) {
     app.post(
       `/v1/wallets/:walletId/approvals/:approvalId/${action}`,
       {
         onRequest: mgmt,
+        config: { audit: { action: `wallet.approval.${action}`, target: ({ params }) => params.approvalId } },
         schema: {
           tags,
           summary: action === 'approve' ? 'Approve a pending payment: the agent repeats its call with approvalId, once (extension)' : 'Deny a pending payment (extension)',

@@ -87,3 +87,21 @@ export type ApprovalView = z.infer<typeof approvalSchema>;
 export const approvalsQuery = z.object({ status: z.enum(APPROVAL_STATUSES).optional() });
 export const approvalParams = z.object({ walletId: z.string(), approvalId: z.string() });
 export const approvalIdSchema = z.string().regex(UUID_PATTERN, 'must be an approval id');
+
+/** Where a wallet's approval requests are published (approval-events.ts), or null: nowhere. */
+export const approvalQueueSchema = z.object({ projectId: z.string(), queueId: z.string() }).nullable();
+export type ApprovalQueueView = z.infer<typeof approvalQueueSchema>;
+
+/**
+ * The management credential names the queue: it belongs to no project, so an API key of the queue's project
+ * proves the right to write into it (checked, never stored or shown).
+ */
+export const approvalEventsBody = z
+  .strictObject({
+    projectId: z.uuid().describe('the project of the queue'),
+    queueId: z.uuid().describe("one of that project's event queues"),
+    projectApiKey: z.string().min(1).max(200).describe("an active API key (svc_api_…) of that project: proves the right to publish into its queue; never stored or shown"),
+  })
+  .nullable()
+  .describe('null: publish no more');
+export type ApprovalEventsInput = z.infer<typeof approvalEventsBody>;

@@ -1,9 +1,10 @@
 import type { AppContext } from '../../context.js';
-import { conflict, notFound } from '../../platform/http/errors.js';
+import { ApiError, conflict, notFound } from '../../platform/http/errors.js';
 import { UUID_PATTERN } from '../../platform/ids.js';
-import type { ApprovalStatus, ApprovalView, BudgetLimitView, Policy, PolicyView } from './policy-schemas.js';
+import { SECRET_PREFIXES } from '../../platform/secrets.js';
+import type { ApprovalEventsInput, ApprovalQueueView, ApprovalStatus, ApprovalView, BudgetLimitView, Policy, PolicyView } from './policy-schemas.js';
 import { PolicyStore } from './policy-store.js';
-import type { SpendGuard } from './spend-guard.js';
+import type { CeilingView, CredentialCeiling, SpendGuard } from './spend-guard.js';
 import { approvalView, policyView } from './views.js';
 
 const APPROVALS_PAGE = 100;
@@ -33,6 +34,39 @@ export class WalletPolicies {
 
   budget(walletId: string): Promise<BudgetLimitView[]> {
     return this.guard.budget(walletId);
+  }
+
+  /** What a credential's ceiling (an OAuth grant's) allows still. */
+  ceiling(walletId: string, credentialId: string, ceiling: CredentialCeiling): Promise<CeilingView> {
+    return this.guard.ceiling(walletId, credentialId, ceiling);
+  }
+
+  /** Where the wallet's approval requests are published (approval-events.ts); null: nowhere. */
+  async approvalQueue(walletId: string): Promise<{ projectId: string; queueId: string } | null> {
+    return (await this.store.approvalQueue(walletId)) ?? null;
+  }
+
+  /** Names the queue, or with null stops the events. The caller proved the right to both the wallet and the queue. */
+  async setApprovalQueue(walletId: string, target: { projectId: string; queueId: string } | null): Promise<{ projectId: string; queueId: string } | null> {
+    await this.store.setApprovalQueue(walletId, target, this.ctx.clock.now());
+    return target;
+  }
+
+  /**
+   * Names the queue for a wallet owned through a management credential, which belongs to no project: an API key
+   * of the queue's project proves the right to publish into it, as a wallet credential proves a refund wallet
+   * (projects). The order: the key first, so a queue id of a project the caller holds no key of tells nothing;
+   * then the queue through the events module. A key unknown, revoked, disabled or of another project, and a queue
+   * not of that project, are all 404 `queue_not_found`. The key is neither stored nor shown: it proves the right
+   * once; the project's owner stops the events by deleting the queue (publishing then skips it).
+   */
+  async setApprovalQueueByKey(walletId: string, input: ApprovalEventsInput): Promise<ApprovalQueueView> {
+    if (!input) return this.setApprovalQueue(walletId, null);
+    const { projectApiKey, ...target } = input;
+    const key = projectApiKey.startsWith(SECRET_PREFIXES.api) ? await this.ctx.keyRotation.find(projectApiKey, this.ctx.services.projects.resolveKey) : null;
+    if (!key || key.disabled || key.projectId !== target.projectId) throw new ApiError(404, 'queue_not_found', 'Event queue not found: projectApiKey must be an active API key of the project that owns the queue', { reason: 'queue_not_found' });
+    await this.ctx.services.events.queues.get(target.projectId, target.queueId);
+    return this.setApprovalQueue(walletId, target);
   }
 
   async approvals(walletId: string, status?: ApprovalStatus): Promise<ApprovalView[]> {

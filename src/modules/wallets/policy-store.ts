@@ -4,7 +4,7 @@ import { rowsOf } from '../../platform/sql-rows.js';
 import type { Executor } from '../../platform/db.js';
 import type { ApprovalStatus, Policy } from './policy-schemas.js';
 import type { PaymentRow } from './store.js';
-import { walletApprovals, walletPayments, walletPolicies, wallets } from './tables.js';
+import { walletApprovalQueues, walletApprovals, walletPayments, walletPolicies, wallets } from './tables.js';
 
 export type PolicyRow = typeof walletPolicies.$inferSelect;
 export type ApprovalRow = typeof walletApprovals.$inferSelect;
@@ -104,6 +104,23 @@ export class PolicyStore {
     });
   }
 
+  /**
+   * What the payments recorded under one credential add up to in (network, asset), for all time: settled ones spent,
+   * open ones reserved, failed ones released (a credential's ceiling: spend-guard.ts).
+   */
+  async credentialUsage(walletId: string, credentialId: string, network: string, asset: string): Promise<Omit<WindowUsage, 'oldest'>> {
+    const [row] = await rowsOf<{ spent: string | null; reserved: string | null }>(
+      this.db,
+      sql`select coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} = 'settled'), 0)::text as spent,
+                 coalesce(sum(${walletPayments.amount}) filter (where ${walletPayments.status} <> 'settled'), 0)::text as reserved
+          from ${walletPayments}
+          where ${walletPayments.credentialId} = ${credentialId} and ${walletPayments.walletId} = ${walletId}
+            and ${walletPayments.network} = ${network} and lower(${walletPayments.asset}) = ${asset.toLowerCase()}
+            and ${walletPayments.status} <> 'failed'`,
+    );
+    return { spent: BigInt(row?.spent ?? '0'), reserved: BigInt(row?.reserved ?? '0') };
+  }
+
   /** Records a reserved payment, stamped with the database's now: the windows count by that clock on every node. */
   async insertReserved(row: PaymentRow): Promise<void> {
     await this.db.insert(walletPayments).values({ ...row, createdAt: this.now });
@@ -199,6 +216,21 @@ export class PolicyStore {
       )
       .returning({ id: walletApprovals.id });
     return rows.length > 0;
+  }
+
+  /** The event queue the wallet's approval requests go to; undefined: none. */
+  async approvalQueue(walletId: string): Promise<{ projectId: string; queueId: string } | undefined> {
+    const [row] = await this.db.select({ projectId: walletApprovalQueues.projectId, queueId: walletApprovalQueues.queueId }).from(walletApprovalQueues).where(eq(walletApprovalQueues.walletId, walletId));
+    return row;
+  }
+
+  /** Names the queue (replacing any), or with null stops the events. */
+  async setApprovalQueue(walletId: string, target: { projectId: string; queueId: string } | null, now: Date): Promise<void> {
+    if (!target) return void (await this.db.delete(walletApprovalQueues).where(eq(walletApprovalQueues.walletId, walletId)));
+    await this.db
+      .insert(walletApprovalQueues)
+      .values({ walletId, ...target, updatedAt: now })
+      .onConflictDoUpdate({ target: walletApprovalQueues.walletId, set: { ...target, updatedAt: now } });
   }
 }
 

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
+import { errorText } from '../../platform/log-redaction.js';
 import type { WalletProvider } from './provider.js';
 import { WalletsStore, type WalletRow } from './store.js';
 
@@ -57,9 +58,9 @@ export class Provisioner {
   };
 }
 
-// Provider messages go to callers as `lastError`: keep them short and single-line.
+// Provider messages go to callers as `lastError`: keep them short and single-line, and a quoted URL to its host.
 function describe(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorText(error);
   return text.replace(/\s+/g, ' ').slice(0, 500) || 'provisioning failed';
 }
 

@@ -4,6 +4,7 @@ import { eip3009Abi } from '../../chain/eip3009.js';
 import { pairPaymentLogs } from '../../chain/indexer/pair-logs.js';
 import type { Clock } from '../../platform/clock.js';
 import { MAX_AUTHORIZATION_SECONDS } from './challenge.js';
+import { uptoVerdict } from './reconcile-upto.js';
 import type { OpenPayment, PaymentRow, WalletsStore } from './store.js';
 
 // A pay-and-call payment is `settled` only by the chain, never by the upstream's PAYMENT-RESPONSE
@@ -15,6 +16,9 @@ import type { OpenPayment, PaymentRow, WalletsStore } from './store.js';
 //   false, and the chain's time is past the latest validBefore we could have signed → `failed`
 //     (expired unused: it can never move money now).
 //   otherwise the payment stays open (`pending` / `unknown`) and is looked at again.
+// An `upto` payment (a Permit2 permit for at most `amount`) is judged by reconcile-upto.ts, and settles for what
+// the chain moved: its row's amount becomes that (the reservation was the maximum; the booking is the use). Once its
+// Permit2 nonce is spent it is never failed: a settlement we cannot read is booked at the maximum, `error` saying so.
 // Every move is one conditional UPDATE from an open state, so the request that made the payment and
 // the worker can both run this at any time; the first writer wins, the other matches no row.
 
@@ -31,7 +35,11 @@ const LOOKBACK_SLACK_SECONDS = 600;
 const MAX_WINDOWS = 100;
 
 export type Verdict =
-  | { kind: 'settled'; transaction: Hash }
+  /**
+   * `amount`: what the chain moved, when it may be less than the row's (an `upto` maximum). `transaction` null and
+   * `note` set: an `upto` permit spent on chain by a transaction not recognised, booked at its maximum.
+   */
+  | { kind: 'settled'; transaction: Hash | null; amount?: bigint; note?: string }
   | { kind: 'failed'; reason: string }
   | { kind: 'open'; note?: string };
 
@@ -57,7 +65,10 @@ export class PaymentReconciler {
   async reconcile(payment: OpenPayment): Promise<PaymentRow> {
     const verdict = await this.verdict(payment);
     const now = this.clock.now();
-    if (verdict.kind === 'settled') return (await this.store.settlePayment(payment.row.id, verdict.transaction, now)) ?? (await this.store.payment(payment.row.id))!;
+    if (verdict.kind === 'settled') {
+      if (verdict.note) this.log.warn({ paymentId: payment.row.id, note: verdict.note }, 'pay-and-call payment settled with a note');
+      return (await this.store.settlePayment(payment.row.id, verdict.transaction, now, verdict.amount, verdict.note)) ?? (await this.store.payment(payment.row.id))!;
+    }
     if (verdict.kind === 'failed') return (await this.store.failPayment(payment.row.id, verdict.reason, now)) ?? (await this.store.payment(payment.row.id))!;
     if (verdict.note) this.log.warn({ paymentId: payment.row.id, note: verdict.note }, 'pay-and-call payment stays open');
     return payment.row;
@@ -65,6 +76,8 @@ export class PaymentReconciler {
 
   async verdict({ row, payer }: OpenPayment): Promise<Verdict> {
     const client = this.chain.client;
+    // upto: a Permit2 permit, settled for what the seller used (reconcile-upto.ts).
+    if (row.scheme === 'upto') return uptoVerdict(client, row, payer, BigInt(Math.floor(row.createdAt.getTime() / 1000) - LOOKBACK_SLACK_SECONDS));
     const asset = getAddress(row.asset);
     // Block first: whatever is mined after it cannot pass a validBefore that has already passed.
     const block = await client.getBlock({ blockTag: 'latest' });

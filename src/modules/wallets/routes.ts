@@ -8,10 +8,11 @@ import type { Resolver } from '../../platform/safe-fetch.js';
 import type { Module } from '../module.js';
 import { walletAdminCommands } from './admin.js';
 import { payAndCallFetch } from './fetcher.js';
+import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { LocalKeystoreProvider } from './keystore.js';
 import { loadMasterKey } from '../../platform/master-key.js';
-import { PayAndCall, type PayAndCallResult, type SafeFetch } from './pay-and-call.js';
-import { payAndCallApproval, payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput, type PaymentView } from './pay-schemas.js';
+import { PayAndCall, type SafeFetch } from './pay-and-call.js';
+import { payAndCallApproval, payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery, type PayAndCallInput, type PayAndCallResult, type PaymentView } from './pay-schemas.js';
 import type { WalletProvider } from './provider.js';
 import { Provisioner } from './provisioner.js';
 import { authorizationValidity, signPayment, type SignedPayment } from './signing.js';
@@ -22,12 +23,16 @@ import { KeySealer } from '../../platform/sealing.js';
 import { AwsKmsWalletProvider } from './kms-provider.js';
 import { createCredentialBody, createdCredentialSchema, createWalletBody, createWalletResult, credentialParams, credentialSchema, walletIdParams, walletSchema } from './schemas.js';
 import { WalletsService } from './service.js';
+import { approvalEventSinkOf } from './approval-events.js';
 import { balanceRoutes } from './balance-routes.js';
+import { Permit2Approval } from './permit2-approval.js';
+import { permit2ApprovalRoutes } from './permit2-approval-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { WalletPolicies } from './policy-service.js';
-import { SpendGuard } from './spend-guard.js';
+import { SpendGuard, type CredentialCeiling } from './spend-guard.js';
 import { WalletsStore } from './store.js';
 import { paymentsReconcileLoop } from './worker.js';
+import { walletCredentials, wallets as walletsTable } from './tables.js';
 
 declare module '../../context.js' {
   interface Services {
@@ -35,10 +40,11 @@ declare module '../../context.js' {
     /** Spend policies, budgets and approvals of a wallet by id (other modules: the MCP server, the dashboard). */
     walletPolicies: WalletPolicies;
     /**
-     * Pay-and-call from a wallet as its credential would (other modules: an agent's tool). `paymentId` names
-     * the payment row it records before signing, so the caller can later tell whether anything was signed.
+     * Pay-and-call from a wallet as its credential would (other modules: an agent's tool, the MCP server). `paymentId`
+     * names the payment row it records before signing, so the caller can later tell whether anything was signed;
+     * `ceiling` caps what the credential pays in all (an OAuth grant's).
      */
-    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string): Promise<PayAndCallResult>;
+    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling): Promise<PayAndCallResult>;
     /** Sends `amount` of the chain's asset from a wallet to `to` (other modules: an agent's withdrawal). */
     walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string): Promise<PaymentView>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
@@ -68,13 +74,14 @@ export const createWalletsModule =
     const store = new WalletsStore(ctx.db);
     const reconciler = new PaymentReconciler(store, { network: ctx.chain.network, client: ctx.chain.publicClient }, ctx.clock, ctx.log);
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
-    const guard = new SpendGuard(ctx.db, ctx.clock);
+    const guard = new SpendGuard(ctx.db, ctx.clock, approvalEventSinkOf(ctx));
     const policies = new WalletPolicies(ctx, guard);
     const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler, guard);
     ctx.services.wallets = service;
     ctx.services.walletPolicies = policies;
-    ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId);
+    ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId, ceiling) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId, ceiling);
     const transfer = new WalletTransfer(ctx, provider, reconciler);
+    const permit2Approval = new Permit2Approval(ctx, provider);
     ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
@@ -82,6 +89,9 @@ export const createWalletsModule =
       return signPayment(await provider.signer(wallet.id, wallet.keyRef), challenge, requirement, requirement.amount, authorizationValidity(ctx));
     };
     ctx.auth.register('wallet', service.resolveCredential);
+    ctx.keyRotation.hashedColumn({ name: 'wallet_credentials.secret_hash', table: walletCredentials, key: [walletCredentials.id], column: walletCredentials.secretHash });
+    // The local keystore's keys, sealed bound to their wallet (a KMS key reference is not sealed: left alone).
+    ctx.keyRotation.sealedColumn({ name: 'wallets.key_ref', table: walletsTable, key: [walletsTable.id], column: walletsTable.keyRef, associatedData: (key) => key.id! });
 
     const mgmt = ctx.auth.guard(['mgmt']);
     const walletCredential = ctx.auth.guard(['wallet']);
@@ -94,10 +104,13 @@ export const createWalletsModule =
       name: 'wallets',
       loops: [provisioner.loop, paymentsLoop],
       adminCommands: walletAdminCommands(service, paymentsLoop),
+      // The chain confirmations pay-and-call started after answering end before the chain and the database close.
+      close: () => payAndCall.close(),
       routes: {
         api: (app) => {
           policyRoutes(app, { mgmt, walletCredential, wallets: service, policies });
           balanceRoutes(app, { mgmt, wallets: service });
+          permit2ApprovalRoutes(app, { ctx, walletCredential, wallets: service, approval: permit2Approval });
           app.get(
             '/v1/wallets',
             { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
@@ -107,6 +120,7 @@ export const createWalletsModule =
             '/v1/wallets',
             {
               onRequest: mgmt,
+              config: { audit: { action: 'wallet.create', target: ({ answer }) => (answer as { data?: { wallet?: { id?: string } } } | null)?.data?.wallet?.id } },
               schema: {
                 tags,
                 summary: 'Create a wallet (idempotent by externalId); the first success returns its first credential',
@@ -143,9 +157,12 @@ export const createWalletsModule =
             },
             async (request, reply) => {
               const principal = principalOf(request, 'wallet');
-              const wallet = await service.payingWallet(principal.walletId);
-              const result = await payAndCall.run(wallet, principal.credentialId, request.body);
-              return 'approval' in result ? reply.code(202).send(envelope(result)) : reply.code(200).send(envelope(result));
+              // With an Idempotency-Key the payment takes the key's stable id: a repeat never pays twice.
+              return sendIdempotent(ctx.idempotency, request, reply, 'wallets.pay-and-call', async (attempt) => {
+                const wallet = await service.payingWallet(principal.walletId);
+                const result = await payAndCall.run(wallet, principal.credentialId, request.body, attempt?.id);
+                return { status: 'approval' in result ? 202 : 200, body: envelope(result) };
+              });
             },
           );
           app.get(
@@ -159,6 +176,25 @@ export const createWalletsModule =
             async (request) => envelope(await service.get(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
           );
           app.get(
+            '/v1/wallets/:walletId/payments',
+            {
+              onRequest: mgmt,
+              schema: {
+                tags,
+                summary: "A wallet's payments (pay-and-call and transfers), newest first: host, payTo, amount, status, transaction, request id (extension)",
+                description: 'Page with `before` = the last payment id of the previous page; an empty page is the end.',
+                security,
+                params: walletIdParams,
+                querystring: paymentsQuery,
+                response: { 200: envelopeSchema(z.array(paymentSchema)), ...errors(400, 401, 404) },
+              },
+            },
+            async (request) => {
+              const wallet = await service.get(principalOf(request, 'mgmt').credentialId, request.params.walletId);
+              return envelope(await service.payments(wallet.id, request.query.limit, request.query.before));
+            },
+          );
+          app.get(
             '/v1/wallets/:walletId/credentials',
             { onRequest: mgmt, schema: { tags, summary: "The wallet's credentials, newest first (no secrets)", security, params: walletIdParams, response: { 200: envelopeSchema(z.array(credentialSchema)), ...errors(401, 404) } } },
             async (request) => envelope(await service.listCredentials(principalOf(request, 'mgmt').credentialId, request.params.walletId)),
@@ -167,6 +203,7 @@ export const createWalletsModule =
             '/v1/wallets/:walletId/credentials',
             {
               onRequest: mgmt,
+              config: { audit: { action: 'wallet-credential.create' } },
               schema: { tags, summary: 'Create a wallet credential (secret shown once; the wallet must be active)', security, params: walletIdParams, body: createCredentialBody, response: { 201: envelopeSchema(createdCredentialSchema), ...errors(400, 401, 404, 409) } },
             },
             async (request, reply) =>
@@ -174,7 +211,7 @@ export const createWalletsModule =
           );
           app.delete(
             '/v1/wallets/:walletId/credentials/:credentialId',
-            { onRequest: mgmt, schema: { tags, summary: 'Revoke a wallet credential (immediate)', security, params: credentialParams, response: { 200: envelopeSchema(credentialSchema), ...errors(401, 404) } } },
+            { onRequest: mgmt, config: { audit: { action: 'wallet-credential.revoke' } }, schema: { tags, summary: 'Revoke a wallet credential (immediate)', security, params: credentialParams, response: { 200: envelopeSchema(credentialSchema), ...errors(401, 404) } } },
             async (request) => envelope(await service.revokeCredential(principalOf(request, 'mgmt').credentialId, request.params.walletId, request.params.credentialId)),
           );
         },
@@ -192,5 +229,5 @@ function configuredProvider(ctx: AppContext): WalletProvider {
   if (master.dev && ctx.config.databaseUrl) {
     ctx.log.warn('WALLET_MASTER_KEY is unset: wallet keys are sealed under the dev master key in the data dir');
   }
-  return new LocalKeystoreProvider(new KeySealer(master.key));
+  return new LocalKeystoreProvider(new KeySealer(master.key, master.previous));
 }

@@ -58,6 +58,28 @@ export const createWalletResult = z.object({
   credential: createdCredentialSchema.nullable(),
 });
 
+export const permit2ApprovalBody = z
+  .object({
+    amount: z
+      .string()
+      .regex(/^\d{1,78}$/, 'amount must be an integer string of atomic units')
+      // Checks run on after a failed regex: BigInt only sees digits.
+      .refine((a) => !/^\d+$/.test(a) || BigInt(a) < 2n ** 256n, 'amount must fit in a uint256')
+      .describe("the allowance Permit2 gets over the chain's asset, atomic units (it replaces the current one; at least the largest upto maximum to pay)"),
+  })
+  .strict();
+export const permit2ApprovalSchema = z.object({
+  network: z.string(),
+  asset: z.string().describe("the token approved: the chain's asset"),
+  spender: z.string().describe('Permit2 (0x000000000022D473030F116dDEE9F6B43aC78BA3)'),
+  amount: z.string().describe('the allowance asked for'),
+  status: z.enum(['confirmed', 'pending', 'unchanged']).describe('`confirmed`: mined, `allowance` read after it; `pending`: sent, not seen mined yet; `unchanged`: the allowance already was `amount`, nothing sent'),
+  allowance: z.string().describe("Permit2's allowance as the chain reads it (after the transaction when confirmed, else before)"),
+  transaction: z.string().nullable().describe('the approve transaction the wallet sent; null when nothing was sent'),
+  gasLimit: z.string().nullable().describe('its gas limit, decided before sending (at most the ceiling); null when nothing was sent'),
+});
+export type Permit2ApprovalView = z.infer<typeof permit2ApprovalSchema>;
+
 export type WalletView = z.infer<typeof walletSchema>;
 export type CredentialView = z.infer<typeof credentialSchema>;
 export type CreatedCredentialView = z.infer<typeof createdCredentialSchema>;

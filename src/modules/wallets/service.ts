@@ -146,6 +146,11 @@ export class WalletsService {
     return (await this.store.paymentsOf(walletId, limit, before)).map(paymentView);
   }
 
+  /** The wallet's payments among these ids (other modules: an agent's turns), newest first. */
+  async paymentsByIds(walletId: string, ids: string[]): Promise<PaymentView[]> {
+    return (await this.store.paymentsByIds(walletId, ids)).map(paymentView);
+  }
+
   /** One payment of the wallet; null when it has none by that id (nothing was signed under it). */
   async payment(walletId: string, paymentId: string): Promise<PaymentView | null> {
     const row = await this.store.payment(paymentId);
@@ -176,6 +181,12 @@ export class WalletsService {
     this.touch(row.id, now);
     return { kind: 'wallet', walletId: row.walletId, credentialId: row.id };
   };
+
+  /** Whether a credential of the wallet is live (active, not expired): an OAuth grant pays under one (src/modules/oauth). */
+  async credentialLive(walletId: string, credentialId: string): Promise<boolean> {
+    const row = UUID_PATTERN.test(credentialId) ? await this.store.credential(walletId, credentialId) : undefined;
+    return !!row && row.status === 'active' && (!row.expiresAt || row.expiresAt.getTime() > this.ctx.clock.now().getTime());
+  }
 
   /** Operator action: provision a failed wallet again now. */
   retryProvisioning = async (walletId: string) => UUID_PATTERN.test(walletId) && (await this.store.retryNow(walletId, this.ctx.clock.now()));

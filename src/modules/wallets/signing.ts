@@ -1,8 +1,10 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { toHex } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { signPayment as signWithX402Client } from '../../x402/client.js';
+import { currentRequestId } from '../../platform/request-context.js';
 import type { PaymentRow } from './store.js';
 import type { ShortLivedValidity } from '../../x402/short-lived-scheme.js';
 
@@ -40,13 +42,15 @@ export function pendingPaymentRow(
     transaction: null,
     settlement: null,
     error: null,
+    // The request that asked (its X-Request-Id when the caller sent one): listed with the payment.
+    requestId: currentRequestId() ?? null,
     createdAt: at.now,
     updatedAt: at.now,
   };
 }
 
 /**
- * Signs the chosen requirement (EIP-3009 through the @x402 client), valid for no longer than `validity`
+ * Signs the chosen requirement (`exact` by EIP-3009, or an `upto` Permit2 permit for at most its amount, through the @x402 client), valid for no longer than `validity`
  * says. Its spend controls repeat the caller's cap, so a requirement above maxPayment could not be signed
  * even if the choice were wrong.
  */
@@ -55,7 +59,14 @@ export async function signPayment(account: LocalAccount, challenge: PaymentRequi
     const { payload, header } = await signWithX402Client(account, { ...challenge, accepts: [requirement] }, {
       allow: [{ network: requirement.network, asset: requirement.asset, maxAmountPerPayment: maxAmount }],
       validity,
+      upto: requirement.scheme === 'upto',
     });
+    if (requirement.scheme === 'upto') {
+      // Permit2: the row keeps the nonce as the 32-byte hex planned (the facilitator's key), the deadline as validBefore.
+      const permit = (payload.payload as { permit2Authorization?: { nonce?: unknown; deadline?: unknown } }).permit2Authorization;
+      if (typeof permit?.nonce !== 'string' || typeof permit.deadline !== 'string') throw new Error('the signed payload has no Permit2 authorization');
+      return { payload, header, nonce: toHex(BigInt(permit.nonce), { size: 32 }), validBefore: permit.deadline };
+    }
     const authorization = (payload.payload as { authorization?: { nonce?: unknown; validBefore?: unknown } }).authorization;
     const { nonce, validBefore } = authorization ?? {};
     if (typeof nonce !== 'string' || typeof validBefore !== 'string') throw new Error('the signed payload has no EIP-3009 authorization');

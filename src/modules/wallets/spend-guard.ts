@@ -6,6 +6,7 @@ import { approvalTimeoutSeconds, hostOf, hostRefusal, needsApproval, paymentRefu
 import { MAX_PENDING_APPROVALS, POLICY_WINDOWS, type ApprovalView, type BudgetLimitView, type Policy, type PolicyLimit } from './policy-schemas.js';
 import { PolicyStore, type ApprovalAsk, type ApprovalRead, type WindowUsage } from './policy-store.js';
 import type { PaymentRow } from './store.js';
+import { noApprovalEvents, type ApprovalEventSink } from './approval-events.js';
 import { approvalView } from './views.js';
 
 // Caps that cannot be overrun. A payment's row is the reservation: it is written, in one transaction with the
@@ -17,6 +18,24 @@ import { approvalView } from './views.js';
 
 export type Reservation = { kind: 'reserved' } | { kind: 'approval'; approval: ApprovalView };
 
+/**
+ * At most `amount` of (network, asset) in all, over every payment recorded under the paying credential (an OAuth
+ * grant's, docs/mcp.md); a payment in any other asset is refused. Counted like a limit (settled and open payments,
+ * failed ones released), under the same wallet lock, so concurrent calls on any node never pass it together.
+ */
+export interface CredentialCeiling {
+  network: string;
+  asset: string;
+  amount: string;
+}
+
+/** What a ceiling allows still, as a tool or a page shows it (atomic units). */
+export interface CeilingView extends CredentialCeiling {
+  spent: string;
+  reserved: string;
+  remaining: string;
+}
+
 export interface ReserveInput {
   /** The pending payment row, complete (its nonce and validBefore are what will be signed). */
   row: PaymentRow;
@@ -25,12 +44,16 @@ export interface ReserveInput {
   /** The URL that will receive the signature (after redirects): whose host the rules check. */
   paidUrl: string;
   approvalId?: string;
+  /** The paying credential's ceiling, when it has one. */
+  ceiling?: CredentialCeiling;
 }
 
 export class SpendGuard {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** Where a new approval request is published (the queue its wallet's owner picked): approval-events.ts. */
+    private readonly approvalEvents: ApprovalEventSink = noApprovalEvents,
   ) {}
 
   /**
@@ -50,47 +73,66 @@ export class SpendGuard {
   /**
    * Checks the policy and records the payment in one transaction (see above). Refusals throw 409 with
    * nothing recorded; a payment that needs a human answers the approval instead (nothing recorded either).
-   * Rules are checked cheapest first, then the windows, then the approval: a call no approval could let
-   * through is refused rather than sent to a human.
+   * Rules are checked cheapest first, then the windows, then the credential's ceiling, then the approval: a call
+   * no approval could let through is refused rather than sent to a human.
    */
   async reserve(input: ReserveInput): Promise<Reservation> {
     const { row } = input;
-    return this.db.transaction(async (tx) => {
+    const published: string[] = [];
+    const reservation = await this.db.transaction(async (tx): Promise<Reservation> => {
       const policies = new PolicyStore(tx, this.clock);
       // The wallet's row, not the policy's: it exists before any policy does, so a first policy set during a
       // burst still finds every reservation ordered behind one lock.
       await policies.lockWallet(row.walletId);
       const current = await policies.policy(row.walletId);
-      if (current) {
-        const policy = current.policy as Policy;
-        const asked: AskedPayment = { host: hostOf(input.paidUrl), payTo: row.payTo, network: row.network, asset: row.asset, amount: BigInt(row.amount) };
+      const asked: AskedPayment = { host: hostOf(input.paidUrl), payTo: row.payTo, network: row.network, asset: row.asset, amount: BigInt(row.amount) };
+      const policy = current ? (current.policy as Policy) : null;
+      if (policy) {
         const refusal = paymentRefusal(policy, asked);
         if (refusal) throw policyRefused(refusal);
         await this.refuseOverLimit(policies, row.walletId, policy, asked);
-        if (needsApproval(policy, asked)) {
-          const ask = { network: row.network, asset: row.asset, amount: row.amount, payTo: row.payTo, method: row.method, url: input.url };
-          if (!input.approvalId) return { kind: 'approval', approval: approvalView(await this.askApproval(policies, policy, row, ask)) };
-          if (!(await policies.consume(row.walletId, input.approvalId, ask, row.id))) {
-            const approval = await policies.approval(row.walletId, input.approvalId);
-            if (approval?.effectiveStatus === 'pending' && isSameCall(approval, ask)) return { kind: 'approval', approval: approvalView(approval) };
-            throw approvalUnusable(approval);
-          }
+      }
+      if (input.ceiling) await refuseOverCeiling(policies, row, input.ceiling, asked);
+      if (policy && needsApproval(policy, asked)) {
+        const ask = { network: row.network, asset: row.asset, amount: row.amount, payTo: row.payTo, method: row.method, url: input.url };
+        if (!input.approvalId) {
+          const asked = await this.askApproval(policies, policy, row, ask, async (approval) => {
+            // In the transaction that asks: an approval request and its event exist together, or neither.
+            const queue = await this.approvalEvents.publish(tx, approval);
+            if (queue) published.push(queue);
+          });
+          return { kind: 'approval', approval: approvalView(asked) };
+        }
+        if (!(await policies.consume(row.walletId, input.approvalId, ask, row.id))) {
+          const approval = await policies.approval(row.walletId, input.approvalId);
+          if (approval?.effectiveStatus === 'pending' && isSameCall(approval, ask)) return { kind: 'approval', approval: approvalView(approval) };
+          throw approvalUnusable(approval);
         }
       }
       await policies.insertReserved(row);
       return { kind: 'reserved' };
     });
+    for (const queue of published) this.approvalEvents.announce(queue);
+    return reservation;
   }
 
   /** The pending approval of this call (asked again, the same one), or a new one while the wallet has room for it. */
-  private async askApproval(policies: PolicyStore, policy: Policy, row: PaymentRow, ask: ApprovalAsk): Promise<ApprovalRead> {
+  private async askApproval(policies: PolicyStore, policy: Policy, row: PaymentRow, ask: ApprovalAsk, asked: (approval: ApprovalView) => Promise<void>): Promise<ApprovalRead> {
     const waiting = await policies.pendingFor(row.walletId, ask);
     if (waiting) return waiting;
     // An agent asking for approvals of ever new URLs must not bury the ones a human should see.
     if ((await policies.livePendingCount(row.walletId)) >= MAX_PENDING_APPROVALS) {
       throw conflict(`The wallet already has ${MAX_PENDING_APPROVALS} approvals waiting for a decision; nothing was signed`, 'approvals_pending_full', { reason: 'approvals_pending_full' });
     }
-    return policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy));
+    const approval = await policies.insertApproval({ id: newId(), walletId: row.walletId, requestedBy: row.credentialId, ...ask }, approvalTimeoutSeconds(policy));
+    await asked(approvalView(approval));
+    return approval;
+  }
+
+  /** What a credential's ceiling allows still (its payments so far, all time). */
+  async ceiling(walletId: string, credentialId: string, ceiling: CredentialCeiling): Promise<CeilingView> {
+    const usage = await new PolicyStore(this.db, this.clock).credentialUsage(walletId, credentialId, ceiling.network, ceiling.asset);
+    return ceilingView(ceiling, usage);
   }
 
   /** Per limit of the policy: what its window holds now (one query per network and asset). */
@@ -122,6 +164,25 @@ export class SpendGuard {
       );
     });
   }
+}
+
+/** The ceiling's refusal: another asset than the ceiling's, or more than it has left (settled plus open payments). */
+async function refuseOverCeiling(policies: PolicyStore, row: PaymentRow, ceiling: CredentialCeiling, asked: AskedPayment): Promise<void> {
+  if (!sameAsset(ceiling, asked)) {
+    throw ceilingRefused(`This connection may pay only ${ceiling.asset} on ${ceiling.network}, not ${asked.asset} on ${asked.network}`, ceilingView(ceiling, { spent: 0n, reserved: 0n }));
+  }
+  const usage = await policies.credentialUsage(row.walletId, row.credentialId, ceiling.network, ceiling.asset);
+  if (usage.spent + usage.reserved + asked.amount <= BigInt(ceiling.amount)) return;
+  const view = ceilingView(ceiling, usage);
+  throw ceilingRefused(`The payment of ${asked.amount} would pass this connection's ceiling of ${ceiling.amount} (${view.remaining} remaining)`, view);
+}
+
+const ceilingRefused = (message: string, ceiling: CeilingView) =>
+  new ApiError(409, 'ceiling_exceeded', `${message}; nothing was signed`, { reason: 'ceiling_exceeded', rule: 'ceiling', ceiling });
+
+function ceilingView(ceiling: CredentialCeiling, usage: { spent: bigint; reserved: bigint }): CeilingView {
+  const left = BigInt(ceiling.amount) - usage.spent - usage.reserved;
+  return { network: ceiling.network, asset: ceiling.asset, amount: ceiling.amount, spent: usage.spent.toString(), reserved: usage.reserved.toString(), remaining: (left > 0n ? left : 0n).toString() };
 }
 
 function budgetView(limit: PolicyLimit, usage: WindowUsage): BudgetLimitView {

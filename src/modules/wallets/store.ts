@@ -160,11 +160,15 @@ export class WalletsStore {
     return row;
   }
 
-  /** open → settled with the chain's transaction; undefined when it was no longer open. */
-  async settlePayment(id: string, transaction: string, now: Date): Promise<PaymentRow | undefined> {
+  /**
+   * open → settled with the chain's transaction; undefined when it was no longer open. `amount`: what the chain
+   * moved when it may be less than reserved (upto), booked in place of the maximum. `transaction` null with `note`
+   * (kept in `error`): an upto permit spent by a transaction not recognised, booked at its maximum.
+   */
+  async settlePayment(id: string, transaction: string | null, now: Date, amount?: bigint, note?: string): Promise<PaymentRow | undefined> {
     const [row] = await this.db
       .update(walletPayments)
-      .set({ status: 'settled', transaction, error: null, updatedAt: now })
+      .set({ status: 'settled', transaction, error: note ?? null, updatedAt: now, ...(amount === undefined ? {} : { amount: amount.toString() }) })
       .where(and(eq(walletPayments.id, id), inArray(walletPayments.status, [...OPEN_PAYMENT_STATES])))
       .returning();
     return row;
@@ -212,6 +216,12 @@ export class WalletsStore {
   }
 
   /** Newest first; ids are UUIDv7, so `before` is a keyset cursor. */
+  /** The wallet's payments among these ids (others' ids match nothing). */
+  async paymentsByIds(walletId: string, ids: string[]): Promise<PaymentRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select().from(walletPayments).where(and(eq(walletPayments.walletId, walletId), inArray(walletPayments.id, ids))).orderBy(desc(walletPayments.id));
+  }
+
   async paymentsOf(walletId: string, limit: number, before?: string): Promise<PaymentRow[]> {
     return this.db
       .select()

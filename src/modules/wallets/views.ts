@@ -46,9 +46,21 @@ export const paymentView = (row: PaymentRow): PaymentView => ({
   error: row.error,
   method: row.method,
   resource: row.resource,
+  host: hostOfResource(row.resource),
+  requestId: row.requestId,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 });
+
+/** The host a payment's resource (origin and path) names; null for a transfer's `transfer:<address>`. */
+function hostOfResource(resource: string): string | null {
+  try {
+    const url = new URL(resource);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.hostname : null;
+  } catch {
+    return null;
+  }
+}
 
 export const approvalView = (row: ApprovalRead): ApprovalView => ({
   id: row.id,

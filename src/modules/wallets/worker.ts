@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
+import { errorText } from '../../platform/log-redaction.js';
 import type { PaymentReconciler } from './reconcile.js';
 import type { WalletsStore } from './store.js';
 
@@ -37,7 +38,7 @@ export function paymentsReconcileLoop(store: WalletsStore, reconciler: PaymentRe
   let cursor: { createdAt: Date; id: string } | null = null;
   const noteError = (error: unknown) => {
     status.errors += 1;
-    status.lastError = error instanceof Error ? error.message.slice(0, 500) : String(error);
+    status.lastError = errorText(error).slice(0, 500); // the chain's errors quote the RPC URL and its key
   };
   return {
     name: 'wallets.payments-reconcile',
