@@ -22,6 +22,7 @@ import { mppxCredential } from '../relay/mppx-client.js';
 import { jpegOf, storagePayer, uploadForm } from '../storage/helpers.js';
 import { freePort } from '../wallets/helpers.js';
 import { signAuthorization } from '../x402/support.js';
+import { pgTemplate } from '../helpers/database.js';
 
 export const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 export const USDG: Address = '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168';
@@ -80,7 +81,9 @@ export async function freshData(): Promise<Data> {
   const server = process.env.DATABASE_URL;
   if (!server) return { dataDir, databaseUrl: '', apiPort };
   const name = `tollgate_crash_${Math.random().toString(36).slice(2, 10)}`;
-  await adminQuery(`create database ${name}`);
+  // A copy of the run's migrated template: the instance's own migrations then find nothing to do.
+  const template = pgTemplate();
+  await adminQuery(`create database ${name}${template ? ` template ${template}` : ''}`);
   databases.push(name);
   const url = new URL(server);
   url.pathname = `/${name}`;
@@ -109,12 +112,13 @@ export async function serve(data: Data, crashAt?: CrashPoint, env: Record<string
       TOLLGATE_CRASH_POINT: crashAt ?? '',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    // The banner is on stderr; stdout (the JSON log) goes to the test's output.
+    stdio: ['ignore', 'inherit', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal === 'SIGKILL' ? 137 : code)));
   let output = '';
   const urls = await new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (!/^roles/m.test(output)) return;
       resolve(Object.fromEntries([...output.matchAll(/^(api|facilitator|relay)\s+(\S+)$/gm)].map((m) => [m[1], m[2]])));

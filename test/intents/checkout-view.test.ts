@@ -40,6 +40,11 @@ describe('the checkout view', () => {
       transactionHash: null,
       failureCode: null,
       failureMoneyMoved: null,
+      lastPaymentError: null,
+      paidVia: null,
+      payer: null,
+      // The intent's own deposit address, made on this first read (docs/intents.md#deposit-addresses).
+      deposit: { address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/), due: '42000000', uri: expect.stringMatching(/^ethereum:0x[0-9a-fA-F]{40}@4663\/transfer\?address=0x[0-9a-fA-F]{40}&uint256=42000000$/) },
     });
     for (const secret of ['cust-77', 'MUG-1', intent.externalId, shop.projectId, shop.merchantId]) expect(view.body).not.toContain(secret);
   });

@@ -156,6 +156,9 @@ describe('payment_intent.settled', () => {
         externalId: intent.externalId,
         status: 'settled',
         amountUsdCents: 100,
+        metadata: null,
+        failureCode: null,
+        paidVia: 'x402',
         settlement: { transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'eip155:4663', payer: payer.address, settledAt: expect.any(String) },
       });
     }
@@ -194,7 +197,7 @@ describe('payment_intent.settled', () => {
 });
 
 describe('payment_intent.failed', () => {
-  it('a definitive settle failure publishes one failed event without a settlement', async () => {
+  it('a settle refused before any transfer publishes nothing: the intent stays payable', async () => {
     const shop = await shopWithQueue();
     const payer = await fundedPayer(app, '10');
     const intent = (await createIntent(app, shop, { amountUsdCents: 500 })).json();
@@ -211,15 +214,36 @@ describe('payment_intent.failed', () => {
       await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
       return real();
     });
-    expect((await pay(app, intent.id, { 'payment-signature': header })).json()).toMatchObject({ code: 'intent_conflict', details: { status: 'failed' } });
+    expect((await pay(app, intent.id, { 'payment-signature': header })).statusCode).toBe(402);
+    expect(await reconcile(app, shop.apiKey, intent.id).then((r) => r.json().status)).toBe('pending');
+    expect(await eventsIn(shop.queueId)).toEqual([]);
+    expect(await transfersTo(app, shop.payTo)).toHaveLength(0);
+  }, 60_000);
+
+  it('a failure decided from the chain (the payment bought something else) publishes one failed event without a settlement', async () => {
+    const shop = await shopWithQueue();
+    const payer = await fundedPayer(app, '10');
+    const intent = (await createIntent(app, shop, { amountUsdCents: 500, metadata: { order: 'F-1', note: null } })).json();
+    const challenge = await challengeOf(app, intent.id);
+    const { header, payload } = await signPayment(payer, challenge);
+    // The intent's settle is lost (its outcome unknown), and a copy of the payment is settled elsewhere first.
+    faults.onNextSettle(async () => ({ kind: 'unknown', transaction: null, message: 'lost (injected)' }));
+    expect((await pay(app, intent.id, { 'payment-signature': header })).json()).toMatchObject({ code: 'settlement_result_unknown' });
+    expect(await app.ctx.facilitator!.settle(payload, challenge.accepts[0]!)).toMatchObject({ success: true });
+    const reconciled = await eventually(async () => {
+      const body = (await reconcile(app, shop.apiKey, intent.id)).json();
+      return body.status !== 'settling' ? body : null;
+    });
+    expect(reconciled).toMatchObject({ status: 'failed', failureCode: 'payment_already_used' });
     expect((await pay(app, intent.id)).statusCode).toBe(409);
     expect(await reconcile(app, shop.apiKey, intent.id).then((r) => r.json().status)).toBe('failed');
     const events = await eventsIn(shop.queueId);
     expect(events.map((event) => event.payload)).toEqual([
-      { type: 'payment_intent.failed', intentId: intent.id, merchantId: shop.merchantId, externalId: intent.externalId, status: 'failed', amountUsdCents: 500, settlement: null },
+      // The merchant's metadata and the failure's code ride along (issue 45 item 5).
+      { type: 'payment_intent.failed', intentId: intent.id, merchantId: shop.merchantId, externalId: intent.externalId, status: 'failed', amountUsdCents: 500, metadata: { order: 'F-1', note: null }, failureCode: 'payment_already_used', paidVia: null, settlement: null },
     ]);
     expect(events[0]!.deduplication_key).toBe(`payment_intent:${intent.id}:failed`);
-    expect(await transfersTo(app, shop.payTo)).toHaveLength(0);
+    expect(await transfersTo(app, shop.payTo)).toHaveLength(1);
   }, 60_000);
 });
 
@@ -292,8 +316,8 @@ describe('payment_intent.expired', () => {
       return found.length === 2 && found;
     });
     expect(events.map((event) => event.payload).sort((a, b) => (a.amountUsdCents as number) - (b.amountUsdCents as number))).toEqual([
-      { type: 'payment_intent.expired', intentId: read.id, merchantId: shop.merchantId, externalId: read.externalId, status: 'expired', amountUsdCents: 100, settlement: null },
-      { type: 'payment_intent.expired', intentId: swept.id, merchantId: shop.merchantId, externalId: swept.externalId, status: 'expired', amountUsdCents: 200, settlement: null },
+      { type: 'payment_intent.expired', intentId: read.id, merchantId: shop.merchantId, externalId: read.externalId, status: 'expired', amountUsdCents: 100, metadata: null, failureCode: null, paidVia: null, settlement: null },
+      { type: 'payment_intent.expired', intentId: swept.id, merchantId: shop.merchantId, externalId: swept.externalId, status: 'expired', amountUsdCents: 200, metadata: null, failureCode: null, paidVia: null, settlement: null },
     ]);
     expect(events.map((event) => event.deduplication_key).sort()).toEqual([`payment_intent:${read.id}:expired`, `payment_intent:${swept.id}:expired`].sort());
     await new Promise((resolve) => setTimeout(resolve, 300));

@@ -45,6 +45,8 @@ export async function createIntent(app: TestApp, shop: Shop, body: Record<string
 export const INTENT_FIELDS = [
   'id', 'merchantId', 'externalId', 'customerRef', 'description', 'metadata', 'status', 'amountUsdCents', 'currency',
   'paymentUrl', 'network', 'asset', 'payTo', 'transactionHash', 'createdAt', 'settledAt', 'expiresAt', 'failureCode', 'failureMessage',
-  // Extension (docs/intents.md): the checkout's link back to the merchant.
-  'returnUrl',
+  // Extensions (docs/intents.md): the checkout's link back to the merchant; the last attempt that did not pay it.
+  'returnUrl', 'lastPaymentError',
+  // How it was paid, what was received and refunded (issue 45).
+  'paidVia', 'receivedUsdCents', 'refundedUsdCents', 'payer',
 ].sort();

@@ -3,8 +3,8 @@ import { ManualClock } from '../../src/platform/clock.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { createIntent, createShop, type Shop } from './fixtures.js';
 
-// Public pay attempts are limited per client address (every request) and per intent (requests
-// carrying a payment), in fixed windows.
+// Public pay attempts are limited per client address (every request) and per intent (payments that
+// verify against it: blocking.test.ts), in fixed windows.
 
 const clock = new ManualClock('2026-01-01T00:00:10Z');
 let app: TestApp;
@@ -41,17 +41,16 @@ describe('pay rate limits', () => {
     expect((await pay(intent.id, '198.51.100.1')).statusCode).toBe(402);
   });
 
-  it('limits payment attempts per intent across clients', async () => {
+  it('counts junk payment headers against their senders only, never against the intent', async () => {
     const intent = (await createIntent(app, shop)).json();
-    const other = (await createIntent(app, shop)).json();
     const junk = { 'payment-signature': 'bm90LWEtcGF5bWVudA==' };
-    for (let i = 0; i < 3; i++) expect((await pay(intent.id, `203.0.113.${i}`, junk)).statusCode).toBe(409);
+    // Three times the intent's limit, from clients that each stay under theirs.
+    for (let i = 0; i < 9; i++) expect((await pay(intent.id, `203.0.113.${i}`, junk)).statusCode).toBe(409);
+    // One sender past its own limit is refused, scope client; the intent is not.
+    for (let i = 0; i < 5; i++) expect((await pay(intent.id, '203.0.113.9', junk)).statusCode).toBe(409);
     const limited = await pay(intent.id, '203.0.113.9', junk);
     expect(limited.statusCode).toBe(429);
-    expect(limited.json()).toMatchObject({ code: 'rate_limited', details: { scope: 'intent' } });
-    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    // The challenge stays available, and other intents are unaffected.
-    expect((await pay(intent.id, '203.0.113.9')).statusCode).toBe(402);
-    expect((await pay(other.id, '203.0.113.9', junk)).statusCode).toBe(409);
+    expect(limited.json()).toMatchObject({ code: 'rate_limited', details: { scope: 'client' } });
+    expect((await pay(intent.id, '203.0.113.10', junk)).statusCode).toBe(409);
   });
 });

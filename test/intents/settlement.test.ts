@@ -156,7 +156,7 @@ describe('recovery', () => {
 });
 
 describe('settlement outcomes', () => {
-  it('marks the intent failed with the facilitator’s reason on a definitive settle failure', async () => {
+  it('keeps the intent payable, with the facilitator’s reason recorded, when a settle is refused and nothing moved', async () => {
     const shop = await freshShop();
     const payer = await fundedPayer(app, '10');
     const intent = (await createIntent(app, shop, { amountUsdCents: 500 })).json();
@@ -173,18 +173,24 @@ describe('settlement outcomes', () => {
       await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
       return real();
     });
-    const failed = await pay(app, intent.id, { 'payment-signature': header });
-    expect(failed.statusCode).toBe(409);
-    expect(failed.json()).toMatchObject({ code: 'intent_conflict', details: { status: 'failed', failureCode: expect.stringMatching(/^invalid_exact_evm_/) } });
-    expect(failed.headers['payment-response']).toBeDefined();
+    const refused = await pay(app, intent.id, { 'payment-signature': header });
+    expect(refused.statusCode).toBe(402);
+    expect(refused.json()).toMatchObject({ x402Version: 2, error: expect.stringMatching(/insufficient_balance|transaction_failed/) });
+    expect(refused.headers['payment-response']).toBeDefined();
     const stored = await getIntent(app, shop.apiKey, intent.id);
-    expect(stored).toMatchObject({ status: 'failed', transactionHash: null, failureCode: expect.stringMatching(/insufficient_balance|transaction_failed/) });
-    expect(stored.failureMessage).toEqual(expect.any(String));
+    expect(stored).toMatchObject({
+      status: 'pending',
+      transactionHash: null,
+      failureCode: null,
+      lastPaymentError: { code: refused.json().error, message: expect.any(String), at: expect.any(String) },
+    });
     expect(await transfersTo(app, shop.payTo)).toHaveLength(0);
 
-    const again = await pay(app, intent.id);
-    expect(again.statusCode).toBe(409);
-    expect(again.json()).toMatchObject({ code: 'intent_conflict', details: { status: 'failed' } });
+    // Still payable: the challenge, and a new payment once the payer holds the money again.
+    expect((await pay(app, intent.id)).statusCode).toBe(402);
+    await app.ctx.chain.devchain!.fund(payer.address, '5');
+    expect((await pay(app, intent.id, { 'payment-signature': await signedHeader(app, intent.id, payer) })).statusCode).toBe(200);
+    expect((await transfersTo(app, shop.payTo)).map((t) => t.args.value)).toEqual([5_000_000n]);
   });
 
   it('answers 503 facilitator_unavailable and keeps the intent pending when settle cannot reach the facilitator', async () => {

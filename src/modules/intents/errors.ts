@@ -14,15 +14,6 @@ export const intentErrors = {
   merchantNotFound: () => new ApiError(404, 'merchant_not_found', 'Merchant not found in this project'),
   intentNotFound: () => new ApiError(404, 'intent_not_found', 'Payment intent not found'),
   conflict: (message: string, details?: unknown) => new ApiError(409, 'intent_conflict', message, details),
-  /** The settle of this request failed definitively; PAYMENT-RESPONSE carries the facilitator's answer. */
-  settlementFailed: (failure: { code: string; message: string }, paymentResponse: string) =>
-    new ApiError(
-      409,
-      'intent_conflict',
-      'Settlement failed; this intent cannot be paid any more',
-      { status: 'failed', failureCode: failure.code, failureMessage: failure.message },
-      { 'payment-response': paymentResponse, 'x-payment-response': paymentResponse },
-    ),
   settlementInProgress: () => new ApiError(409, 'settlement_in_progress', 'Another request is settling this intent'),
   authorizationAlreadyUsed: (message = 'The payment authorization belongs to another intent') =>
     new ApiError(409, 'payment_authorization_already_used', message),
@@ -35,4 +26,12 @@ export const intentErrors = {
   settlementResultUnknown: () =>
     unavailable('settlement_result_unknown', 'The settlement outcome is not known yet; it is being reconciled. Do not create a replacement intent.'),
   reconciliationUnavailable: () => unavailable('reconciliation_unavailable', 'Reconciliation is temporarily unavailable'),
+  // Refunds (extension, docs/intents.md#refunds).
+  // `details.reason` repeats the code: the owner's routes answer in the envelope family, whose code is a number.
+  refundWalletNotConfigured: () =>
+    new ApiError(409, 'refund_wallet_not_configured', "The project names no refund wallet: its owner sets one with PATCH /v1/projects/{projectId} (refundWalletId)", { reason: 'refund_wallet_not_configured' }),
+  refundWalletUnavailable: () =>
+    new ApiError(409, 'refund_wallet_unavailable', "The project's refund wallet cannot pay: its credential was revoked or expired; its owner names it again", { reason: 'refund_wallet_unavailable' }),
+  refundExceedsRefundable: (requestedUsdCents: number, refundableUsdCents: number) =>
+    new ApiError(409, 'refund_exceeds_refundable', `The refund is more than is left to refund (${refundableUsdCents} cents)`, { reason: 'refund_exceeds_refundable', requestedUsdCents, refundableUsdCents }),
 };

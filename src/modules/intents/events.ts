@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { Executor } from '../../platform/db.js';
+import type { IntentEventSink } from './event-sink.js';
 import type { IntentStatus } from './tables.js';
 import type { IntentRow } from './store.js';
 import { settlementBody } from './views.js';
@@ -15,14 +15,27 @@ export const EVENT_STATUSES = ['settled', 'failed', 'expired'] as const satisfie
 type EventStatus = (typeof EVENT_STATUSES)[number];
 
 export interface IntentEvent {
-  type: `payment_intent.${EventStatus}`;
+  type: `payment_intent.${EventStatus}` | 'payment_intent.refunded';
   intentId: string;
   merchantId: string;
   externalId: string;
-  status: EventStatus;
+  status: IntentStatus;
   amountUsdCents: number;
+  /** The intent's metadata as the merchant created it (null when none). */
+  metadata: Record<string, unknown> | null;
+  /** The failure's code for payment_intent.failed (e.g. settlement_mismatch); null otherwise. */
+  failureCode: string | null;
+  /** How it was paid (`x402`, `deposit`), null unless settled. */
+  paidVia: string | null;
   /** As in the settlement body of pay: null unless settled. */
   settlement: ReturnType<typeof settlementBody>['settlement'];
+}
+
+/** A refund that went through (payment_intent.refunded): the refund and what the intent has refunded in all. */
+export interface RefundEvent extends IntentEvent {
+  type: 'payment_intent.refunded';
+  refund: { id: string; amountUsdCents: number; transaction: string | null };
+  refundedUsdCents: number;
 }
 
 const publishes = (row: IntentRow): row is IntentRow & { status: EventStatus } => (EVENT_STATUSES as readonly string[]).includes(row.status);
@@ -30,29 +43,36 @@ const publishes = (row: IntentRow): row is IntentRow & { status: EventStatus } =
 /** The event of a row that has just reached a publishing status; null for any other status. */
 export function intentEventOf(row: IntentRow): IntentEvent | null {
   if (!publishes(row)) return null;
+  return { ...eventBodyOf(row), type: `payment_intent.${row.status}` };
+}
+
+function eventBodyOf(row: IntentRow): Omit<IntentEvent, 'type'> {
   return {
-    type: `payment_intent.${row.status}`,
     intentId: row.id,
     merchantId: row.merchantId,
     externalId: row.externalId,
     status: row.status,
     amountUsdCents: row.amountUsdCents,
+    metadata: (row.metadata as Record<string, unknown> | null) ?? null,
+    failureCode: row.status === 'failed' ? row.failureCode : null,
+    paidVia: row.paidVia,
     settlement: settlementBody(row).settlement,
   };
 }
 
-export const deduplicationKeyOf = (row: Pick<IntentRow, 'id' | 'status'>) => `payment_intent:${row.id}:${row.status}`;
-
-/** The store's port to the events (through the projects and events modules' services, never their tables). */
-export interface IntentEventSink {
-  /**
-   * Publishes the event of each row that reached a publishing status into its project's intent-events
-   * queue, inside `tx` (the transaction of the move). Returns the queues published into.
-   */
-  publish(tx: Executor, rows: readonly IntentRow[]): Promise<string[]>;
-  /** After the commit: wakes the consumers waiting on these queues (a hint; they re-check on their own too). */
-  announce(queueIds: readonly string[]): void;
+/** The event of a refund that has just succeeded, `row` the intent after it. */
+export function refundEventOf(row: IntentRow, refund: { id: string; amountUsdCents: number; transactionHash: string | null }): RefundEvent {
+  return {
+    ...eventBodyOf(row),
+    type: 'payment_intent.refunded',
+    refund: { id: refund.id, amountUsdCents: refund.amountUsdCents, transaction: refund.transactionHash },
+    refundedUsdCents: row.refundedUsdCents,
+  };
 }
+
+export const deduplicationKeyOf = (row: Pick<IntentRow, 'id' | 'status'>) => `payment_intent:${row.id}:${row.status}`;
+/** One event per refund, whatever moves it: its own namespace beside the statuses'. */
+export const refundDeduplicationKeyOf = (intentId: string, refundId: string) => `payment_intent:${intentId}:refund:${refundId}`;
 
 /** The sink over the projects module (which queue) and the events module (publish in the caller's transaction). */
 export function intentEventSinkOf(ctx: AppContext): IntentEventSink {
@@ -72,11 +92,15 @@ export function intentEventSinkOf(ctx: AppContext): IntentEventSink {
       }
       return published;
     },
+    async publishRefund(tx, row, refund) {
+      const queueId = (await ctx.services.projects.intentEventsQueues(tx, [row.projectId])).get(row.projectId);
+      if (!queueId) return [];
+      if (!ctx.services.events) throw new Error('payment-intent events need the events module');
+      const input = { payload: { ...refundEventOf(row, refund) }, deduplicationKey: refundDeduplicationKeyOf(row.id, refund.id) };
+      return (await ctx.services.events.batches.publishInTransaction(tx, row.projectId, queueId, [input])) > 0 ? [queueId] : [];
+    },
     announce(queueIds) {
       for (const queueId of queueIds) ctx.services.events?.batches.announce(queueId);
     },
   };
 }
-
-/** No events (a store built without the events area, e.g. in a unit test). */
-export const noIntentEvents: IntentEventSink = { publish: async () => [], announce: () => {} };

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
-import { authorizationOf, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
+import { authorizationOf, refusedBeforeTransfer, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
 import { CONDITIONS, settlementRecordOf } from './reconcile.js';
 import type { SettlementBody } from './schemas.js';
 import { intentOutcomes, type IntentOutcomes } from './metrics.js';
@@ -27,8 +27,9 @@ const NONCE_ALREADY_USED = 'invalid_exact_evm_nonce_already_used';
 
 /**
  * The public pay endpoint's logic. Order matters: cheap refusals first, then verification, then the
- * one conditional UPDATE that lets a single request settle (reserving the authorization), and only
- * then the facilitator's settle, the one step that can move money.
+ * intent's attempt budget (only a payment that verifies spends it), then the one conditional UPDATE that
+ * lets a single request settle (reserving the authorization), and only then the facilitator's settle,
+ * the one step that can move money. A settle that moved nothing leaves the intent payable.
  */
 export class PayService {
   /** Counts the moves this service makes (metrics.ts). */
@@ -50,7 +51,6 @@ export class PayService {
     const charge = this.chargeOf(intent);
     if (!request.paymentHeader) return this.challenge(charge);
 
-    await this.limit(`intent-pay:intent:${intent.id}`, limits.perIntent, 'intent');
     const payload = this.rail.decode(request.paymentHeader);
     const authorization = payload && authorizationOf(payload);
     if (!payload || !authorization) {
@@ -71,6 +71,10 @@ export class PayService {
       return (await this.knownAuthorization(intent, authorization)) ?? this.challenge(charge, verified.reason);
     }
 
+    // Only now does the attempt count against the intent: a payment its signer can make, for this charge.
+    // Junk (malformed, unmatched, forged, unfunded) counted against its sender alone (the client limit
+    // above), so nobody but a payer able to pay can spend the budget that would refuse the real payment.
+    await this.limit(`intent-pay:intent:${intent.id}`, limits.perIntent, 'intent');
     const authorizationId = newId();
     const claim = await this.store.claim({ id: authorizationId, intentId: intent.id, ...authorization }, this.ctx.clock.now());
     if (claim === 'authorization_taken') {
@@ -80,10 +84,16 @@ export class PayService {
     }
     if (claim === 'not_pending') return this.afterLostClaim(intent.id);
     crashPoint('intent.after-claim');
-    return this.settle(intent, { id: authorizationId, payer: authorization.payer }, payload, requirements);
+    return this.settle(intent, charge, { id: authorizationId, payer: authorization.payer }, payload, requirements);
   }
 
-  private async settle(intent: IntentRow, authorization: { id: string; payer: string }, payload: PaymentPayload, requirements: PaymentRequirements): Promise<PayAnswer> {
+  private async settle(
+    intent: IntentRow,
+    charge: Charge,
+    authorization: { id: string; payer: string },
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<PayAnswer> {
     let outcome: SettleOutcome;
     try {
       outcome = await this.rail.settle(payload, requirements, settlementRecordOf(authorization.id));
@@ -97,21 +107,11 @@ export class PayService {
     switch (outcome.kind) {
       case 'settled':
         return this.recordSettled(intent, authorization, outcome.transaction);
-      case 'failed': {
-        if (outcome.reason === NONCE_ALREADY_USED) {
-          // The facilitator settled this authorization before our claim (e.g. it paid another x402
-          // purchase) and says success once: it cannot also pay this intent. Nothing was sent again.
-          if (await this.store.reopen(intent.id, authorization.id, null, now, 'used_elsewhere')) this.outcome('pay', 'reopened');
-          throw intentErrors.authorizationAlreadyUsed('This authorization was already settled for another payment; sign a new one');
-        }
-        const failure = { code: outcome.reason, message: outcome.message };
-        if (await this.store.fail(intent.id, authorization.id, failure, now)) this.outcome('pay', 'failed');
-        const current = await this.store.byId(intent.id);
-        if (current?.status === 'settled') return this.settledAnswer(current);
-        throw intentErrors.settlementFailed(failure, this.rail.encodeResponse(outcome.response));
-      }
+      case 'failed':
+        return this.refused(intent, charge, authorization.id, outcome);
       case 'unavailable':
-        if (await this.store.release(intent.id, authorization.id, now)) this.outcome('pay', 'released');
+        // Nothing was sent (unreachable, the gas float low, a settle budget spent): the same payment may be retried.
+        if (await this.store.release(intent.id, authorization.id, CONDITIONS.settleUnavailable, now)) this.outcome('pay', 'released');
         throw intentErrors.facilitatorUnavailable();
       case 'unknown':
         if (outcome.transaction) await this.store.recordPendingHash(authorization.id, outcome.transaction, now);
@@ -119,6 +119,42 @@ export class PayService {
         this.outcome('pay', 'unknown');
         throw intentErrors.settlementResultUnknown();
     }
+  }
+
+  /**
+   * The facilitator refused the settle. Nothing moved for this intent when the refusal ends before any
+   * transfer or with one that reverted (the balance fell short since verify, say, or the authorization
+   * expired), or when the authorization was settled before, for another payment: the intent is payable
+   * again with the refusal as its lastPaymentError, and the authorization stays reserved (a new one pays).
+   * A refusal that cannot rule a transfer of this payment out is left settling, for reconciliation to
+   * decide from the chain. So pay never makes an intent `failed`: only a transfer that paid something
+   * else does (reconcile.ts).
+   */
+  private async refused(intent: IntentRow, charge: Charge, authorizationId: string, outcome: Extract<SettleOutcome, { kind: 'failed' }>): Promise<PayAnswer> {
+    const now = this.ctx.clock.now();
+    if (outcome.reason === NONCE_ALREADY_USED) {
+      // The facilitator settled this authorization before our claim (e.g. it paid another x402
+      // purchase) and says success once: it cannot also pay this intent. Nothing was sent again.
+      const reopened = await this.store.reopen(intent.id, authorizationId, CONDITIONS.usedElsewhere, now, { outcome: 'used_elsewhere', failure: null });
+      if (reopened) this.outcome('pay', 'reopened');
+      throw intentErrors.authorizationAlreadyUsed('This authorization was already settled for another payment; sign a new one');
+    }
+    if (!refusedBeforeTransfer(outcome.reason)) {
+      this.ctx.log.warn({ intentId: intent.id, reason: outcome.reason }, 'settle refused without ruling a transfer out; leaving the intent to reconciliation');
+      if (outcome.response.transaction) await this.store.recordPendingHash(authorizationId, outcome.response.transaction, now);
+      await this.store.note(intent.id, authorizationId, CONDITIONS.unknown, now);
+      this.outcome('pay', 'unknown');
+      throw intentErrors.settlementResultUnknown();
+    }
+    const attempt = { code: outcome.reason, message: outcome.message };
+    if (await this.store.reopen(intent.id, authorizationId, attempt, now, { outcome: 'failed', failure: null })) this.outcome('pay', 'reopened');
+    // As it now stands (reconciliation may have moved it first): payable again, answered with a fresh
+    // challenge saying why and the refused settle's PAYMENT-RESPONSE; otherwise pay's usual answer.
+    const current = await this.payable(intent.id);
+    if (current.status === 'settled') return this.settledAnswer(current);
+    const answer = await this.challenge(charge, outcome.reason);
+    const response = this.rail.encodeResponse(outcome.response);
+    return { ...answer, headers: { ...answer.headers, 'payment-response': response, 'x-payment-response': response } };
   }
 
   /** The payer is the authorization's signer (verified by the facilitator), whatever the settle answer says. */

@@ -1,6 +1,7 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { getAddress, isAddress } from 'viem';
 import { z } from 'zod';
+import { Reason } from '../../x402/facilitator/reasons.js';
 
 // What the intents module needs from the payment side, as two small ports. The adapters over the
 // x402 wiring and the chain index live in gateway.ts; tests may wrap them (fault injection).
@@ -31,6 +32,16 @@ export type SettleOutcome =
   | { kind: 'unavailable'; message: string }
   /** Something may have been broadcast, the result is unknown (timeout, pending receipt). */
   | { kind: 'unknown'; transaction: string | null; message: string };
+
+/**
+ * The facilitator's settle refusals that end before any transfer, or with one that reverted: all of its reason
+ * codes but these, which say an authorization was used, or leave what moved unknown. A refused settle moved
+ * nothing for the intent exactly when its reason is one of these.
+ */
+const REFUSED_BEFORE_TRANSFER: ReadonlySet<string> = new Set(
+  Object.values(Reason).filter((code) => !([Reason.nonceAlreadyUsed, Reason.transferEventMismatch, Reason.settlementPending, Reason.paymentIdentifierConflict] as string[]).includes(code)),
+);
+export const refusedBeforeTransfer = (reason: string | null | undefined): boolean => reason != null && REFUSED_BEFORE_TRANSFER.has(reason);
 
 export interface PaymentRail {
   /** The x402 v2 payment-required object for a charge, and its PAYMENT-REQUIRED header value. */

@@ -4,7 +4,10 @@ import type { ChainOutcome, ExpectedAuthorization, PaymentChain } from './paymen
 import type { IntentRow, IntentsStore } from './store.js';
 import { noIntentOutcomes, type IntentOutcomes } from './metrics.js';
 
-/** failureCode values set by reconciliation and settlement (documented in docs/intents.md, "failureCode values"). */
+/**
+ * failureCode values set by reconciliation and settlement, and lastPaymentError codes of our own (documented in
+ * docs/intents.md, "failureCode values" and "lastPaymentError").
+ */
 export const CONDITIONS = {
   unknown: { code: 'settlement_result_unknown', message: 'The settlement outcome is not known yet; it is being reconciled' },
   notFinal: {
@@ -17,6 +20,16 @@ export const CONDITIONS = {
   },
   mismatch: { code: 'settlement_mismatch', message: "The authorization was used by a transfer that does not pay the intent (recipient or amount)" },
   alreadyUsed: { code: 'payment_already_used', message: 'The transfer that used the authorization already paid for something else' },
+  /** lastPaymentError only: the facilitator sent nothing (unreachable, its gas float low, a settle budget spent). */
+  settleUnavailable: {
+    code: 'facilitator_unavailable',
+    message: 'The payment could not be settled right now and nothing was sent; the same payment can be retried shortly',
+  },
+  /** lastPaymentError only: the facilitator had settled this authorization before, for another payment. */
+  usedElsewhere: {
+    code: 'invalid_exact_evm_nonce_already_used',
+    message: 'This authorization was already settled for another payment; nothing was charged for this intent. Sign a new one',
+  },
 } as const;
 
 /** The authorization's name in its settles' payment-identifier and in chain_payment_uses. */
@@ -68,7 +81,10 @@ export class Reconciler {
     else if (outcome.kind === 'paid') this.moved(await this.store.fail(intent.id, authorization.id, CONDITIONS.alreadyUsed, now), 'failed');
     else if (outcome.kind === 'spent') this.moved(await this.store.fail(intent.id, authorization.id, CONDITIONS.mismatch, now), 'failed');
     // validBefore has passed on chain and the token never used it: it can never move money now.
-    else if (outcome.kind === 'dead') this.moved(await this.store.reopen(intent.id, authorization.id, CONDITIONS.authorizationExpired, now), 'reopened');
+    else if (outcome.kind === 'dead') {
+      const expired = CONDITIONS.authorizationExpired;
+      this.moved(await this.store.reopen(intent.id, authorization.id, expired, now, { outcome: 'unused', failure: expired }), 'reopened');
+    }
     // Used, but its transaction is not final (or not found) yet: a reorg could still drop it.
     else if (outcome.used) await this.store.note(intent.id, authorization.id, CONDITIONS.notFinal, now);
     return (await this.store.byId(intent.id)) ?? intent;

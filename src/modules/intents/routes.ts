@@ -13,11 +13,21 @@ import type { PaymentChain, PaymentRail } from './payments.js';
 import { Reconciler } from './reconcile.js';
 import { intentOutcomes } from './metrics.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
-import { checkoutViewSchema, createIntentBody, intentIdParams, intentSchema, projectIntentsQuery, settlementBodySchema } from './schemas.js';
+import { checkoutViewSchema, createIntentBody, intentIdParams, intentSchema, intentTotalsSchema, projectIntentsQuery, settlementBodySchema } from './schemas.js';
 import { IntentsService } from './service.js';
 import { IntentsStore } from './store.js';
 import { checkoutView, intentView } from './views.js';
-import { reconciliationLoop } from './worker.js';
+import { depositsLoop, reconciliationLoop } from './worker.js';
+import { TransferFollower } from '../../chain/indexer/deposits.js';
+import { createKeySealer } from '../../platform/master-key.js';
+import { DepositKeys, sealedFor } from './deposit-keys.js';
+import { paymentIntentDepositKeys } from './tables.js';
+import { DepositStore } from './deposit-store.js';
+import { Deposits } from './deposits.js';
+import { RefundStore } from './refund-store.js';
+import { refundRoutes } from './refund-routes.js';
+import { Refunds } from './refunds.js';
+import { DepositSweeper } from './sweep.js';
 
 declare module '../../context.js' {
   interface Services {
@@ -42,9 +52,23 @@ export function createIntentsModule(options: IntentsModuleOptions = {}): ModuleF
 export const intentsModule: ModuleFactory = createIntentsModule();
 
 function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Module {
-  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock, intentEventSinkOf(ctx));
+  const events = intentEventSinkOf(ctx);
+  const store = new IntentsStore(ctx.db, ctx.services.projects.enabledMerchantQuery, ctx.clock, events);
   const reconciler = new Reconciler(store, (options.chain ?? paymentChainOf)(ctx), ctx.clock, ctx.log, intentOutcomes(ctx.metrics));
-  const service = new IntentsService(ctx, store, reconciler);
+  // Deposit addresses: keys sealed under the wallets' master key, the watcher over the chain's asset.
+  const depositStore = new DepositStore(ctx.db, ctx.chain.network, ctx.clock, events, intentOutcomes(ctx.metrics));
+  const deposits = new Deposits(ctx, depositStore, new DepositKeys(createKeySealer(ctx.config)));
+  ctx.keyRotation.sealedColumn({ name: 'payment_intent_deposit_keys.sealed_seed', table: paymentIntentDepositKeys, key: [paymentIntentDepositKeys.projectId], column: paymentIntentDepositKeys.sealedSeed, associatedData: (key) => sealedFor(key.project_id!) });
+  const follower = new TransferFollower({
+    client: ctx.chain.publicClient,
+    token: ctx.chain.asset.address,
+    sink: depositStore,
+    confirmations: ctx.config.txapi.confirmations,
+    startBlock: ctx.config.txapi.startBlock,
+    maxBlocksPerTick: ctx.config.txapi.batchBlocks,
+  });
+  const refunds = new Refunds(ctx, store, new RefundStore(ctx.db, events));
+  const service = new IntentsService(ctx, store, reconciler, deposits);
   const pay = new PayService(ctx, store, (options.rail ?? paymentRailOf)(ctx));
   ctx.services.intents = service;
   const projectKey = ctx.auth.guard(['project_key'], { code: 'project_unauthorized' });
@@ -104,9 +128,9 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
         },
       },
       async (request, reply) => {
-        const { row, merchantName } = await service.checkout(request.params.intentId);
+        const { row, merchantName, deposit } = await service.checkout(request.params.intentId);
         reply.header('cache-control', 'no-store');
-        return checkoutView(row, merchantName);
+        return checkoutView(row, merchantName, deposit);
       },
     );
     app.get(
@@ -124,11 +148,31 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
         },
       },
       async (request) => {
-        const { merchantId, status, before, limit } = request.query;
-        const rows = await service.listForOwner(principalOf(request, 'identity').userId, request.params.projectId, { merchantId, status, before, limit });
+        const { merchantId, status, externalId, before, limit } = request.query;
+        const rows = await service.listForOwner(principalOf(request, 'identity').userId, request.params.projectId, { merchantId, status, externalId, before, limit });
         return envelope(rows.map(view));
       },
     );
+    app.get(
+      '/v1/projects/:projectId/payment-intents/totals',
+      {
+        onRequest: signedIn,
+        schema: {
+          tags,
+          security,
+          summary: "Totals of a project's intents under the listing's filters (identity token, extension)",
+          description: 'merchantId, status and externalId as the listing takes them; every page. 404 when the project is not yours.',
+          params: z.object({ projectId: z.uuid() }),
+          querystring: projectIntentsQuery.pick({ merchantId: true, status: true, externalId: true }),
+          response: { 200: envelopeSchema(intentTotalsSchema), ...envelopeErrors(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const { merchantId, status, externalId } = request.query;
+        return envelope(await service.totalsForOwner(principalOf(request, 'identity').userId, request.params.projectId, { merchantId, status, externalId }));
+      },
+    );
+    refundRoutes(app, { ctx, refunds, projectKey, signedIn });
     app.post(
       '/v1/payment-intents/:intentId/pay',
       {
@@ -163,7 +207,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
     routes: {
       api: routes,
     },
-    loops: [reconciliationLoop(ctx, store, reconciler)],
+    loops: [reconciliationLoop(ctx, store, reconciler), depositsLoop(ctx, { follower, deposits, sweeper: new DepositSweeper(ctx, deposits), refunds })],
   };
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { INTENT_STATUSES } from './tables.js';
+import { INTENT_STATUSES, PAID_VIA, REFUND_STATUSES } from './tables.js';
 
 /** The spec's Limits table for intent creation. */
 export const INTENT_LIMITS = {
@@ -80,6 +80,18 @@ export type CreateIntentInput = z.infer<typeof createIntentBody>;
 
 export const intentIdParams = z.object({ intentId: z.string().min(1).max(200) });
 
+/** The last verified payment attempt that did not pay the intent, which stayed payable (extension). */
+const lastPaymentError = z
+  .object({
+    code: z.string().describe("A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired"),
+    message: z.string(),
+    at: z.string(),
+  })
+  .nullable()
+  .describe(
+    'Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none',
+  );
+
 export const intentSchema = z.object({
   id: z.string(),
   merchantId: z.string(),
@@ -101,6 +113,14 @@ export const intentSchema = z.object({
   failureCode: z.string().nullable(),
   failureMessage: z.string().nullable(),
   returnUrl: z.string().nullable().describe('Extension: the link the settled checkout offers back to the merchant, or null'),
+  lastPaymentError,
+  paidVia: z.enum(PAID_VIA).nullable().describe('Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled'),
+  receivedUsdCents: z
+    .number()
+    .int()
+    .describe('Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back'),
+  refundedUsdCents: z.number().int().describe('Extension: cents of its refunds that succeeded or are pending'),
+  payer: z.string().nullable().describe('Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled'),
 });
 export type IntentView = z.infer<typeof intentSchema>;
 
@@ -138,12 +158,55 @@ export const checkoutViewSchema = z.object({
     .enum(['none', 'not_for_this_intent', 'unknown'])
     .nullable()
     .describe("A failed intent's money: none (refused before any transfer, or it reverted), not_for_this_intent (a transfer happened that did not pay it), unknown; null unless failed"),
+  lastPaymentError: z
+    .object({ code: z.string(), at: z.string() })
+    .nullable()
+    .describe('The last payment that verified but did not pay this intent, which stayed payable (nothing was charged for it): its code, for the page to say in words, and when; null when there was none'),
+  paidVia: z.enum(PAID_VIA).nullable().describe('How the settled intent was paid (x402 or deposit); null until settled'),
+  payer: z.string().nullable().describe('Who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled'),
+  deposit: z
+    .object({
+      address: z.string().describe("The intent's own deposit address: any wallet or exchange pays it with a plain USDG transfer"),
+      due: z.string().describe('Atomic units still due (0 once paid, or when it can no longer be paid)'),
+      uri: z.string().describe('EIP-681 URI of a transfer of what is due to the address (the QR code encodes it)'),
+    })
+    .nullable()
+    .describe('The deposit address, made on the first read of a pending intent; null for an intent that never had one'),
 });
 
 export const projectIntentsQuery = z.object({
   merchantId: z.uuid().optional(),
   status: z.enum(INTENT_STATUSES).optional(),
+  externalId: z.string().min(1).max(200).optional().describe('Intents whose externalId starts with this (case-sensitive)'),
   limit: z.coerce.number().int().min(1).max(100).default(50),
   before: z.uuid().optional().describe('The last id of the previous page'),
 });
 export type CheckoutView = z.infer<typeof checkoutViewSchema>;
+
+export const refundBody = z.object({
+  amountUsdCents: z.number().int().min(1).max(INTENT_LIMITS.amountUsdCents.max).describe('At most what was received less what is refunded (409 refund_exceeds_refundable)'),
+});
+
+export const refundSchema = z.object({
+  id: z.string(),
+  intentId: z.string(),
+  amountUsdCents: z.number().int(),
+  status: z.enum(REFUND_STATUSES).describe('pending (sent, not yet final), succeeded, failed (nothing was paid; its cents may be refunded again)'),
+  transaction: z.string().nullable().describe('The transaction that paid it back, once succeeded'),
+  recipient: z.string().describe('Who is paid back: the payer'),
+  failureCode: z.string().nullable(),
+  failureMessage: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type RefundView = z.infer<typeof refundSchema>;
+
+/** Totals of a project's intents under the listing's filters (the dashboard's summary line). */
+export const intentTotalsSchema = z.object({
+  count: z.number().int(),
+  settledCount: z.number().int(),
+  settledUsdCents: z.number().int().describe('Amounts of the settled intents'),
+  receivedUsdCents: z.number().int().describe('Everything received (x402 payments and deposits, over and late ones too), whole cents'),
+  refundedUsdCents: z.number().int(),
+});
+export type IntentTotals = z.infer<typeof intentTotalsSchema>;

@@ -3,10 +3,12 @@ import type { AppContext } from '../../context.js';
 import { canonicalJson } from '../../platform/canonical-json.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
+import type { Deposits, DepositView } from './deposits.js';
 import type { Reconciler } from './reconcile.js';
 import type { CreateIntentInput } from './schemas.js';
-import { IntentsStore, type IntentRow } from './store.js';
-import { atomicAmountOf } from './views.js';
+import type { IntentTotals } from './schemas.js';
+import { IntentsStore, type IntentRow, type ListFilter } from './store.js';
+import { ATOMIC_UNITS_PER_CENT, atomicAmountOf } from './views.js';
 
 /** Create, read and reconcile intents for a project API key. Pay lives in pay.ts. */
 export class IntentsService {
@@ -14,6 +16,7 @@ export class IntentsService {
     private readonly ctx: AppContext,
     private readonly store: IntentsStore,
     private readonly reconciler: Reconciler,
+    private readonly deposits: Deposits,
   ) {}
 
   /** Idempotent on (merchantId, externalId): the existing intent when the request is the same, 409 otherwise. */
@@ -65,13 +68,17 @@ export class IntentsService {
     return this.current(row);
   }
 
-  /** What a payer's checkout page may see of an intent (any project's: its id is the link the payer holds). */
-  async checkout(intentId: string): Promise<{ row: IntentRow; merchantName: string }> {
+  /**
+   * What a payer's checkout page may see of an intent (any project's: its id is the link the payer holds), with its
+   * deposit address, made on the first read of a pending intent whose merchant takes payments.
+   */
+  async checkout(intentId: string): Promise<{ row: IntentRow; merchantName: string; deposit: DepositView | null }> {
     const found = UUID_PATTERN.test(intentId) ? await this.store.byId(intentId) : undefined;
     if (!found) throw intentErrors.intentNotFound();
     const row = await this.current(found);
     const merchant = await this.ctx.services.projects.merchant(row.merchantId);
-    return { row, merchantName: merchant?.name ?? '' };
+    const deposit = row.status !== 'pending' || merchant?.enabled ? await this.deposits.viewOf(row) : null;
+    return { row, merchantName: merchant?.name ?? '', deposit };
   }
 
   /** Whether an intent with this id exists (the checkout page answers 404 otherwise). */
@@ -80,12 +87,25 @@ export class IntentsService {
   }
 
   /** A project's intents for its owner (404 for anyone else), newest first. */
-  async listForOwner(userId: string, projectId: string, filter: { merchantId?: string; status?: IntentRow['status']; before?: string; limit: number }): Promise<IntentRow[]> {
+  async listForOwner(userId: string, projectId: string, filter: ListFilter & { before?: string; limit: number }): Promise<IntentRow[]> {
     await this.ctx.services.projects.requireOwned(userId, projectId);
     const now = this.ctx.clock.now();
     const rows = await this.store.listInProject(projectId, filter, now);
     // Read-only: a pending intent past its expiry is shown as what it is, without moving it here.
     return rows.map((row) => (row.status === 'pending' && row.expiresAt <= now ? { ...row, status: 'expired' as const } : row));
+  }
+
+  /** Totals of the intents the same filters select, for the owner's summary line (404 for anyone else). */
+  async totalsForOwner(userId: string, projectId: string, filter: ListFilter): Promise<IntentTotals> {
+    await this.ctx.services.projects.requireOwned(userId, projectId);
+    const row = await this.store.totalsInProject(projectId, filter, this.ctx.clock.now());
+    return {
+      count: Number(row.count),
+      settledCount: Number(row.settledCount),
+      settledUsdCents: Number(row.settledUsdCents),
+      receivedUsdCents: Number(BigInt(row.received) / ATOMIC_UNITS_PER_CENT),
+      refundedUsdCents: Number(row.refundedUsdCents),
+    };
   }
 
   /** Manual reconcile: idempotent; 503 reconciliation_unavailable when the chain or index is unreachable. */

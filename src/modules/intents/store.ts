@@ -2,11 +2,11 @@ import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, lte, sql, type SQ
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db.js';
-import { paymentIntentAuthorizations as authorizations, paymentIntents as intents } from './tables.js';
+import { paymentIntentAuthorizations as authorizations, paymentIntents as intents, type IntentRow } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
-import { noIntentEvents, type IntentEventSink } from './events.js';
+import { noIntentEvents, type IntentEventSink } from './event-sink.js';
 
-export type IntentRow = typeof intents.$inferSelect;
+export type { IntentRow };
 /** What creation decides; the merchant supplies project, network, asset and payTo. */
 export type IntentDraft = Pick<
   IntentRow,
@@ -14,6 +14,20 @@ export type IntentDraft = Pick<
 >;
 export type AuthorizationRow = typeof authorizations.$inferSelect;
 export type NewAuthorization = Omit<typeof authorizations.$inferInsert, 'outcome' | 'createdAt' | 'updatedAt'>;
+
+/** A verified payment attempt that did not pay the intent, which stays payable (its lastPaymentError). */
+export interface AttemptError {
+  code: string;
+  message: string;
+}
+
+/** The owner's listing filters. */
+export interface ListFilter {
+  merchantId?: string;
+  status?: IntentRow['status'];
+  /** A prefix of the externalId. */
+  externalId?: string;
+}
 
 /** What a claim found: the intent moved to `settling`, or why it did not. */
 export type ClaimResult = 'claimed' | 'not_pending' | 'authorization_taken';
@@ -37,16 +51,8 @@ export class IntentsStore {
     private readonly events: IntentEventSink = noIntentEvents,
   ) {}
 
-  /** Runs `move` in a transaction that also publishes the events of the rows it moved; announces them after the commit. */
-  private async moving(move: (tx: Executor) => Promise<IntentRow[]>): Promise<IntentRow[]> {
-    let queues: string[] = [];
-    const moved = await this.db.transaction(async (tx) => {
-      const rows = await move(tx);
-      queues = await this.events.publish(tx, rows);
-      return rows;
-    });
-    this.events.announce(queues);
-    return moved;
+  private moving(move: (tx: Executor) => Promise<IntentRow[]>): Promise<IntentRow[]> {
+    return movingIntents(this.db, this.events, move);
   }
 
   /**
@@ -70,7 +76,21 @@ export class IntentsStore {
       expiresAt: draft.expiresAt.toISOString(),
     });
     if (!row) return undefined;
-    const none = { transactionHash: null, payer: null, authorizationId: null, settlingSince: null, failureCode: null, failureMessage: null, settledAt: null };
+    const none = {
+      paidVia: null,
+      receivedAmount: '0',
+      refundedUsdCents: 0,
+      transactionHash: null,
+      payer: null,
+      authorizationId: null,
+      settlingSince: null,
+      failureCode: null,
+      failureMessage: null,
+      lastPaymentErrorCode: null,
+      lastPaymentErrorMessage: null,
+      lastPaymentErrorAt: null,
+      settledAt: null,
+    };
     return { ...draft, ...row, ...none, status: 'pending', currency: 'USD', updatedAt: draft.createdAt };
   }
 
@@ -100,6 +120,8 @@ export class IntentsStore {
       createdAt: sql`${p('createdAt')}::timestamptz`,
       updatedAt: sql`${p('createdAt')}::timestamptz`,
       expiresAt: sql`${p('expiresAt')}::timestamptz`,
+      receivedAmount: sql`0`,
+      refundedUsdCents: sql`0`,
     };
     // insert ... select lists every column in table order; the rest start out null.
     const columns = Object.keys(getTableColumns(intents)) as Array<keyof IntentRow>;
@@ -127,7 +149,32 @@ export class IntentsStore {
    * page. Read-only: a pending intent past its expiry is filtered and shown as expired (intentView's
    * caller) without being moved.
    */
-  async listInProject(projectId: string, filter: { merchantId?: string; status?: IntentRow['status']; before?: string; limit: number }, now: Date): Promise<IntentRow[]> {
+  async listInProject(projectId: string, filter: ListFilter & { before?: string; limit: number }, now: Date): Promise<IntentRow[]> {
+    return this.db
+      .select()
+      .from(intents)
+      .where(and(this.listed(projectId, filter, now), filter.before ? lt(intents.id, filter.before) : undefined))
+      .orderBy(desc(intents.id))
+      .limit(filter.limit);
+  }
+
+  /** Totals of the intents the listing's filters select (all pages). */
+  async totalsInProject(projectId: string, filter: ListFilter, now: Date) {
+    const [row] = await this.db
+      .select({
+        count: sql<number>`count(*)::int`,
+        settledCount: sql<number>`(count(*) filter (where ${intents.status} = 'settled'))::int`,
+        settledUsdCents: sql<number>`coalesce(sum(${intents.amountUsdCents}) filter (where ${intents.status} = 'settled'), 0)::bigint`,
+        received: sql<string>`coalesce(sum(${intents.receivedAmount}), 0)::text`,
+        refundedUsdCents: sql<number>`coalesce(sum(${intents.refundedUsdCents}), 0)::bigint`,
+      })
+      .from(intents)
+      .where(this.listed(projectId, filter, now));
+    return row!;
+  }
+
+  /** The owner's filters: merchant, status (a pending intent past its expiry counts as expired), externalId prefix. */
+  private listed(projectId: string, filter: ListFilter, now: Date) {
     const due = and(eq(intents.status, 'pending'), lte(intents.expiresAt, now));
     const status =
       filter.status === 'expired'
@@ -137,12 +184,9 @@ export class IntentsStore {
           : filter.status
             ? eq(intents.status, filter.status)
             : undefined;
-    return this.db
-      .select()
-      .from(intents)
-      .where(and(eq(intents.projectId, projectId), filter.merchantId ? eq(intents.merchantId, filter.merchantId) : undefined, status, filter.before ? lt(intents.id, filter.before) : undefined))
-      .orderBy(desc(intents.id))
-      .limit(filter.limit);
+    // A prefix, matched literally: LIKE's wildcards in the search are escaped.
+    const externalId = filter.externalId ? sql`${intents.externalId} like ${`${filter.externalId.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}` : undefined;
+    return and(eq(intents.projectId, projectId), filter.merchantId ? eq(intents.merchantId, filter.merchantId) : undefined, status, externalId);
   }
 
   async byIdInProject(id: string, projectId: string): Promise<IntentRow | undefined> {
@@ -202,7 +246,18 @@ export class IntentsStore {
     const moved = await this.moving(async (db) => {
       const rows = await db
         .update(intents)
-        .set({ status: 'settled', transactionHash: tx.hash, payer: tx.payer, settledAt: tx.settledAt, failureCode: null, failureMessage: null, updatedAt: now })
+        .set({
+          status: 'settled',
+          paidVia: 'x402',
+          transactionHash: tx.hash,
+          payer: tx.payer,
+          settledAt: tx.settledAt,
+          // The x402 payment is exactly the intent's amount; its deposit address may have received more.
+          receivedAmount: sql`${intents.receivedAmount} + ${intents.amount}`,
+          failureCode: null,
+          failureMessage: null,
+          updatedAt: now,
+        })
         .where(this.settlingWith(intentId, authorizationId))
         .returning();
       if (rows.length > 0) await db.update(authorizations).set({ outcome: 'settled', transactionHash: tx.hash, updatedAt: now }).where(eq(authorizations.id, authorizationId));
@@ -211,37 +266,50 @@ export class IntentsStore {
     return moved.length > 0;
   }
 
-  /** settling → failed (a definitive settlement failure). */
+  /** settling → failed: the authorization's transfer paid something else (reconciliation's verdict; pay never fails an intent). */
   async fail(intentId: string, authorizationId: string, failure: { code: string; message: string }, now: Date): Promise<boolean> {
     return this.moveFromSettling(intentId, authorizationId, { status: 'failed', failureCode: failure.code, failureMessage: failure.message, updatedAt: now }, (db) =>
       setOutcome(db, authorizationId, 'failed', now),
     );
   }
 
-  /** settling → pending when nothing reached the chain: the reservation goes, so the same payment may be retried. */
-  async release(intentId: string, authorizationId: string, now: Date): Promise<boolean> {
-    return this.moveFromSettling(intentId, authorizationId, { status: 'pending', authorizationId: null, settlingSince: null, updatedAt: now }, async (db) => {
+  /**
+   * settling → pending when nothing was sent (the facilitator unreachable, its gas float low or a settle budget
+   * spent): the reservation goes, so the same payment may be retried; `attempt` is what the payer is told.
+   */
+  async release(intentId: string, authorizationId: string, attempt: AttemptError, now: Date): Promise<boolean> {
+    return this.moveFromSettling(intentId, authorizationId, { status: 'pending', authorizationId: null, settlingSince: null, ...lastPaymentError(attempt, now), updatedAt: now }, async (db) => {
       await db.delete(authorizations).where(eq(authorizations.id, authorizationId));
     });
   }
 
   /**
-   * settling → pending (or expired, past expiresAt) when the authorization cannot pay this intent:
-   * it expired unused (`unused`), or it had already been settled for another payment (`used_elsewhere`).
-   * It stays reserved so it is never accepted again.
+   * settling → pending (or expired, past expiresAt) when the authorization cannot pay this intent and
+   * nothing moved for it: it expired unused (`unused`), it had already been settled for another payment
+   * (`used_elsewhere`), or its settle was refused before any transfer (`failed`: the balance fell short, it
+   * expired, the transfer reverted). It stays reserved so it is never accepted again; `attempt` becomes the
+   * intent's lastPaymentError, `failure` its failureCode (a reconciliation condition; null for pay's own).
    */
   async reopen(
     intentId: string,
     authorizationId: string,
-    failure: { code: string; message: string } | null,
+    attempt: AttemptError,
     now: Date,
-    outcome: 'unused' | 'used_elsewhere' = 'unused',
+    { outcome, failure }: { outcome: 'unused' | 'used_elsewhere' | 'failed'; failure: AttemptError | null },
   ): Promise<boolean> {
     const status = sql`case when ${intents.expiresAt} > ${databaseNow(this.clock)} then 'pending' else 'expired' end`;
     return this.moveFromSettling(
       intentId,
       authorizationId,
-      { status, authorizationId: null, settlingSince: null, failureCode: failure?.code ?? null, failureMessage: failure?.message ?? null, updatedAt: now },
+      {
+        status,
+        authorizationId: null,
+        settlingSince: null,
+        failureCode: failure?.code ?? null,
+        failureMessage: failure?.message ?? null,
+        ...lastPaymentError(attempt, now),
+        updatedAt: now,
+      },
       (db) => setOutcome(db, authorizationId, outcome, now),
     );
   }
@@ -326,6 +394,23 @@ export class IntentsStore {
     return moved.length > 0;
   }
 }
+
+/**
+ * Runs `move` in a transaction that also publishes the events of the intents it moved (events.ts); announces them
+ * after the commit. Every store that moves intents (this one, deposits) moves them through here.
+ */
+export async function movingIntents(db: Db, events: IntentEventSink, move: (tx: Executor) => Promise<IntentRow[]>): Promise<IntentRow[]> {
+  let queues: string[] = [];
+  const moved = await db.transaction(async (tx) => {
+    const rows = await move(tx);
+    queues = await events.publish(tx, rows);
+    return rows;
+  });
+  events.announce(queues);
+  return moved;
+}
+
+const lastPaymentError = (attempt: AttemptError, at: Date) => ({ lastPaymentErrorCode: attempt.code, lastPaymentErrorMessage: attempt.message, lastPaymentErrorAt: at });
 
 async function setOutcome(db: Executor, authorizationId: string, outcome: string, now: Date): Promise<void> {
   await db.update(authorizations).set({ outcome, updatedAt: now }).where(eq(authorizations.id, authorizationId));

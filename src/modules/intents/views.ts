@@ -1,23 +1,19 @@
 import { isoDate } from '../../platform/http/schemas.js';
-import { Reason } from '../../x402/facilitator/reasons.js';
+import { refusedBeforeTransfer } from './payments.js';
 import { CONDITIONS } from './reconcile.js';
-import type { CheckoutView, IntentView, SettlementBody } from './schemas.js';
+import type { DepositView } from './deposits.js';
+import type { RefundRow } from './refund-store.js';
+import type { CheckoutView, IntentView, RefundView, SettlementBody } from './schemas.js';
 import type { IntentRow } from './store.js';
 
-/**
- * The facilitator's settle refusals end before any transfer, or with one that reverted; all but these,
- * which say an authorization was used or the outcome is not known.
- */
-const REFUSED_BEFORE_TRANSFER: ReadonlySet<string> = new Set(
-  Object.values(Reason).filter((code) => !([Reason.nonceAlreadyUsed, Reason.transferEventMismatch, Reason.settlementPending, Reason.paymentIdentifierConflict] as string[]).includes(code)),
-);
 /** Failures decided after a transfer that did not pay this intent (docs/intents.md, failureCode values). */
 const MOVED_ELSEWHERE: ReadonlySet<string> = new Set([CONDITIONS.mismatch.code, CONDITIONS.alreadyUsed.code]);
 
 /** What a failed intent means for the payer's money; null for an intent that has not failed. */
 export function failureMoneyMovedOf(row: Pick<IntentRow, 'status' | 'failureCode'>): CheckoutView['failureMoneyMoved'] {
   if (row.status !== 'failed') return null;
-  if (row.failureCode && REFUSED_BEFORE_TRANSFER.has(row.failureCode)) return 'none';
+  // Intents failed this way before pay kept them payable (docs/intents.md): refused before any transfer.
+  if (refusedBeforeTransfer(row.failureCode)) return 'none';
   if (row.failureCode && MOVED_ELSEWHERE.has(row.failureCode)) return 'not_for_this_intent';
   return 'unknown';
 }
@@ -51,6 +47,28 @@ export function intentView(row: IntentRow, baseUrl: string): IntentView {
     failureCode: row.failureCode,
     failureMessage: row.failureMessage,
     returnUrl: row.returnUrl,
+    lastPaymentError: row.lastPaymentErrorCode
+      ? { code: row.lastPaymentErrorCode, message: row.lastPaymentErrorMessage ?? '', at: isoDate(row.lastPaymentErrorAt) ?? row.updatedAt.toISOString() }
+      : null,
+    paidVia: row.paidVia ?? null,
+    receivedUsdCents: Number(BigInt(row.receivedAmount) / ATOMIC_UNITS_PER_CENT),
+    refundedUsdCents: row.refundedUsdCents,
+    payer: row.status === 'settled' ? row.payer : null,
+  };
+}
+
+export function refundView(row: RefundRow): RefundView {
+  return {
+    id: row.id,
+    intentId: row.intentId,
+    amountUsdCents: row.amountUsdCents,
+    status: row.status,
+    transaction: row.transactionHash,
+    recipient: row.recipient,
+    failureCode: row.failureCode,
+    failureMessage: row.failureMessage,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
   };
 }
 
@@ -66,7 +84,7 @@ export function settlementBody(row: IntentRow): SettlementBody {
   };
 }
 
-export function checkoutView(row: IntentRow, merchantName: string): CheckoutView {
+export function checkoutView(row: IntentRow, merchantName: string, deposit: DepositView | null = null): CheckoutView {
   return {
     id: row.id,
     status: row.status,
@@ -84,5 +102,10 @@ export function checkoutView(row: IntentRow, merchantName: string): CheckoutView
     transactionHash: row.transactionHash,
     failureCode: row.failureCode,
     failureMoneyMoved: failureMoneyMovedOf(row),
+    // The code and the time only: the page says it in words (a remote facilitator's message is not shown to anyone holding the link).
+    lastPaymentError: row.lastPaymentErrorCode ? { code: row.lastPaymentErrorCode, at: isoDate(row.lastPaymentErrorAt) ?? row.updatedAt.toISOString() } : null,
+    paidVia: row.paidVia ?? null,
+    payer: row.status === 'settled' ? row.payer : null,
+    deposit,
   };
 }
