@@ -61,7 +61,7 @@ const cli = (...args: string[]) => {
   if (result.status !== 0) throw new Error(`tollgate ${args.join(' ')}: ${result.stderr}`);
   return result.stdout.trim();
 };
-const server = await startProcess(process.execPath, [path.join(root, 'bin/tollgate.js'), 'serve'], env, /^api\s+(http:\/\/\S+)$/m);
+const server = await startProcess(process.execPath, [path.join(root, 'bin/tollgate.js'), 'serve'], env, /^api\s+(http:\/\/\S+)$/m, 'stderr');
 const api = server.match[1]!;
 
 async function json(method: string, url: string, token: string, body?: unknown) {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Usage } from './models.js';
+import type { TokenAsk, Usage } from './models.js';
 
 interface Day {
   day: string;
@@ -11,10 +11,12 @@ const today = (now = new Date()) => now.toISOString().slice(0, 10);
 
 /**
  * The agent's daily token budget, in front of every model call the runtime makes. A call is admitted only
- * when today's use, what calls in flight have reserved and its own estimate (an upper bound: a byte per
- * token plus its output cap) all fit the budget; its reservation is trued up to the usage it reports. This
- * process is the only one that spends the agent's budget and JavaScript runs one admission at a time, so
- * parallel sessions can never pass it together. Use is kept on the volume: a restart does not reset the day.
+ * when today's use, what calls in flight have reserved and its own reservation all fit the budget: its input
+ * (counted with a tokenizer, models.ts) and an output cap, the call's own when it fits, else what is left, but
+ * never less than its minimum (the call is then refused). The call is made with that cap, so it cannot write
+ * past the budget; its reservation is trued up to the usage it reports. This process is the only one that
+ * spends the agent's budget and JavaScript runs one admission at a time, so parallel sessions can never pass
+ * it together. Use is kept on the volume: a restart does not reset the day.
  */
 export class TokenBudget {
   #dailyTokens: number;
@@ -40,16 +42,19 @@ export class TokenBudget {
   status(now = new Date()) {
     const resetsAt = new Date(`${today(now)}T00:00:00.000Z`);
     resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
-    return { dailyTokens: this.#dailyTokens, usedToday: this.#usedToday(), reserved: this.#reserved, resetsAt: resetsAt.toISOString() };
+    return { dailyTokens: this.#dailyTokens, usedToday: this.#usedToday(), day: today(now), reserved: this.#reserved, resetsAt: resetsAt.toISOString() };
   }
 
-  /** Runs a model call if its estimate fits what is left; null (and no call) otherwise. A failed call counts nothing. */
-  gate = async <T extends { usage: Usage }>(estimate: number, call: () => Promise<T>): Promise<T | null> => {
-    if (this.#usedToday() + this.#reserved + estimate > this.#dailyTokens) return null;
+  /** Runs a model call if its input and at least its least output fit what is left; null (and no call) otherwise. A failed call counts nothing. */
+  gate = async <T extends { usage: Usage }>(ask: TokenAsk, call: (outputCap: number) => Promise<T>): Promise<T | null> => {
+    const left = this.#dailyTokens - this.#usedToday() - this.#reserved - ask.input;
+    if (left < ask.minOutput || left <= 0) return null;
+    const outputCap = Math.min(ask.maxOutput, left);
+    const estimate = ask.input + outputCap;
     this.#reserved += estimate;
     let result: T;
     try {
-      result = await call();
+      result = await call(outputCap);
     } finally {
       this.#reserved -= estimate;
     }

@@ -69,19 +69,32 @@ interface ChatRequest {
   transcript: Entry[];
   provider: ProviderCall;
   sampling: Sampling;
+  /** The service's turn (its tool payments name it) and the request that asked for it. */
+  turn?: { id: string; requestId?: string };
 }
 
-/** One turn: the model's answer to the transcript, its tool rounds run; null when the token budget refused a call. */
-async function turn(body: ChatRequest, onDelta?: (text: string) => void) {
-  const outcome = await converse({ ...body, tools, gate: budget.gate, onDelta, signal: AbortSignal.timeout(TURN_TIMEOUT_MS) });
+/**
+ * One turn: the model's answer to the transcript, its tool rounds run, with the day's use after it (the
+ * service keeps the same count). `cancelled`: the service went away (its connection closed) — the turn stops
+ * there, so nothing more is called or paid for a turn nobody will record.
+ */
+async function turn(body: ChatRequest, cancelled: AbortSignal, onDelta?: (text: string) => void) {
+  const signal = AbortSignal.any([AbortSignal.timeout(TURN_TIMEOUT_MS), cancelled]);
+  const outcome = await converse({ ...body, tools, gate: budget.gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });
   if (!outcome) throw new BudgetExhausted();
-  return outcome;
+  return { ...outcome, day: dayOf() };
 }
+
+/** The day's use as the budget counts it, which the service mirrors (GET /agents/{id}/usage). */
+const dayOf = () => {
+  const { day, usedToday } = budget.status();
+  return { day, usedToday };
+};
 
 /** What a failed turn answers: the provider's failure, the budget, or nothing of ours (internal text stays in the log). */
 function failure(error: unknown): { status: number; body: Record<string, unknown> } {
-  if (error instanceof ProviderError) return { status: 502, body: { error: error.message, providerStatus: error.status } };
-  if (error instanceof BudgetExhausted) return { status: 429, body: { error: "today's token budget cannot cover this call", ...budget.status() } };
+  if (error instanceof ProviderError) return { status: 502, body: { error: error.message, providerStatus: error.status, day: dayOf() } };
+  if (error instanceof BudgetExhausted) return { status: 429, body: { error: "today's token budget cannot cover this call", ...budget.status(), day: dayOf() } };
   console.error(`agent runtime: turn failed: ${(error as Error).stack ?? String(error)}`);
   return { status: 500, body: { error: 'internal error' } };
 }
@@ -91,13 +104,13 @@ function failure(error: unknown): { status: number; body: Record<string, unknown
  * `error` with its failure). Until then nothing is written, so a turn refused before any text (the budget, the
  * provider) answers its plain status.
  */
-async function streamTurn(body: ChatRequest, response: http.ServerResponse): Promise<void> {
+async function streamTurn(body: ChatRequest, response: http.ServerResponse, cancelled: AbortSignal): Promise<void> {
   const event = (name: string, data: unknown) => response.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
   const open = () => {
     if (!response.headersSent) response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   };
   try {
-    const outcome = await turn(body, (text) => {
+    const outcome = await turn(body, cancelled, (text) => {
       open();
       event('delta', { text });
     });
@@ -126,8 +139,13 @@ const server = http.createServer(async (request, response) => {
     if (request.method === 'GET' && url.pathname === '/probe') return send(response, 200, { ok: true, instanceId, volumeId: config.id, dailyTokens: budget.status().dailyTokens });
     if (request.method === 'POST' && url.pathname === '/chat') {
       const body = (await readJson(request)) as ChatRequest;
-      if ((request.headers.accept ?? '').includes('text/event-stream')) return await streamTurn(body, response);
-      return send(response, 200, await turn(body));
+      // The service's connection closing before the answer is written: it stopped waiting (a shutdown, a crash).
+      const cancelled = new AbortController();
+      response.once('close', () => {
+        if (!response.writableEnded) cancelled.abort();
+      });
+      if ((request.headers.accept ?? '').includes('text/event-stream')) return await streamTurn(body, response, cancelled.signal);
+      return send(response, 200, await turn(body, cancelled.signal));
     }
     if (request.method === 'GET' && url.pathname === '/budget') return send(response, 200, budget.status());
     if (request.method === 'PUT' && url.pathname === '/budget') {

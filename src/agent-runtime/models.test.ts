@@ -3,7 +3,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { converse, estimateTokens, ProviderError, type Entry, type Gate, type ProviderCall, type Tool } from './models.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TokenBudget } from './budget.js';
+import { converse, estimateInputTokens, loadTokenizer, MIN_OUTPUT_TOKENS, ProviderError, traitsOf, type Entry, type Gate, type ProviderCall, type TokenAsk, type Tool } from './models.js';
 import { serverSentEvents } from './sse.js';
 
 interface Received {
@@ -90,10 +94,10 @@ const anthropicEvents = (events: Array<[string, object]>, { crlf = false } = {})
 
 /** A gate that lets every call through and records what it was asked to reserve. */
 function openGate() {
-  const estimates: number[] = [];
-  const gate: Gate = async (estimate, run) => {
-    estimates.push(estimate);
-    return run();
+  const estimates: TokenAsk[] = [];
+  const gate: Gate = async (ask, run) => {
+    estimates.push(ask);
+    return run(ask.maxOutput);
   };
   return { gate, estimates };
 }
@@ -143,11 +147,15 @@ describe('server-sent events', () => {
   });
 });
 
-describe('estimateTokens', () => {
-  it("bounds a call's tokens by its body's UTF-8 bytes plus its output", () => {
-    const body = { messages: [{ role: 'user', content: 'héllo 👋' }] };
-    expect(estimateTokens(body, 100)).toBe(Buffer.byteLength(JSON.stringify(body)) + 100);
-    expect(estimateTokens(body, 100)).toBeGreaterThan(JSON.stringify(body).length + 100);
+describe('estimateInputTokens', () => {
+  it("counts a request's JSON (its output cap left out) with a tokenizer, not a token per byte; foreign tokenizers get a margin", async () => {
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1024 };
+    const counted = (await loadTokenizer())(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }));
+    expect(await estimateInputTokens(body, 1)).toBe(counted);
+    expect(counted).toBeLessThan(Buffer.byteLength(JSON.stringify(body)) / 2);
+    expect(await estimateInputTokens(body, 1.3)).toBe(Math.ceil(counted * 1.3));
+    // The provider's own count of the same request is below ours (the stand-ins report 12–25 for a longer one).
+    expect(counted).toBeGreaterThan(3);
   });
 });
 
@@ -352,9 +360,9 @@ describe('a tool round', () => {
       expect(outcome!.usage).toEqual({ inputTokens: 110, outputTokens: 13 });
       expect(outcome!.raw).toEqual(textAnswer);
       if (streaming) expect(deltas.join('')).toBe('Sunny.');
-      // Each round reserved at least its request's bytes and its whole output.
+      // Each round reserved its request as the tokenizer counts it, and its whole output.
       expect(estimates).toHaveLength(2);
-      estimates.forEach((estimate, i) => expect(estimate).toBeGreaterThanOrEqual(received[i]!.bytes + sampling.maxOutputTokens));
+      for (const [i, ask] of estimates.entries()) expect(ask).toEqual({ input: await estimateInputTokens(received[i]!.body, 1), maxOutput: sampling.maxOutputTokens, minOutput: MIN_OUTPUT_TOKENS });
     });
   });
 
@@ -443,7 +451,7 @@ describe('a tool round', () => {
       expect(outcome!.usage).toEqual({ inputTokens: 140, outputTokens: 38 });
       expect(outcome!.raw).toEqual(textAnswer);
       if (streaming) expect(deltas.join('')).toBe('Let me pay.Sunny; the other failed.');
-      estimates.forEach((estimate, i) => expect(estimate).toBeGreaterThanOrEqual(received[i]!.bytes + sampling.maxOutputTokens));
+      for (const [i, ask] of estimates.entries()) expect(ask).toEqual({ input: await estimateInputTokens(received[i]!.body, 1.3), maxOutput: sampling.maxOutputTokens, minOutput: MIN_OUTPUT_TOKENS });
     });
   });
 
@@ -484,9 +492,9 @@ describe('a tool round', () => {
 describe('the gate', () => {
   it('refusing ends the turn with null, and no request is made', async () => {
     answers.push(json({ choices: [{ index: 0, message: { role: 'assistant', content: 'never' } }] }));
-    const seen: number[] = [];
-    const refuse: Gate = async (estimate) => {
-      seen.push(estimate);
+    const seen: TokenAsk[] = [];
+    const refuse: Gate = async (ask) => {
+      seen.push(ask);
       return null;
     };
     expect(await converse({ provider: providers.openai(), transcript, tools: [], sampling, gate: refuse })).toBeNull();
@@ -495,13 +503,95 @@ describe('the gate', () => {
     expect(received).toHaveLength(0);
   });
 
-  it("reserves at least the request's JSON bytes plus its output, multi-byte text included", async () => {
+  it('reserves the input as counted (with the model\'s margin) and the output cap; a smaller cap the gate grants is the one sent', async () => {
     answers.push(json({ id: 'msg', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }));
-    const { gate, estimates } = openGate();
+    const asks: TokenAsk[] = [];
+    const narrow: Gate = async (ask, run) => {
+      asks.push(ask);
+      return run(100);
+    };
     const wide: Entry[] = [{ role: 'user', content: '日本語のテキスト 👋👋👋 '.repeat(50) }];
-    await converse({ provider: providers.anthropic(), transcript: wide, tools: [], sampling, gate });
-    expect(received[0]!.bytes).toBeGreaterThan(JSON.stringify(received[0]!.body).length);
-    expect(estimates[0]).toBeGreaterThanOrEqual(received[0]!.bytes + sampling.maxOutputTokens);
+    await converse({ provider: providers.anthropic(), transcript: wide, tools: [], sampling, gate: narrow });
+    expect(asks).toEqual([{ input: await estimateInputTokens(received[0]!.body, 1.3), maxOutput: 300, minOutput: MIN_OUTPUT_TOKENS }]);
+    expect(received[0]!.body.max_tokens).toBe(100);
+  });
+
+  it('a budget with 500 tokens left still answers "hello": the output cap shrinks to what is left (a byte a token reserved 1,100)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'budget-'));
+    try {
+      const budget = new TokenBudget(dir, 10_000);
+      answers.push(json({ id: 'c', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'filler' } }], usage: { prompt_tokens: 4_000, completion_tokens: 5_500 } }));
+      await converse({ provider: providers.openai(), transcript: [{ role: 'user', content: 'fill' }], tools: [], sampling: { maxOutputTokens: 64 }, gate: budget.gate });
+      expect(budget.status().usedToday).toBe(9_500);
+      answers.push(json({ id: 'c', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi!' } }], usage: { prompt_tokens: 8, completion_tokens: 2 } }));
+      const outcome = await converse({ provider: providers.openai(), transcript: [{ role: 'user', content: 'hello' }], tools: [], sampling: { maxOutputTokens: 1024 }, gate: budget.gate });
+      expect(outcome!.text).toBe('Hi!');
+      const input = await estimateInputTokens(received[1]!.body, 1);
+      expect(received[1]!.body.max_tokens).toBe(500 - input);
+      expect(budget.status()).toMatchObject({ usedToday: 9_510, reserved: 0 });
+      // Less than the least output left: refused, no call.
+      const full = new TokenBudget(dir, 9_510 + input + MIN_OUTPUT_TOKENS - 1);
+      expect(await converse({ provider: providers.openai(), transcript: [{ role: 'user', content: 'hello' }], tools: [], sampling: { maxOutputTokens: 1024 }, gate: full.gate })).toBeNull();
+      expect(received).toHaveLength(2);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('models as they are today', () => {
+  const openai = (model: string) => ({ ...providers.openai(), model });
+  const hi = { id: 'c', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' } }], usage: { prompt_tokens: 5, completion_tokens: 2 } };
+
+  it.each(['o3-mini', 'o1', 'o4-mini-2025-04-16', 'gpt-5', 'gpt-5-mini'])("OpenAI's reasoning model %s: max_completion_tokens, no temperature, the system prompt as developer", async (model) => {
+    answers.push(json(hi));
+    await converse({ provider: openai(model), transcript, tools: [], sampling, gate: openGate().gate });
+    expect(received[0]!.body).toEqual({ model, messages: [{ role: 'developer', content: 'You are terse.' }, { role: 'user', content: 'Say hi' }], max_completion_tokens: 300 });
+  });
+
+  it('a model newer than the table that refuses max_tokens, then temperature, by name: sent again adapted, and remembered for the next call', async () => {
+    const refusal = (param: string, code: string) =>
+      json({ error: { message: `Unsupported ${code === 'unsupported_parameter' ? 'parameter' : 'value'}: '${param}' is not supported with this model.`, type: 'invalid_request_error', param, code } }, 400);
+    answers.push(refusal('max_tokens', 'unsupported_parameter'), refusal('temperature', 'unsupported_value'), json(hi), json(hi));
+    const model = 'acme-thinker-1';
+    const outcome = await converse({ provider: openai(model), transcript: [{ role: 'user', content: 'Say hi' }], tools: [], sampling, gate: openGate().gate });
+    expect(received.map((r) => Object.keys(r.body).filter((k) => ['max_tokens', 'max_completion_tokens', 'temperature'].includes(k)))).toEqual([
+      ['max_tokens', 'temperature'],
+      ['temperature', 'max_completion_tokens'],
+      ['max_completion_tokens'],
+    ]);
+    expect(outcome!.text).toBe('Hi.');
+    await converse({ provider: openai(model), transcript: [{ role: 'user', content: 'Say hi' }], tools: [], sampling, gate: openGate().gate });
+    expect(Object.keys(received[3]!.body)).toEqual(['model', 'messages', 'max_completion_tokens']);
+    expect(traitsOf('openai', model)).toMatchObject({ outputCap: 'max_completion_tokens', temperature: false });
+  });
+
+  it('a 400 about something else is the provider failing, sent once', async () => {
+    answers.push(json({ error: { message: "Invalid value for 'messages'.", type: 'invalid_request_error', param: 'messages', code: 'invalid_value' } }, 400));
+    const error = await converse({ provider: openai('gpt-4o'), transcript, tools: [], sampling, gate: openGate().gate }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(received).toHaveLength(1);
+  });
+
+  it("Anthropic: a temperature above 1 is sent as 1; Claude 3 models' output capped at their 4,096", async () => {
+    answers.push(json({ id: 'm', type: 'message', role: 'assistant', model: 'claude-3-haiku-20240307', content: [{ type: 'text', text: 'Hi.' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 2 } }));
+    const { gate, estimates } = openGate();
+    await converse({ provider: { ...providers.anthropic(), model: 'claude-3-haiku-20240307' }, transcript, tools: [], sampling: { maxOutputTokens: 8192, temperature: 1.5 }, gate });
+    expect(received[0]!.body).toMatchObject({ max_tokens: 4096, temperature: 1 });
+    expect(estimates[0]!.maxOutput).toBe(4096);
+  });
+
+  it("OpenRouter: max_tokens for every model (OpenRouter maps it), no temperature for OpenAI's reasoning models, Anthropic's capped at 1", async () => {
+    answers.push(json(hi), json(hi), json(hi));
+    const via = (model: string) => converse({ provider: { ...providers.openrouter(), model }, transcript, tools: [], sampling: { maxOutputTokens: 300, temperature: 1.4 }, gate: openGate().gate });
+    await via('openai/o3-mini');
+    await via('anthropic/claude-3.5-sonnet');
+    await via('meta-llama/llama-3.3-70b-instruct');
+    expect(received.map((r) => [r.body.max_tokens, r.body.temperature, r.body.messages[0].role])).toEqual([
+      [300, undefined, 'system'],
+      [300, 1, 'system'],
+      [300, 1.4, 'system'],
+    ]);
   });
 });
 

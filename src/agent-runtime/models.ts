@@ -4,6 +4,9 @@
 // continue a conversation another one started. Base URLs come with each call, so operators (and tests) can
 // point them anywhere.
 import { serverSentEvents, type ServerSentEvent } from './sse.js';
+import { learnTraits, traitsOf, type ModelTraits } from './model-traits.js';
+
+export { traitsOf, type ModelTraits };
 
 export type Role = 'system' | 'user' | 'assistant';
 /** What users send. */
@@ -41,16 +44,37 @@ export interface Usage {
   outputTokens: number;
 }
 
+/** The turn a tool runs in: its id and request id (the service's), and its deadline. */
+export interface TurnContext {
+  turnId?: string;
+  requestId?: string;
+  signal?: AbortSignal;
+}
+
 /** A tool the model may call: a JSON-schema'd function whose result goes back to it as text. */
 export interface Tool {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
-  run(input: Record<string, unknown>): Promise<string>;
+  run(input: Record<string, unknown>, turn: TurnContext): Promise<string>;
 }
 
-/** The budget in front of every model call: reserve `estimate` tokens, run, true up to the call's usage; null: refused (no call made). */
-export type Gate = <T extends { usage: Usage }>(estimate: number, call: () => Promise<T>) => Promise<T | null>;
+/**
+ * What a model call asks of the budget: its input's estimated tokens, the output it may write, and the least
+ * output worth calling for.
+ */
+export interface TokenAsk {
+  input: number;
+  maxOutput: number;
+  minOutput: number;
+}
+
+/**
+ * The budget in front of every model call: reserve the input and an output cap (at most `maxOutput`, less when
+ * less is left, never under `minOutput`), run the call with that cap, true up to its usage; null: refused (no
+ * call made).
+ */
+export type Gate = <T extends { usage: Usage }>(ask: TokenAsk, call: (outputCap: number) => Promise<T>) => Promise<T | null>;
 
 export interface TurnOutcome {
   text: string;
@@ -64,6 +88,8 @@ export interface TurnOutcome {
 
 const MAX_TOOL_ROUNDS = 4;
 const TIMEOUT_MS = 60_000;
+/** The least output a call is made for when the day's budget is nearly spent (less would cut most answers). */
+export const MIN_OUTPUT_TOKENS = 64;
 
 export class ProviderError extends Error {
   constructor(
@@ -74,12 +100,21 @@ export class ProviderError extends Error {
   }
 }
 
+// The tokenizer (gpt-tokenizer's o200k_base, OpenAI's current encoding: no data from the network, ~40 MB and
+// under a second to load) is loaded once, at the runtime's first model call: a runtime that starts answers its
+// probe at once (loading blocks the event loop while it parses).
+let tokenizer: Promise<(text: string) => number> | null = null;
+export const loadTokenizer = () => (tokenizer ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => module.countTokens));
+
 /**
- * An upper bound of a call's tokens, for the budget to reserve: the request's UTF-8 bytes (byte-level BPE
- * never makes more tokens than bytes) plus all the output it may write.
+ * The input tokens of a call's request body, for the budget's reservation: its JSON (the output cap left out)
+ * counted with o200k_base, times the model's margin (`tokenFactor`: 1 for OpenAI's own encodings, more for
+ * tokenizers that are not public). Counting the JSON (keys, quotes, escapes) rather than the messages alone
+ * covers the providers' per-message framing and the tools' descriptions.
  */
-export function estimateTokens(body: unknown, maxOutputTokens: number): number {
-  return Buffer.byteLength(JSON.stringify(body)) + maxOutputTokens;
+export async function estimateInputTokens(body: Record<string, unknown>, tokenFactor: number): Promise<number> {
+  const { max_tokens: _cap, max_completion_tokens: _completionCap, ...rest } = body;
+  return Math.ceil((await loadTokenizer())(JSON.stringify(rest)) * tokenFactor);
 }
 
 /** One model call's answer. */
@@ -95,7 +130,7 @@ interface Wire {
   url(provider: ProviderCall): string;
   headers(provider: ProviderCall): Record<string, string>;
   /** `lastRound`: the tools stay described (a transcript with tool calls needs them) but may not be called. */
-  body(provider: ProviderCall, transcript: Entry[], tools: Tool[], sampling: Sampling, stream: boolean, lastRound: boolean): Record<string, unknown>;
+  body(provider: ProviderCall, traits: ModelTraits, transcript: Entry[], tools: Tool[], sampling: Sampling, stream: boolean, lastRound: boolean): Record<string, unknown>;
   collect(events: AsyncIterable<ServerSentEvent>, onDelta: (text: string) => void): Promise<unknown>;
   parse(raw: any): Round; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
@@ -103,12 +138,14 @@ interface Wire {
 // A 2xx answer we cannot use carries 200, as it always has: the provider answered, but not as its API says.
 const unusable = (message: string) => new ProviderError(message, 200);
 const brokenOff = () => unusable("the model provider's answer broke off before its end");
-const temperatureOf = (sampling: Sampling) => (sampling.temperature === undefined ? {} : { temperature: sampling.temperature });
+/** The temperature as the model takes it: none where it refuses one, at most its highest. */
+const temperatureOf = (sampling: Sampling, traits: ModelTraits) =>
+  sampling.temperature === undefined || !traits.temperature ? {} : { temperature: Math.min(sampling.temperature, traits.maxTemperature) };
 
 const openAiWire: Wire = {
   url: (provider) => `${provider.baseUrl}/chat/completions`,
   headers: (provider) => ({ authorization: `Bearer ${provider.apiKey}`, ...(provider.name === 'openrouter' ? { 'x-title': 'Tollgate agent' } : {}) }),
-  body: (provider, transcript, tools, sampling, stream, lastRound) => ({
+  body: (provider, traits, transcript, tools, sampling, stream, lastRound) => ({
     model: provider.model,
     messages: transcript.map((entry) => {
       if (entry.role === 'tool') return { role: 'tool', tool_call_id: entry.toolCallId, content: entry.content };
@@ -116,10 +153,10 @@ const openAiWire: Wire = {
         const toolCalls = entry.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } }));
         return { role: 'assistant', content: entry.content, tool_calls: toolCalls };
       }
-      return { role: entry.role, content: entry.content };
+      return { role: entry.role === 'system' ? traits.systemRole : entry.role, content: entry.content };
     }),
-    max_tokens: sampling.maxOutputTokens,
-    ...temperatureOf(sampling),
+    [traits.outputCap]: sampling.maxOutputTokens,
+    ...temperatureOf(sampling, traits),
     ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })), ...(lastRound ? { tool_choice: 'none' } : {}) } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   }),
@@ -174,7 +211,7 @@ const openAiWire: Wire = {
 const anthropicWire: Wire = {
   url: (provider) => `${provider.baseUrl}/messages`,
   headers: (provider) => ({ 'x-api-key': provider.apiKey, 'anthropic-version': '2023-06-01' }),
-  body(provider, transcript, tools, sampling, stream, lastRound) {
+  body(provider, traits, transcript, tools, sampling, stream, lastRound) {
     const system = transcript.flatMap((entry) => (entry.role === 'system' ? [entry.content] : [])).join('\n\n');
     const messages: Array<{ role: 'user' | 'assistant'; content: unknown }> = [];
     // Tool results answer the assistant message before them, all in one user message.
@@ -195,7 +232,7 @@ const anthropicWire: Wire = {
     return {
       model: provider.model,
       max_tokens: sampling.maxOutputTokens,
-      ...temperatureOf(sampling),
+      ...temperatureOf(sampling, traits),
       ...(system ? { system } : {}),
       messages,
       ...(tools.length ? { tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })), ...(lastRound ? { tool_choice: { type: 'none' } } : {}) } : {}),
@@ -262,15 +299,23 @@ export async function converse(options: {
   onDelta?: (text: string) => void;
   /** The turn's deadline: aborts the provider call in flight. */
   signal?: AbortSignal;
+  /** The turn the tools run in (the service's ids). */
+  turn?: Omit<TurnContext, 'signal'>;
 }): Promise<TurnOutcome | null> {
-  const { provider, transcript, tools, sampling, gate, onDelta, signal } = options;
+  const { provider, transcript, tools, gate, onDelta, signal } = options;
   const wire = provider.name === 'anthropic' ? anthropicWire : openAiWire;
+  const traits = traitsOf(provider.name, provider.model);
+  // The output cap as the model takes it (some write less than our most).
+  const sampling = { ...options.sampling, maxOutputTokens: Math.min(options.sampling.maxOutputTokens, traits.maxOutputTokens ?? Infinity) };
+  const turn: TurnContext = { ...options.turn, signal };
   const entries: Entry[] = [];
   const usage: Usage = { inputTokens: 0, outputTokens: 0 };
   for (let round = 0; ; round += 1) {
     const lastRound = round >= MAX_TOOL_ROUNDS;
-    const body = wire.body(provider, [...transcript, ...entries], tools, sampling, Boolean(onDelta), lastRound);
-    const answer = await gate(estimateTokens(body, sampling.maxOutputTokens), () => call(wire, provider, body, onDelta, signal));
+    const body = wire.body(provider, traits, [...transcript, ...entries], tools, sampling, Boolean(onDelta), lastRound);
+    const ask: TokenAsk = { input: await estimateInputTokens(body, traits.tokenFactor), maxOutput: sampling.maxOutputTokens, minOutput: Math.min(sampling.maxOutputTokens, MIN_OUTPUT_TOKENS) };
+    // Near the end of the day the gate may grant a smaller output cap: the call is made with it.
+    const answer = await gate(ask, (outputCap) => call(wire, provider, { ...body, [capField(body)]: outputCap }, onDelta, signal));
     if (!answer) return null;
     usage.inputTokens += answer.usage.inputTokens;
     usage.outputTokens += answer.usage.outputTokens;
@@ -279,7 +324,7 @@ export async function converse(options: {
       entries.push({ role: 'assistant', content: answer.text });
       return { text: answer.text, raw: answer.raw, entries, usage };
     }
-    const results = await Promise.all(answer.calls.map((toolCall) => runTool(tools, toolCall)));
+    const results = await Promise.all(answer.calls.map((toolCall) => runTool(tools, toolCall, turn)));
     entries.push(
       { role: 'assistant', content: answer.text, toolCalls: answer.calls },
       ...answer.calls.map((toolCall, i): Entry => ({ role: 'tool', toolCallId: toolCall.id, name: toolCall.name, content: results[i]! })),
@@ -287,12 +332,15 @@ export async function converse(options: {
   }
 }
 
+/** The field of a request body that caps its output. */
+const capField = (body: Record<string, unknown>) => ('max_completion_tokens' in body ? 'max_completion_tokens' : 'max_tokens');
+
 /** A tool's failure is the model's to read, not the turn's end. */
-async function runTool(tools: Tool[], toolCall: ToolCall): Promise<string> {
+async function runTool(tools: Tool[], toolCall: ToolCall, turn: TurnContext): Promise<string> {
   const tool = tools.find((t) => t.name === toolCall.name);
   if (!tool) return JSON.stringify({ error: `no tool named ${toolCall.name}` });
   try {
-    return await tool.run(toolCall.input);
+    return await tool.run(toolCall.input, turn);
   } catch (error) {
     return JSON.stringify({ error: (error as Error).message });
   }
@@ -301,40 +349,77 @@ async function runTool(tools: Tool[], toolCall: ToolCall): Promise<string> {
 /**
  * One model call, under its own timeout and the turn's deadline (a stream's whole length counts). Only the
  * provider's own words reach the message: our network errors would tell the user our addresses and stack.
+ * A 400 that refuses a parameter of ours by name (a model newer than our table: `max_tokens` on a reasoning
+ * model, a `temperature` it does not take) is sent again once adapted, and the model's traits remembered.
  */
-async function call(wire: Wire, provider: ProviderCall, body: unknown, onDelta: ((text: string) => void) | undefined, signal: AbortSignal | undefined): Promise<Round> {
+async function call(wire: Wire, provider: ProviderCall, body: Record<string, unknown>, onDelta: ((text: string) => void) | undefined, signal: AbortSignal | undefined): Promise<Round> {
   const deadline = AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), ...(signal ? [signal] : [])]);
   const noAnswer = () => new ProviderError(deadline.aborted ? 'the model provider did not answer in time' : 'the model provider did not answer', null);
-  let response: Response;
-  try {
-    response = await fetch(wire.url(provider), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...wire.headers(provider) },
-      body: JSON.stringify(body),
-      signal: deadline,
-    });
-  } catch {
-    throw noAnswer();
-  }
-  try {
-    if (!response.ok) {
-      const words = await response.text().catch(() => '');
-      throw new ProviderError(`the model provider answered ${response.status}: ${words.slice(0, 300)}`, response.status);
-    }
-    if (onDelta) return wire.parse(await wire.collect(serverSentEvents(response.body ?? emptyBody()), onDelta));
-    const text = await response.text();
-    let raw: unknown;
+  for (let adapted = 0; ; adapted += 1) {
+    let response: Response;
     try {
-      raw = JSON.parse(text);
+      response = await fetch(wire.url(provider), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...wire.headers(provider) },
+        body: JSON.stringify(body),
+        signal: deadline,
+      });
     } catch {
-      throw new ProviderError('the model provider answered with something that is not JSON', response.status);
+      throw noAnswer();
     }
-    return wire.parse(raw);
-  } catch (error) {
-    if (error instanceof ProviderError) throw error;
-    // Reading the answer failed: the deadline passed, or the connection broke mid-way.
-    throw deadline.aborted ? noAnswer() : brokenOff();
+    try {
+      if (!response.ok) {
+        const words = await response.text().catch(() => '');
+        const retry = response.status === 400 && adapted < 2 ? adaptToRefusal(provider, body, words) : null;
+        if (retry) {
+          body = retry;
+          continue;
+        }
+        throw new ProviderError(`the model provider answered ${response.status}: ${words.slice(0, 300)}`, response.status);
+      }
+      if (onDelta) return wire.parse(await wire.collect(serverSentEvents(response.body ?? emptyBody()), onDelta));
+      const text = await response.text();
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw new ProviderError('the model provider answered with something that is not JSON', response.status);
+      }
+      return wire.parse(raw);
+    } catch (error) {
+      if (error instanceof ProviderError) throw error;
+      // Reading the answer failed: the deadline passed, or the connection broke mid-way.
+      throw deadline.aborted ? noAnswer() : brokenOff();
+    }
   }
+}
+
+/**
+ * The body adapted to a 400 that names one of its parameters as unsupported (OpenAI's `param`, or the
+ * parameter quoted in the message): `max_tokens` becomes `max_completion_tokens`, a refused `temperature` goes.
+ * Null: the refusal is about something else.
+ */
+function adaptToRefusal(provider: ProviderCall, body: Record<string, unknown>, words: string): Record<string, unknown> | null {
+  let error: { param?: unknown; code?: unknown; message?: unknown } = {};
+  try {
+    error = (JSON.parse(words) as { error?: typeof error }).error ?? {};
+  } catch {
+    return null;
+  }
+  const message = typeof error.message === 'string' ? error.message : '';
+  const names = (parameter: string) => error.param === parameter || message.includes(`'${parameter}'`) || message.includes(`"${parameter}"`);
+  if (!/unsupported|not supported|does not support/i.test(`${String(error.code ?? '')} ${message}`)) return null;
+  if ('max_tokens' in body && names('max_tokens')) {
+    const { max_tokens: cap, ...rest } = body;
+    learnTraits(provider.name, provider.model, { outputCap: 'max_completion_tokens' });
+    return { ...rest, max_completion_tokens: cap };
+  }
+  if ('temperature' in body && names('temperature')) {
+    const { temperature: _refused, ...rest } = body;
+    learnTraits(provider.name, provider.model, { temperature: false });
+    return rest;
+  }
+  return null;
 }
 
 async function* emptyBody(): AsyncGenerator<Uint8Array> {}

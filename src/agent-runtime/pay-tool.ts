@@ -20,18 +20,30 @@ export function payAndCallTool(serviceUrl: string, agentId: string, token: strin
         url: { type: 'string', description: 'the resource URL (https, or this service)' },
         method: { type: 'string', enum: ['GET', 'POST'] },
         maxAmount: { type: 'string', description: "the most to pay for this call, in atomic units of the chain's asset" },
+        approvalId: { type: 'string', description: "when an earlier call of this URL answered approval_pending and its user approved it: that approval's id" },
       },
       required: ['url'],
     },
-    async run(input) {
+    async run(input, turn) {
       const response = await fetch(`${serviceUrl}/agents/${agentId}/runtime/pay-and-call`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ url: input.url, method: input.method ?? 'GET', ...(typeof input.maxAmount === 'string' ? { maxAmount: input.maxAmount } : {}) }),
-        signal: AbortSignal.timeout(60_000),
+        // The turn's request id goes along: the payment is recorded under it (one id across the logs).
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(turn.requestId ? { 'x-request-id': turn.requestId } : {}) },
+        body: JSON.stringify({
+          url: input.url,
+          method: input.method ?? 'GET',
+          ...(typeof input.maxAmount === 'string' ? { maxAmount: input.maxAmount } : {}),
+          ...(typeof input.approvalId === 'string' ? { approvalId: input.approvalId } : {}),
+          ...(turn.turnId ? { turnId: turn.turnId } : {}),
+        }),
+        signal: AbortSignal.any([AbortSignal.timeout(60_000), ...(turn.signal ? [turn.signal] : [])]),
       });
       const answer = (await response.json().catch(() => null)) as { data?: any; message?: string } | null; // eslint-disable-line @typescript-eslint/no-explicit-any
-      if (!response.ok) return JSON.stringify({ paid: false, refused: answer?.data?.reason ?? `status ${response.status}`, message: answer?.message ?? '' });
+      if (!response.ok) {
+        // Why nothing was paid, in the service's words, and what the agent may still pay (its budget, the policy's limits).
+        const { reason, remaining, limits } = answer?.data ?? {};
+        return JSON.stringify({ paid: false, refused: reason ?? `status ${response.status}`, message: answer?.message ?? '', ...(remaining === undefined ? {} : { remaining }), ...(limits === undefined ? {} : { limits }) });
+      }
       // The wallet's spend policy wants a human to approve this payment first: nothing was paid.
       if (answer!.data.approval) return JSON.stringify({ paid: false, refused: 'approval_pending', approval: answer!.data.approval });
       const { upstream, payment } = answer!.data;
@@ -40,7 +52,8 @@ export function payAndCallTool(serviceUrl: string, agentId: string, token: strin
         status: upstream.status,
         // A large body is cut: the result goes into every later turn of the session (and its token budget).
         body: text.length <= MAX_BODY_CHARS ? upstream.body : `${text.slice(0, MAX_BODY_CHARS)}… (cut: ${text.length} characters in all)`,
-        payment: payment && { status: payment.status, amount: payment.amount, transaction: payment.transaction },
+        // `transaction` is the chain's; a payment still pending carries the seller's word for it.
+        payment: payment && { status: payment.status, amount: payment.amount, transaction: payment.transaction, sellerTransaction: payment.settlement?.transaction ?? null },
       });
     },
   };

@@ -62,9 +62,12 @@ describe('agents and credits', () => {
       lastError: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+      runtimeInstance: null,
     });
+    // The agent as the list and GET /agents/{agentId} show it (and as a renewal answers it).
     const listed = await call('GET', '/agents', token);
-    expect(listed.body.data).toEqual([{ ...agent, runtimeInstance: null }]);
+    expect(listed.body.data).toEqual([agent]);
+    expect((await call('GET', `/agents/${agent.id}`, token)).body.data).toEqual(agent);
     expect((await call('GET', '/credits', token)).body.data).toEqual({ balanceUsdCents: 1500 });
 
     // Double entry: the grant came in from the grants account, the purchase went out to the agents account.

@@ -1,8 +1,8 @@
 // The restart chaos test: `tollgate serve` as a real process (every role, its own data dir and database),
 // three bought agents with chat histories, then SIGKILL of the service while a chat is in flight at a slow
 // provider, runtimes killed, and a restart on the same data. Every agent must answer a chat again within
-// 30 s of the restart, with its sessions' histories exactly as they were (the interrupted turn left
-// nothing), its instance id kept, and the runtime credentials the service persisted equal to what each
+// 30 s of the restart, with its sessions' histories exactly as they were (the interrupted turn left its
+// user's message, its turn failed, and is not sent to the model again), its instance id kept, and the runtime credentials the service persisted equal to what each
 // running runtime holds. Once per runtime provider:
 // - local: runtimes are the service's children. One SIGKILLed under the live service is redeployed by its
 //   supervisor (the others left alone); the rest die with the killed service (their IPC channel closes), and
@@ -29,6 +29,7 @@ import { freePort } from '../wallets/helpers.js';
 import { cli } from '../helpers/cli.js';
 import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-stand-in.js';
 import { startProviderStandIn } from './provider-stand-in.js';
+import { pgTemplate } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const RECOVERY_MS = 30_000;
@@ -102,7 +103,9 @@ async function freshData(): Promise<Data> {
   const apiPort = await freePort();
   if (!process.env.DATABASE_URL) return { dataDir, databaseUrl: '', apiPort };
   const name = `tollgate_chaos_${Math.random().toString(36).slice(2, 10)}`;
-  await adminQuery(`create database ${name}`);
+  // A copy of the run's migrated template: the instance's own migrations then find nothing to do.
+  const template = pgTemplate();
+  await adminQuery(`create database ${name}${template ? ` template ${template}` : ''}`);
   databases.push(name);
   const url = new URL(process.env.DATABASE_URL);
   url.pathname = `/${name}`;
@@ -134,9 +137,12 @@ function start(data: Data, env: Record<string, string>): Service & { ready: Prom
   child.stdout!.on('data', record);
   child.stderr!.on('data', record);
   const exited = new Promise<string | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  // Its banner (`api http://…`, then `roles …`) is on stderr, apart from the JSON log on stdout.
+  let banner = '';
   const ready = new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', () => {
-      const api = /^roles/m.test(output) && /^api\s+(\S+)$/m.exec(output)?.[1];
+    child.stderr!.on('data', (chunk: Buffer) => {
+      banner += chunk.toString();
+      const api = /^roles/m.test(banner) && /^api\s+(\S+)$/m.exec(banner)?.[1];
       if (api) resolve(api);
     });
     void exited.then((code) => reject(new Error(`serve exited (${code}) before it was ready:\n${output}`)));
@@ -260,10 +266,17 @@ class Owner {
     return this.call('POST', `/agents/${agentId}/chat`, { session, messages: [{ role: 'user', content }] });
   }
 
-  async history(agentId: string, session: string): Promise<Message[]> {
+  /**
+   * A session's messages by how their turn ended: `answered` those of completed turns, `unanswered` the user's
+   * messages of turns that did not complete (interrupted by the crash; refused while a runtime was restarting).
+   */
+  async history(agentId: string, session: string): Promise<{ answered: Message[]; unanswered: Message[] }> {
     const answer = await this.call('GET', `/agents/${agentId}/chat/history?session=${session}`);
     expect(answer.status).toBe(200);
-    return answer.body.data.messages;
+    const completed = new Set(answer.body.data.turns.filter((t: { status: string }) => t.status === 'completed').map((t: { id: string }) => t.id));
+    const messages = (answer.body.data.raw as Array<Message & { turnId: string }>).filter((e) => e.role !== 'tool');
+    const shown = (entries: typeof messages) => entries.map(({ role, content }) => ({ role, content }));
+    return { answered: shown(messages.filter((e) => completed.has(e.turnId))), unanswered: shown(messages.filter((e) => !completed.has(e.turnId))) };
   }
 
   async agents(): Promise<any[]> {
@@ -273,27 +286,48 @@ class Owner {
   }
 }
 
-/** What each session of each agent holds: the turns answered with 200, in order. */
+/**
+ * What each session of each agent holds: its turns in order, each the user's message and the reply (a turn the
+ * crash interrupted keeps its message, stored before the model was called, and has no reply).
+ */
 class Histories {
-  readonly #sessions = new Map<string, Message[]>();
+  readonly #sessions = new Map<string, Array<{ message: Message; answered: boolean }>>();
 
   add(agentId: string, session: string, content: string, reply: string): void {
-    const key = `${agentId} ${session}`;
-    this.#sessions.set(key, [...(this.#sessions.get(key) ?? []), { role: 'user', content }, { role: 'assistant', content: reply }]);
+    this.#push(agentId, session, { message: { role: 'user', content }, answered: true }, { message: { role: 'assistant', content: reply }, answered: true });
   }
 
-  of(agentId: string, session: string): Message[] {
-    return this.#sessions.get(`${agentId} ${session}`) ?? [];
+  /** A turn that never answered: its message is kept (its turn failed) and never sent to the model again. */
+  addInterrupted(agentId: string, session: string, content: string): void {
+    this.#push(agentId, session, { message: { role: 'user', content }, answered: false });
+  }
+
+  #push(agentId: string, session: string, ...entries: Array<{ message: Message; answered: boolean }>): void {
+    const key = `${agentId} ${session}`;
+    this.#sessions.set(key, [...(this.#sessions.get(key) ?? []), ...entries]);
+  }
+
+  /** The session as the model is sent it: the turns that answered. */
+  sent(agentId: string, session: string): Message[] {
+    return (this.#sessions.get(`${agentId} ${session}`) ?? []).filter((entry) => entry.answered).map((entry) => entry.message);
   }
 
   sessions(agentId: string): string[] {
     return [...this.#sessions.keys()].filter((key) => key.startsWith(`${agentId} `)).map((key) => key.slice(agentId.length + 1));
   }
 
-  /** Every session as the service answers it now. */
+  /**
+   * Every session as the service answers it now: the turns that answered exactly as they were, and each
+   * interrupted turn's message still there (a chat refused while a runtime restarts leaves one too).
+   */
   async expectKept(owner: Owner, agents: Agent[]): Promise<void> {
     for (const agent of agents) {
-      for (const session of this.sessions(agent.id)) expect(await owner.history(agent.id, session), `${agent.name} ${session}`).toEqual(this.of(agent.id, session));
+      for (const session of this.sessions(agent.id)) {
+        const history = await owner.history(agent.id, session);
+        expect(history.answered, `${agent.name} ${session}`).toEqual(this.sent(agent.id, session));
+        const interrupted = (this.#sessions.get(`${agent.id} ${session}`) ?? []).filter((entry) => !entry.answered).map((entry) => entry.message);
+        for (const message of interrupted) expect(history.unanswered, `${agent.name} ${session}`).toContainEqual(message);
+      }
     }
   }
 }
@@ -347,7 +381,8 @@ async function chatOk(owner: Owner, histories: Histories, agent: Agent, session:
 /**
  * Switches the agent to the slow provider, starts a turn in its session s1 and SIGKILLs the service once the
  * provider has the request (the turn in flight). The provider had not answered when the service died, so
- * the turn cannot have completed: the history must not show it.
+ * the turn cannot have completed: the history shows the user's message (stored before the model was called)
+ * and no reply, and the turn ends `failed`.
  */
 async function killMidChat(service: Service, owner: Owner, histories: Histories, agent: Agent): Promise<void> {
   expect((await owner.call('PUT', `/agents/${agent.id}/providers`, { provider: 'anthropic', apiKey: keys.anthropic })).status).toBe(200);
@@ -367,7 +402,8 @@ async function killMidChat(service: Service, owner: Owner, histories: Histories,
   expect(killedAfterMs).toBeLessThan(SLOW_MS);
   expect(await inFlight).toBe('connection lost');
   // The turn really was under way: the provider got the whole session so far, then the new message.
-  expect(seen!.request.body.messages).toEqual([...histories.of(agent.id, 's1'), { role: 'user', content }]);
+  expect(seen!.request.body.messages).toEqual([...histories.sent(agent.id, 's1'), { role: 'user', content }]);
+  histories.addInterrupted(agent.id, 's1', content);
 }
 
 /**
@@ -408,9 +444,15 @@ async function expectAgentsKept(owner: Owner, histories: Histories, agents: Agen
   await histories.expectKept(owner, agents);
 }
 
-/** The interrupted session goes on: the provider gets the turns kept before the crash, nothing of the lost one. */
+/**
+ * The interrupted session goes on: its turn is failed (its node's heartbeat went stale), and the provider gets
+ * the turns that answered before the crash, nothing of the interrupted one.
+ */
 async function continueInterrupted(owner: Owner, histories: Histories, agent: Agent): Promise<void> {
-  const before = histories.of(agent.id, 's1');
+  const statuses = async () => ((await owner.call('GET', `/agents/${agent.id}/chat/history?session=s1`)).body.data.turns as Array<{ status: string }>).map((t) => t.status);
+  expect(await eventually(async () => ((await statuses()).at(-1) === 'failed' ? true : null), 40_000, 500), JSON.stringify(await statuses())).toBe(true);
+  expect(await statuses()).toEqual(['completed', 'completed', 'failed']);
+  const before = histories.sent(agent.id, 's1');
   const content = `${agent.name}/s1/after the crash`;
   const from = slow.received.length;
   await chatOk(owner, histories, agent, 's1', content, 'anthropic');

@@ -125,9 +125,15 @@ describe('agent chat', () => {
       { role: 'user', content: 'again' },
       { role: 'assistant', content: 'openai says: again' },
     ];
-    expect(history.body.data).toEqual({ messages, raw: messages });
+    // Each entry names its turn; the turns are listed with their end, tokens and request id.
+    const [turn1, turn2] = history.body.data.turns;
+    const turnOf = [turn1.id, turn1.id, turn1.id, turn2.id, turn2.id];
+    expect(history.body.data).toEqual({ messages, raw: messages.map((m, i) => ({ ...m, turnId: turnOf[i] })), turns: [turn1, turn2] });
+    for (const turn of [turn1, turn2]) {
+      expect(turn).toEqual({ id: expect.any(String), status: 'completed', error: null, requestId: expect.any(String), tokens: 13, createdAt: expect.any(String), finishedAt: expect.any(String), payments: [] });
+    }
     expect((await call('GET', `/agents/${agentId}/chat/history?session=work`)).body.data.messages).toHaveLength(2);
-    expect((await call('GET', `/agents/${agentId}/chat/history?session=empty`)).body.data).toEqual({ messages: [], raw: [] });
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=empty`)).body.data).toEqual({ messages: [], raw: [], turns: [] });
   });
 
   it('chats through Anthropic messages and OpenRouter, whichever key was set last', async () => {
@@ -174,12 +180,32 @@ describe('agent chat', () => {
     await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 200_000 });
   });
 
-  it('answers 502 when the provider refuses the key, and keeps no reply in the history', async () => {
+  it('answers 502 when the provider refuses the key: the message stays in the history, its turn failed with why, and it is not sent again', async () => {
     await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: 'sk-wrong-key-000000' });
     const refused = await call('POST', `/agents/${agentId}/chat`, { session: 'bad', messages: [{ role: 'user', content: 'hi' }] });
     expect(refused.status).toBe(502);
     expect(refused.body).toMatchObject({ code: 1011, data: { reason: 'provider_failed', providerStatus: 401 } });
-    expect((await call('GET', `/agents/${agentId}/chat/history?session=bad`)).body.data.messages).toEqual([]);
+    const history = (await call('GET', `/agents/${agentId}/chat/history?session=bad`)).body.data;
+    expect(history.messages).toEqual([{ role: 'user', content: 'hi' }]);
+    expect(history.turns).toEqual([expect.objectContaining({ status: 'failed', error: expect.stringMatching(/^provider_failed: /), tokens: null, finishedAt: expect.any(String) })]);
+    // A failed turn is shown, not continued: the next turn does not send its unanswered message.
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: keys.openai });
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'bad', messages: [{ role: 'user', content: 'hi again' }] })).status).toBe(200);
+    expect(standIn.received.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'hi again' }]);
+    expect((await call('GET', `/agents/${agentId}/chat/history?session=bad`)).body.data.turns.map((t: { status: string }) => t.status)).toEqual(['failed', 'completed']);
+  });
+
+  it('reads one agent as the list shows it, and removes a provider key (the one set last of those left answers)', async () => {
+    const listed = (await call('GET', '/agents')).body.data.find((a: { id: string }) => a.id === agentId);
+    expect(await call('GET', `/agents/${agentId}`)).toEqual({ status: 200, body: expect.objectContaining({ code: 0, data: listed }) });
+    expect(listed.runtimeInstance).toMatchObject({ id: expect.any(String) });
+    await call('PUT', `/agents/${agentId}/providers`, { provider: 'anthropic', apiKey: keys.anthropic });
+    expect(await call('DELETE', `/agents/${agentId}/providers/anthropic`)).toMatchObject({ status: 200, body: { data: { provider: 'anthropic', deleted: true } } });
+    expect((await call('GET', `/agents/${agentId}/providers`)).body.data.map((p: { provider: string }) => p.provider)).not.toContain('anthropic');
+    expect((await call('DELETE', `/agents/${agentId}/providers/anthropic`)).body).toMatchObject({ code: 1004, data: { reason: 'provider_not_found' } });
+    expect((await call('DELETE', `/agents/${agentId}/providers/nobody`)).status).toBe(400);
+    // Anthropic's key gone, OpenAI's (set before it) answers.
+    expect((await call('POST', `/agents/${agentId}/chat`, { session: 'after-delete', messages: [{ role: 'user', content: 'who?' }] })).body.data.text).toBe('openai says: who?');
   });
 
   it('validates chats and hides the agent from everyone else', async () => {
@@ -195,11 +221,15 @@ describe('agent chat', () => {
       ['GET', `/agents/${agentId}/chat/history`],
       ['GET', `/agents/${agentId}/budget`],
       ['PUT', `/agents/${agentId}/budget`, { dailyTokens: 1 }],
+      ['GET', `/agents/${agentId}`],
+      ['DELETE', `/agents/${agentId}/providers/openai`],
+      ['GET', `/agents/${agentId}/payments`],
+      ['GET', `/agents/${agentId}/wallet/policy`],
     ] as const) {
       const answer = await call(method, path, body, other);
       expect(answer.status, `${method} ${path}`).toBe(404);
       expect(answer.body.data.reason).toBe('agent_not_found');
     }
-    expect((await call('GET', `/agents/${agentId}/providers`)).body.data.find((p: { provider: string }) => p.provider === 'openai').apiKey).toBe('sk-w…0000');
+    expect((await call('GET', `/agents/${agentId}/providers`)).body.data.find((p: { provider: string }) => p.provider === 'openai').apiKey).toBe('sk-o…6789');
   });
 });

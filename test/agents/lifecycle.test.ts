@@ -121,13 +121,24 @@ describe('the supervisor', () => {
     await loop('agents.runtimes');
     expect(await pidOf()).not.toBe(hungPid);
     expect((await chat(id, 'after a hang')).status).toBe(200);
-    expect((await call('GET', `/agents/${id}/chat/history`)).body.data.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual([
+    const history = (await call('GET', `/agents/${id}/chat/history`)).body.data;
+    expect(history.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual([
       'before',
       'after a crash',
+      'refused',
       'after a 401',
       'after a hang',
     ]);
-  }, 60_000);
+    // The refused turn is kept, failed: its message was stored before the runtime was asked.
+    expect(history.turns.map((t: { status: string; error: string | null }) => [t.status, t.error?.split(':')[0] ?? null])).toEqual([
+      ['completed', null],
+      ['completed', null],
+      ['failed', 'runtime_unavailable'],
+      ['completed', null],
+      ['completed', null],
+    ]);
+    // Four runtime starts and two 5 s probe timeouts: on a loaded 2-core CI machine this took over 60 s.
+  }, 150_000);
 });
 
 describe('agent lifecycle', () => {
@@ -184,14 +195,17 @@ describe('agent lifecycle', () => {
     const renewed = await call('POST', `/agents/${id}/renew`);
     expect(renewed.status).toBe(200);
     expect(renewed.body.data.charge).toEqual({ amountUsdCents: 1000, balanceAfterUsdCents: balance - 1000 });
-    expect(new Date(renewed.body.data.runtimeInstance.expiresAt).getTime() - new Date(before.runtimeInstance.expiresAt).getTime()).toBe(30 * 24 * 3600_000);
+    // A renewal answers as a purchase does: { agent, charge }, the agent as GET /agents/{agentId} shows it.
+    expect(Object.keys(renewed.body.data).sort()).toEqual(['agent', 'charge']);
+    expect(renewed.body.data.agent).toEqual((await call('GET', `/agents/${id}`)).body.data);
+    expect(new Date(renewed.body.data.agent.runtimeInstance.expiresAt).getTime() - new Date(before.runtimeInstance.expiresAt).getTime()).toBe(30 * 24 * 3600_000);
     expect((await call('GET', '/credits/ledger?limit=1')).body.data[0]).toMatchObject({ amountUsdCents: -1000, cause: { kind: 'renewal', id } });
 
     // What is left is not enough for another month.
     const short = await call('POST', `/agents/${id}/renew`);
     expect(short.status).toBe(402);
     expect(short.body.data).toMatchObject({ reason: 'insufficient_balance', balanceUsdCents: balance - 1000, requiredUsdCents: 1000 });
-    expect((await agentOf(id)).runtimeInstance.expiresAt).toBe(renewed.body.data.runtimeInstance.expiresAt);
+    expect((await agentOf(id)).runtimeInstance.expiresAt).toBe(renewed.body.data.agent.runtimeInstance.expiresAt);
   });
 
   it('expires at the end of its months, keeps the volume a week (export until then), and a renewal brings it back', async () => {
@@ -205,7 +219,7 @@ describe('agent lifecycle', () => {
     expect(exported.body.data.sessions[0].entries.map((e: { content: string }) => e.content)).toEqual(['remember me', 'openai says: remember me', 'back again', 'openai says: back again']);
 
     await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 500, note: 'renewal' });
-    expect((await call('POST', `/agents/${id}/renew`)).body.data).toMatchObject({ status: 'pending', runtimeInstance: { expiresAt: new Date(expiresAt.getTime() + 30 * 24 * 3600_000).toISOString() } });
+    expect((await call('POST', `/agents/${id}/renew`)).body.data.agent).toMatchObject({ status: 'pending', runtimeInstance: { expiresAt: new Date(expiresAt.getTime() + 30 * 24 * 3600_000).toISOString() } });
     await loop('agents.deploy');
     expect(await agentOf(id)).toMatchObject({ status: 'running', runtimeInstance: { stoppedAt: null, removeAt: null } });
     expect((await chat(id, 'a new month')).status).toBe(200);
@@ -259,5 +273,44 @@ describe('agent lifecycle', () => {
       expect(answer.body.data.reason).toBe('agent_not_found');
     }
     expect((await agentOf(id)).status).not.toBe('deleted');
+  });
+});
+
+describe('buying and renewing with an Idempotency-Key', () => {
+  const keyed = async (path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${app.urls.api}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'idempotency-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, replayed: response.headers.get('idempotent-replayed') === 'true', body: (await response.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  };
+  const balance = async () => (await call('GET', '/credits')).body.data.balanceUsdCents as number;
+
+  it('concurrent copies and a retry of one purchase charge once and create one agent, all answering alike; another body under the key is 409', async () => {
+    await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'owner', cents: 3000, note: 'idempotent purchase' });
+    const before = await balance();
+    const key = `buy-${Date.now()}`;
+    const copies = await Promise.all(Array.from({ length: 4 }, () => keyed('/agents', key, { name: 'bought once', type: 'runtime_a' })));
+    const retry = await keyed('/agents', key, { name: 'bought once', type: 'runtime_a' });
+    for (const copy of [...copies, retry]) expect([copy.status, copy.body]).toEqual([201, copies[0]!.body]);
+    expect([...copies, retry].filter((c) => !c.replayed)).toHaveLength(1);
+    expect(await balance()).toBe(before - 1000);
+    expect((await call('GET', '/agents')).body.data.filter((a: { name: string }) => a.name === 'bought once')).toHaveLength(1);
+
+    const other = await keyed('/agents', key, { name: 'bought twice', type: 'runtime_a' });
+    expect([other.status, other.body.data]).toEqual([409, { reason: 'idempotency_conflict' }]);
+    expect(await balance()).toBe(before - 1000);
+  });
+
+  it('a retried renewal charges and extends once', async () => {
+    const agentId = await deployedAgent('renewed once');
+    const before = { balance: await balance(), expiresAt: (await agentOf(agentId)).runtimeInstance.expiresAt };
+    const key = `renew-${Date.now()}`;
+    const [first, retry] = [await keyed(`/agents/${agentId}/renew`, key), await keyed(`/agents/${agentId}/renew`, key)];
+    expect([first.status, retry.status, retry.replayed]).toEqual([200, 200, true]);
+    expect(retry.body).toEqual(first.body);
+    expect(await balance()).toBe(before.balance - 1000);
+    expect(new Date((await agentOf(agentId)).runtimeInstance.expiresAt).getTime() - new Date(before.expiresAt).getTime()).toBe(30 * 24 * 3600_000);
   });
 });

@@ -16,7 +16,7 @@ export interface Received {
 export interface ProviderStandInOptions {
   keys: Record<'openai' | 'anthropic' | 'openrouter', string>;
   /** Tokens reported for a request of `bytes` (default 10 in, 3 out). */
-  usage?: (body: any, bytes: number) => { input: number; output: number };
+  usage?: (body: any, bytes: number) => { input: number; output: number } | Promise<{ input: number; output: number }>;
   /** Waits this long before answering (a slow provider). */
   delayMs?: number;
   /** Waits this long between streamed words. */
@@ -39,7 +39,7 @@ export async function startProviderStandIn(options: ProviderStandInOptions) {
     if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
     const reply = (status: number, payload: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     const events = () => response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const usage = usageOf(body, Buffer.concat(chunks).length);
+    const usage = await usageOf(body, Buffer.concat(chunks).length);
     const pause = () => new Promise((resolve) => setTimeout(resolve, options.wordDelayMs ?? 0));
     if (request.url === '/anthropic/v1/messages') {
       if (request.headers['x-api-key'] !== options.keys.anthropic || request.headers['anthropic-version'] !== '2023-06-01') {

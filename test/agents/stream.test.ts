@@ -3,12 +3,14 @@
 // once against a budget for 5 answer 5 and refuse 15, and the day's use ends exactly at the budget.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
+import { estimateInputTokens } from '../../src/agent-runtime/models.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { startProviderStandIn } from './provider-stand-in.js';
 
 const keys = { openai: 'sk-openai-stream-0123456789', anthropic: 'sk-ant-stream-abcdefghij', openrouter: 'sk-or-stream-9876543210' };
-// Each call costs exactly what the runtime reserves for it: its request's bytes and its output cap.
-const standIn = await startProviderStandIn({ keys, usage: (body, bytes) => ({ input: bytes, output: body.max_tokens }), wordDelayMs: 5 });
+// Each call costs exactly what the runtime reserves for it: its request as the tokenizer counts it (OpenAI's
+// models: no margin) and its output cap.
+const standIn = await startProviderStandIn({ keys, usage: async (body) => ({ input: await estimateInputTokens(body, 1), output: body.max_tokens }), wordDelayMs: 5 });
 let app: TestApp;
 let agentId: string;
 let token: string;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { adminCommands } from '../../src/admin/commands.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { newestAgentPaymentSettled, waitFor } from '../wallets/helpers.js';
 
 const received: any[] = [];
 /** "pay <url>" makes the model call the tool; a tool result makes it answer "tool said: <result>". */
@@ -50,6 +51,8 @@ const call = async (method: string, path: string, body?: unknown, as = token) =>
   return { status: response.status, body: (await response.json()) as any };
 };
 
+const settledAgentPayment = () => newestAgentPaymentSettled(async () => (await call('GET', `/agents/${agentId}/payments?limit=100`)).body.data);
+
 beforeAll(async () => {
   await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -89,7 +92,9 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     const paid = await call('POST', `/agents/${agentId}/chat`, { messages: [{ role: 'user', content: `pay ${ping}` }] });
     expect(paid.status).toBe(200);
     const result = JSON.parse(paid.body.data.text.replace(/^tool said: /, ''));
-    expect(result).toMatchObject({ status: 200, body: { message: 'paid pong' }, payment: { status: 'settled', amount: '100', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    // The tool's answer does not wait for the chain (pending, no transaction of the chain's yet); the chain then settles it.
+    expect(result).toMatchObject({ status: 200, body: { message: 'paid pong' }, payment: { status: 'pending', amount: '100', transaction: null, sellerTransaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    expect(await settledAgentPayment()).toMatchObject({ status: 'settled', amount: '100' });
     // The model was offered the tool in OpenAI's format, and got the result back as a tool message.
     const [offered, answered] = received.slice(-2);
     expect(offered.body.tools).toEqual([expect.objectContaining({ type: 'function', function: expect.objectContaining({ name: 'pay_and_call' }) })]);
@@ -108,10 +113,15 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     await call('PUT', `/agents/${agentId}/budget`, { paymentBudget: '200' });
     await call('PUT', `/agents/${agentId}/providers`, { provider: 'anthropic', apiKey: 'sk-ant-test-0000' });
     const viaAnthropic = await call('POST', `/agents/${agentId}/chat`, { session: 'claude', messages: [{ role: 'user', content: `pay ${ping}` }] });
-    expect(JSON.parse(viaAnthropic.body.data.text.replace(/^tool said: /, ''))).toMatchObject({ status: 200, payment: { status: 'settled', amount: '100' } });
+    const anthropicResult = JSON.parse(viaAnthropic.body.data.text.replace(/^tool said: /, ''));
+    expect(anthropicResult).toMatchObject({ status: 200, payment: { status: 'pending', amount: '100' } });
+    await settledAgentPayment();
     expect(received.at(-1).body.messages.at(-1).content).toEqual([expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_1' })]);
     expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(1_000_000n - 200n);
     expect((await call('GET', `/agents/${agentId}/budget`)).body.data.paymentSpent).toBe('200');
+    // Held until the chain settled them, then spent (the holds loop follows the payments).
+    await waitFor(async () => (await call('GET', `/agents/${agentId}/usage`)).body.data.payments.held === '0', 20_000);
+    expect((await call('GET', `/agents/${agentId}/usage`)).body.data.payments).toMatchObject({ count: 2, spent: '200', held: '0' });
   });
 
   it('keeps the tool calls and their payments in the history: the next turn sends them to the model', async () => {
@@ -163,16 +173,17 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
     const wallet = (await call('GET', `/agents/${agentId}/budget`)).body.data.wallet.address as `0x${string}`;
     const to = '0x000000000000000000000000000000000000bEEF';
     const balance = await app.ctx.chain.devchain!.balanceOf(wallet);
-    const sent = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '250' });
+    // Amounts at least AGENT_WITHDRAW_MIN_AMOUNT (default 10000): test/agents/withdraw-limits.test.ts tries smaller.
+    const sent = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: '25000' });
     expect(sent.status).toBe(200);
-    expect(sent.body.data.transfer).toMatchObject({ status: 'settled', amount: '250', payTo: to, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
-    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 250n);
-    expect(await app.ctx.chain.devchain!.balanceOf(to)).toBe(250n);
+    expect(sent.body.data.transfer).toMatchObject({ status: 'settled', amount: '25000', payTo: to, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 25000n);
+    expect(await app.ctx.chain.devchain!.balanceOf(to)).toBe(25000n);
 
     // More than the wallet holds: the facilitator refuses it and nothing moves.
     const tooMuch = await call('POST', `/agents/${agentId}/wallet/withdraw`, { to, amount: String(balance) });
     expect(tooMuch.body.data.transfer).toMatchObject({ status: 'failed', transaction: null });
-    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 250n);
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(balance - 25000n);
     const badChecksum = '0x000000000000000000000000000000000000BeeF';
     const zero = `0x${'0'.repeat(40)}`;
     for (const body of [{ to, amount: '0' }, { to: 'not-an-address', amount: '1' }, { to, amount: '-1' }, { to: wallet, amount: '1' }, { to, amount: '1', extra: true }, { to: badChecksum, amount: '1' }, { to: zero, amount: '1' }]) {
@@ -188,15 +199,15 @@ describe('runtime_b pays for x402 resources from its own wallet', () => {
         body: JSON.stringify({ to, amount }),
       }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     const before = await app.ctx.chain.devchain!.balanceOf(wallet);
-    const [first, copy] = await Promise.all([keyed('7'), keyed('7')]);
-    const retry = await keyed('7');
+    const [first, copy] = await Promise.all([keyed('12000'), keyed('12000')]);
+    const retry = await keyed('12000');
     const answered = [first, copy].filter((r) => r.status === 200);
     expect(answered.length).toBeGreaterThanOrEqual(1);
     for (const other of [first, copy].filter((r) => r.status !== 200)) expect(other.body.data, JSON.stringify(other)).toMatchObject({ reason: "transfer_in_progress" });
-    expect(retry.body.data.transfer).toMatchObject({ id: answered[0]!.body.data.transfer.id, status: 'settled', amount: '7' });
-    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(before - 7n);
-    expect((await keyed('8')).body.data).toMatchObject({ reason: 'idempotency_key_reused' });
-    expect((await keyed('7', 'short')).status).toBe(400);
+    expect(retry.body.data.transfer).toMatchObject({ id: answered[0]!.body.data.transfer.id, status: 'settled', amount: '12000' });
+    expect(await app.ctx.chain.devchain!.balanceOf(wallet)).toBe(before - 12000n);
+    expect((await keyed('13000')).body.data).toMatchObject({ reason: 'idempotency_key_reused' });
+    expect((await keyed('12000', 'short')).status).toBe(400);
 
     // Deleting the agent would strand what its wallet holds: refused until it is withdrawn.
     expect((await call('DELETE', `/agents/${agentId}`)).body.data).toMatchObject({ reason: 'agent_wallet_not_empty' });

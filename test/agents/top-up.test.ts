@@ -7,7 +7,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { sql } from 'drizzle-orm';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { settlementRecordOf } from '../../src/modules/credits/reconcile.js';
+import { settlementRecordOf } from '../../src/modules/credits/top-up.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/platform/ids.js';
 import { settle } from '../facilitator/support.js';
@@ -92,6 +92,36 @@ describe('credit top-ups', () => {
 
     const transfers = await credits().store.transfersOf('user:topper');
     expect(transfers.map((t) => [t.cause, t.from_account, Number(t.amount_cents), t.top_up_id])).toEqual([['top_up', 'system:top-ups', 500, body.data.topUp.id]]);
+  });
+
+  it('with an Idempotency-Key, a retry (the official client again, or a payment signed anew) answers the first top-up: credited once, paid once', async () => {
+    const token = await app.identityToken('keyed-topper');
+    const payer = await officialPayer('10');
+    const key = `top-up-${Date.now()}`;
+    const requirements = await challengeFor(token, 300);
+    const payToBefore = await balanceOf(app, requirements.payTo as `0x${string}`);
+    const { fetcher, sent } = recordingFetch();
+    const pay = () =>
+      wrapFetchWithPayment(fetcher, payer.http)(topUpUrl(), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ amountUsdCents: 300 }),
+      });
+    const first = await pay();
+    const firstBody = await first.json();
+    // The client's retry is answered before it is asked to pay again: it signs nothing more.
+    const retry = await pay();
+    expect(sent).toHaveLength(1);
+    expect([first.status, retry.status, retry.headers.get('idempotent-replayed')]).toEqual([200, 200, 'true']);
+    expect(await retry.json()).toEqual(firstBody);
+    expect(retry.headers.get('payment-response')).toBe(first.headers.get('payment-response'));
+    // A retry that carries a newly signed authorization: the same answer, and that authorization is never used.
+    const signedAnew = await signAuthorization(payer.account, requirements, {}, { url: topUpUrl(), description: '', mimeType: 'application/json' });
+    const resent = await post(token, { amountUsdCents: 300 }, { 'payment-signature': Buffer.from(JSON.stringify(signedAnew)).toString('base64'), 'idempotency-key': key });
+    expect([resent.status, await resent.json()]).toEqual([200, firstBody]);
+    expect(await credits().balance('keyed-topper')).toBe(300);
+    expect(await balanceOf(app, requirements.payTo as `0x${string}`)).toBe(payToBefore + 3_000_000n);
+    expect(await balanceOf(app, payer.account.address)).toBe(7_000_000n);
   });
 
   it('credits nothing for a payment of another amount, a malformed header, or one the facilitator refuses', async () => {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
-import { loadMasterKey } from '../../platform/master-key.js';
-import { KeySealer } from '../../platform/sealing.js';
+import { createKeySealer } from '../../platform/master-key.js';
+import type { KeySealer } from '../../platform/sealing.js';
 import type { ModelProvider } from './tables.js';
 
 /**
@@ -11,25 +11,29 @@ export class AgentSecrets {
   readonly #sealer: KeySealer;
 
   constructor(config: Config) {
-    this.#sealer = new KeySealer(loadMasterKey(config).key);
+    this.#sealer = createKeySealer(config);
   }
 
   seal(instanceId: string, token: string): string {
-    return this.#sealer.seal(Buffer.from(token), `agent-runtime:${instanceId}`);
+    return this.#sealer.seal(Buffer.from(token), runtimeTokenBinding(instanceId));
   }
 
   open(instanceId: string, sealed: string): string {
-    return this.#sealer.open(sealed, `agent-runtime:${instanceId}`).toString();
+    return this.#sealer.open(sealed, runtimeTokenBinding(instanceId)).toString();
   }
 
   sealProviderKey(agentId: string, provider: ModelProvider, key: string): string {
-    return this.#sealer.seal(Buffer.from(key), `agent-provider:${agentId}:${provider}`);
+    return this.#sealer.seal(Buffer.from(key), providerKeyBinding(agentId, provider));
   }
 
   openProviderKey(agentId: string, provider: ModelProvider, sealed: string): string {
-    return this.#sealer.open(sealed, `agent-provider:${agentId}:${provider}`).toString();
+    return this.#sealer.open(sealed, providerKeyBinding(agentId, provider)).toString();
   }
 }
+
+/** The associated data a runtime's token is sealed with (its instance), and a provider key's (its agent and provider). */
+export const runtimeTokenBinding = (instanceId: string) => `agent-runtime:${instanceId}`;
+export const providerKeyBinding = (agentId: string, provider: string) => `agent-provider:${agentId}:${provider}`;
 
 /** What the deployer needs: sealing runtime tokens. */
 export type RuntimeTokens = Pick<AgentSecrets, 'seal'>;

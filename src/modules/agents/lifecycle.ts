@@ -1,7 +1,9 @@
 import type { AppContext } from '../../context.js';
+import type { Executor } from '../../platform/db.js';
+import type { AnswerRecorder } from '../../platform/idempotency.js';
 import type { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
-import { AGENT_PRICE_CENTS, type AgentExport, type ConfigView } from './schemas.js';
+import { AGENT_PRICE_CENTS, type AgentExport, type ConfigView, type Renewal } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { AgentSupervisor } from './supervisor.js';
 import { agentView, instanceView } from './views.js';
@@ -37,17 +39,23 @@ export class AgentLifecycle {
     return this.#view(agent.id);
   }
 
-  /** One more month for 1000 credit cents, the charge and the new expiry in one transaction (402 when short). */
-  async renew(userId: string, agent: AgentRow) {
+  /**
+   * One more month for 1000 credit cents, the charge and the new expiry in one transaction (402 when short).
+   * `record`: writes the answer in the renewal's own transaction (an Idempotency-Key's record: platform/idempotency.ts).
+   */
+  async renew(userId: string, agent: AgentRow, record?: AnswerRecorder<Renewal>) {
     const now = this.ctx.clock.now();
     const renewed = await this.ctx.db.transaction(async (tx) => {
       const expiresAt = await this.store.renew(tx, agent.id, now);
       if (!expiresAt) return null;
       const paid = await this.ctx.services.credits.spendOnRenewal(tx, userId, AGENT_PRICE_CENTS, agent.id);
-      return { expiresAt, balanceAfter: paid.balanceCents };
+      // The same shape as a purchase's answer: { agent, charge }.
+      const renewal: Renewal = { agent: await this.#view(agent.id, tx), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: paid.balanceCents } };
+      await record?.(tx, renewal);
+      return renewal;
     });
     if (!renewed) throw agentsErrors.cannot('renew', agent.status, 'only a deployed agent whose data is kept can be renewed');
-    return { ...(await this.#view(agent.id)), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: renewed.balanceAfter } };
+    return renewed;
   }
 
   /**
@@ -84,8 +92,10 @@ export class AgentLifecycle {
     })().catch((error: unknown) => this.ctx.log.warn({ err: error, agentId }, 'agent runtime halt failed; the supervisor will'));
   }
 
-  async #view(agentId: string) {
-    const [agent, instance] = await Promise.all([this.store.byId(agentId), this.store.instanceOf(agentId)]);
+  async #view(agentId: string, db?: Executor) {
+    // In a transaction, one statement at a time (PGlite's one connection).
+    const agent = await this.store.byId(agentId, db);
+    const instance = await this.store.instanceOf(agentId, db);
     return { ...agentView(agent!), runtimeInstance: instance && instanceView(instance) };
   }
 }

@@ -4,14 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { projectPath } from '../../platform/project-root.js';
 import { VolumeLostError, type DeployedRuntime, type InstanceRef, type RuntimeProvider, type RuntimeSpec } from './runtime-provider.js';
 
-/** The runtime program: dist/agent-runtime/main.js beside the compiled build; main.ts under vitest (through tsx). */
+/** The runtime program: the compiled one when this service runs compiled (from dist/); main.ts (through tsx) under vitest. */
 function runtimeCommand(): string[] {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const compiled = path.resolve(here, '../../agent-runtime/main.js');
-  if (fs.existsSync(compiled)) return [compiled];
-  return ['--import', 'tsx', path.resolve(here, '../../agent-runtime/main.ts')];
+  const compiled = !fileURLToPath(import.meta.url).endsWith('.ts');
+  return compiled ? [projectPath('dist', 'agent-runtime', 'main.js')] : ['--import', 'tsx', projectPath('src', 'agent-runtime', 'main.ts')];
 }
 
 interface Running {
@@ -75,6 +74,8 @@ export class LocalRuntimeProvider implements RuntimeProvider {
     if (!running) return;
     this.#running.delete(instance.agentId);
     running.child.kill('SIGTERM');
+    // A stopped process (SIGSTOP, a debugger) holds the TERM until it runs again: let it run and handle it.
+    if (process.platform !== 'win32') running.child.kill('SIGCONT');
     const killer = setTimeout(() => running.child.kill('SIGKILL'), 5_000);
     await running.exited;
     clearTimeout(killer);

@@ -4,7 +4,7 @@ import type { AgentSecrets } from './agent-secrets.js';
 import type { ChatStore } from './chat-store.js';
 import { AGENTS_WALLET_OWNER } from './deployer.js';
 import { agentsErrors } from './errors.js';
-import type { RuntimeClient, RuntimeTokenDay } from './runtime-client.js';
+import { PROBE_TIMEOUT_MS, type RuntimeClient, type RuntimeTokenDay } from './runtime-client.js';
 import type { BudgetView, ConfigBody, ConfigView, ProviderEntry } from './schemas.js';
 import type { AgentRow, AgentsStore } from './store.js';
 import type { ModelProvider } from './tables.js';
@@ -48,6 +48,12 @@ export class AgentOperations {
     return { provider, apiKey: maskKey(apiKey) };
   }
 
+  /** Removes a provider's key: the one set last of those left answers the next turn. */
+  async deleteProvider(agent: AgentRow, provider: ModelProvider): Promise<{ provider: ModelProvider; deleted: true }> {
+    if (!(await this.store.deleteProviderKey(agent.id, provider))) throw agentsErrors.providerNotFound(provider);
+    return { provider, deleted: true };
+  }
+
   async providers(agent: AgentRow): Promise<ProviderEntry[]> {
     return (await this.store.providerKeys(agent.id)).map((row) => ({ provider: row.provider, apiKey: row.keyHint }));
   }
@@ -70,16 +76,35 @@ export class AgentOperations {
     return this.#withPayments(updated, await this.#tokenDay(updated, request));
   }
 
-  /** Tokens today and in all (as the runtime reported each turn's), and the tool's payments. */
+  /**
+   * Tokens today and in all, and the tool's payments. The stored count mirrors the runtime's (each turn's
+   * answer carries it, and a running runtime is asked here first), so it agrees with the budget's `usedToday`
+   * even after a turn whose answer was lost (a crash): the runtime counted its calls on its volume.
+   */
   async usage(agent: AgentRow) {
+    const instance = agent.status === 'running' ? await this.store.instanceOf(agent.id) : null;
+    if (instance) {
+      await this.runtime
+        .json<RuntimeTokenDay>(instance, { method: 'GET', path: '/budget', timeoutMs: PROBE_TIMEOUT_MS }, this.ctx.clock.now())
+        .then((day) => this.#mirror(agent.id, day))
+        .catch(() => {}); // a runtime restarting: the stored count as it is
+    }
     const day = utcDay(this.ctx.clock.now());
     const [tokens, payments] = await Promise.all([this.chats.tokens(agent.id, day), this.store.paymentTotals(agent.id)]);
     return { tokens: { ...tokens, day }, payments };
   }
 
+  async #mirror(agentId: string, day: RuntimeTokenDay): Promise<void> {
+    if (typeof day.day === 'string' && Number.isInteger(day.usedToday)) await this.chats.mirrorTokens(agentId, { day: day.day, usedToday: day.usedToday });
+  }
+
   async #tokenDay(agent: AgentRow, request: { method: 'GET' | 'PUT'; path: string; body?: unknown }): Promise<RuntimeTokenDay> {
     const instance = agent.status === 'running' ? await this.store.instanceOf(agent.id) : null;
-    if (instance) return this.runtime.json<RuntimeTokenDay>(instance, request, this.ctx.clock.now());
+    if (instance) {
+      const day = await this.runtime.json<RuntimeTokenDay>(instance, request, this.ctx.clock.now());
+      await this.#mirror(agent.id, day);
+      return day;
+    }
     const resetsAt = new Date(`${utcDay(this.ctx.clock.now())}T00:00:00.000Z`);
     resetsAt.setUTCDate(resetsAt.getUTCDate() + 1);
     return { dailyTokens: agent.dailyTokenBudget, usedToday: (await this.chats.tokens(agent.id, utcDay(this.ctx.clock.now()))).today, resetsAt: resetsAt.toISOString() };

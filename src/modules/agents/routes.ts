@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
+import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';
@@ -22,6 +23,7 @@ import {
   historyQuery,
   listedAgentSchema,
   providerEntrySchema,
+  providerParams,
   renewResult,
   runtimeConfigSchema,
   sessionParams,
@@ -30,6 +32,8 @@ import {
   toolPaymentBody,
   usageSchema,
   withdrawBody,
+  type Purchase,
+  type Renewal,
 } from './schemas.js';
 import { paymentSchema } from '../wallets/pay-schemas.js';
 import { AgentChat } from './chat.js';
@@ -38,14 +42,17 @@ import { agentsErrors } from './errors.js';
 import { AgentLifecycle } from './lifecycle.js';
 import { AgentOperations } from './operations.js';
 import { AgentPayments, holdsLoop } from './payments.js';
-import { AgentSecrets } from './agent-secrets.js';
+import { AgentSecrets, providerKeyBinding, runtimeTokenBinding } from './agent-secrets.js';
 import { AgentsService } from './service.js';
 import { AgentDeployer } from './deployer.js';
 import { AgentSupervisor, agentLoops } from './supervisor.js';
+import { AgentWalletPolicy } from './wallet-policy.js';
+import { agentWalletRoutes } from './wallet-routes.js';
 import { FlyRuntimeProvider } from './fly-provider.js';
 import { LocalRuntimeProvider } from './local-provider.js';
 import { RuntimeClient } from './runtime-client.js';
 import type { RuntimeProvider } from './runtime-provider.js';
+import { agentInstances, agentProviderKeys } from './tables.js';
 
 export interface AgentsModuleOptions {
   /** Where runtimes run; default: processes on this machine, volumes under <data dir>/agents. */
@@ -57,6 +64,14 @@ const wantsEvents = (request: FastifyRequest) => (request.headers.accept ?? '').
 /** Hosted agents (the spec's Agents section and the extensions in docs/agents.md). Needs the credits and wallets modules. */
 export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: AppContext): Module => {
   const service = new AgentsService(ctx);
+  ctx.keyRotation.sealedColumn({ name: 'agent_instances.sealed_token', table: agentInstances, key: [agentInstances.id], column: agentInstances.sealedToken, associatedData: (key) => runtimeTokenBinding(key.id!) });
+  ctx.keyRotation.sealedColumn({
+    name: 'agent_provider_keys.sealed_key',
+    table: agentProviderKeys,
+    key: [agentProviderKeys.agentId, agentProviderKeys.provider],
+    column: agentProviderKeys.sealedKey,
+    associatedData: (key) => providerKeyBinding(key.agent_id!, key.provider!),
+  });
   const store = service.store;
   const chats = new ChatStore(ctx.db);
   const provider = options.provider?.(ctx) ?? configuredProvider(ctx);
@@ -65,8 +80,9 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const deployer = new AgentDeployer(ctx, store, provider, secrets);
   const supervisor = new AgentSupervisor(ctx, store, provider, runtime, deployer);
   const operations = new AgentOperations(ctx, store, chats, secrets, runtime);
-  const chat = new AgentChat(ctx, store, chats, secrets, runtime);
-  const payments = new AgentPayments(ctx, store, secrets);
+  const payments = new AgentPayments(ctx, store, chats, secrets);
+  const chat = new AgentChat(ctx, store, chats, secrets, runtime, payments);
+  const walletPolicy = new AgentWalletPolicy(ctx);
   const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config, (agent) => payments.holdsMoney(agent));
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   // Every agent route's first step: the caller's own agent (params validated as a uuid by its schema).
@@ -78,10 +94,12 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
 
   return {
     name: 'agents',
-    loops: [...agentLoops(deployer, supervisor), holdsLoop(payments)],
+    loops: [...agentLoops(deployer, supervisor), holdsLoop(payments), { name: 'agents.turns', intervalMs: 5_000, leader: true, run: () => chat.failStale() }],
     close: () => provider.close(),
     routes: {
       api: (app) => {
+        // A shutdown stops the turns this node runs (their clients told, the turns failed) before the listeners drain.
+        app.addHook('preClose', async () => chat.shutdown());
         app.get(
           '/agents',
           { onRequest: signedIn, schema: { tags, summary: "The signed-in user's agents, newest first, each with its runtimeInstance", security, response: { 200: envelopeSchema(z.array(listedAgentSchema)), ...errors(401) } } },
@@ -100,7 +118,17 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
               response: { 201: envelopeSchema(createAgentResult), ...errors(400, 401, 402) },
             },
           },
-          async (request, reply) => reply.code(201).send(envelope(await service.create(userOf(request), request.body))),
+          async (request, reply) =>
+            // With an Idempotency-Key the answer is written in the purchase's transaction: one agent per key.
+            sendIdempotent(ctx.idempotency, request, reply, 'agents.purchase', async (attempt) => {
+              const answer = (purchase: Purchase) => ({ status: 201, body: envelope(purchase) });
+              return answer(await service.create(userOf(request), request.body, attempt ? (tx, purchase) => attempt.finishIn(tx, answer(purchase)) : undefined));
+            }),
+        );
+        app.get(
+          '/agents/:agentId',
+          { onRequest: signedIn, schema: { tags, summary: 'The agent, as the list shows it (with its runtimeInstance) (extension)', security, params, response: { 200: envelopeSchema(listedAgentSchema), ...errors(400, 401, 404) } } },
+          async (request) => envelope(await service.view(await agentOf(request))),
         );
         app.delete(
           '/agents/:agentId',
@@ -126,7 +154,11 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
             onRequest: signedIn,
             schema: { tags, summary: 'Renew the agent for one more month: 1000 credit cents, expiresAt one month later (extension)', security, params, response: { 200: envelopeSchema(renewResult), ...errors(400, 401, 402, 404, 409) } },
           },
-          async (request) => envelope(await lifecycle.renew(userOf(request), await agentOf(request))),
+          async (request, reply) =>
+            sendIdempotent(ctx.idempotency, request, reply, 'agents.renew', async (attempt) => {
+              const answer = (renewal: Renewal) => ({ status: 200, body: envelope(renewal) });
+              return answer(await lifecycle.renew(userOf(request), await agentOf(request), attempt ? (tx, renewal) => attempt.finishIn(tx, answer(renewal)) : undefined));
+            }),
         );
         app.get(
           '/agents/:agentId/export',
@@ -158,6 +190,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           '/agents/:agentId/providers',
           {
             onRequest: signedIn,
+            config: { audit: { action: 'agent.provider-key.set', target: ({ params }) => params.agentId } },
             schema: {
               tags,
               summary: "Set the agent's key for a model provider (stored sealed; the one set last answers chats)",
@@ -168,6 +201,15 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
             },
           },
           async (request) => envelope(await operations.setProvider(await agentOf(request), request.body.provider, request.body.apiKey)),
+        );
+        app.delete(
+          '/agents/:agentId/providers/:provider',
+          {
+            onRequest: signedIn,
+            config: { audit: { action: 'agent.provider-key.delete', target: ({ params }) => params.agentId } },
+            schema: { tags, summary: "Remove the agent's key for a provider; of those left, the one set last answers chats (extension)", security, params: providerParams, response: { 200: envelopeSchema(z.object({ provider: z.string(), deleted: z.literal(true) })), ...errors(400, 401, 404) } },
+          },
+          async (request) => envelope(await operations.deleteProvider(await agentOf(request), request.params.provider)),
         );
         app.post(
           '/agents/:agentId/chat',
@@ -231,6 +273,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           { onRequest: signedIn, schema: { tags, summary: 'Tokens used today and in all, and the tool payments made (extension)', security, params, response: { 200: envelopeSchema(usageSchema), ...errors(400, 401, 404) } } },
           async (request) => envelope(await operations.usage(await agentOf(request))),
         );
+        agentWalletRoutes(app, { signedIn, agentOf, userOf, payments, walletPolicy });
         app.post(
           '/agents/:agentId/wallet/withdraw',
           {
@@ -240,11 +283,13 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
               summary: "runtime_b: send USDG from the agent's own wallet to an address you name (extension)",
               description:
                 'The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says. ' +
-                'Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one.',
+                'Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one. ' +
+                'Each transfer costs the service gas: an amount below AGENT_WITHDRAW_MIN_AMOUNT is 400 `withdrawal_below_minimum` unless it is the whole balance, ' +
+                'and beyond AGENT_WITHDRAW_LIMIT_PER_HOUR new withdrawals per agent 429 `rate_limited` with Retry-After (a same-key retry is answered all the same).',
               security,
               params,
               body: withdrawBody,
-              response: { 200: envelopeSchema(z.object({ transfer: paymentSchema })), ...errors(400, 401, 404, 409) },
+              response: { 200: envelopeSchema(z.object({ transfer: paymentSchema })), ...errors(400, 401, 404, 409, 429) },
             },
           },
           async (request) => {

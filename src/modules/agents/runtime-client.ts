@@ -14,6 +14,8 @@ export interface RuntimeRequest {
   body?: unknown;
   accept?: string;
   timeoutMs?: number;
+  /** Cancels the request (a shutdown): the runtime sees its connection close. */
+  signal?: AbortSignal;
 }
 
 /** The runtime's day as it reports it (GET/PUT /budget, and a 429). */
@@ -21,6 +23,8 @@ export interface RuntimeTokenDay {
   dailyTokens: number;
   usedToday: number;
   resetsAt: string;
+  /** The runtime's UTC day of usedToday (absent from runtimes older than it). */
+  day?: string;
 }
 
 /**
@@ -53,7 +57,7 @@ export class RuntimeClient {
         ...(request.accept ? { accept: request.accept } : {}),
       },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
-      signal: AbortSignal.timeout(request.timeoutMs ?? TURN_WAIT_MS),
+      signal: AbortSignal.any([AbortSignal.timeout(request.timeoutMs ?? TURN_WAIT_MS), ...(request.signal ? [request.signal] : [])]),
     });
   }
 
@@ -70,7 +74,10 @@ export class RuntimeClient {
 
   /** The error a runtime's failure answers (a plain answer or a stream's `error` event). */
   failure(instance: InstanceRow, status: number, answer: Record<string, unknown> | null, now: Date) {
-    if (status === 429 && answer) return agentsErrors.tokenBudgetExhausted(answer as unknown as RuntimeTokenDay, now);
+    if (status === 429 && answer) {
+      const { dailyTokens, usedToday, resetsAt } = answer as unknown as RuntimeTokenDay;
+      return agentsErrors.tokenBudgetExhausted({ dailyTokens, usedToday, resetsAt }, now);
+    }
     // The runtime's own 502 names the provider's status; a proxy's 502 in front of a runtime does not.
     if (status === 502 && answer && 'providerStatus' in answer) return agentsErrors.providerFailed(String(answer?.error ?? 'the model provider failed'), (answer?.providerStatus as number | null) ?? null);
     this.log.warn({ agentId: instance.agentId, status, error: answer?.error }, 'agent runtime answered with an error');

@@ -1,6 +1,8 @@
 import { isAddress } from 'viem';
 import { z } from 'zod';
-import { AGENT_STATUSES, AGENT_TYPES, MODEL_PROVIDERS } from './tables.js';
+import { paymentSchema } from '../wallets/pay-schemas.js';
+import { approvalQueueSchema } from '../wallets/policy-schemas.js';
+import { AGENT_STATUSES, AGENT_TYPES, MODEL_PROVIDERS, TURN_STATUSES } from './tables.js';
 
 /** What an agent costs: one month of a hosted runtime, in credit cents (the spec's 10 USD). */
 export const AGENT_PRICE_CENTS = 1000;
@@ -44,12 +46,14 @@ export const agentSchema = z.object({
 
 export const listedAgentSchema = agentSchema.extend({ runtimeInstance: runtimeInstanceSchema.nullable() });
 
-export const createAgentResult = z.object({
-  agent: agentSchema,
-  charge: z.object({ amountUsdCents: z.number().int(), balanceAfterUsdCents: z.number().int() }),
-});
+const chargeSchema = z.object({ amountUsdCents: z.number().int(), balanceAfterUsdCents: z.number().int() });
+/** A purchase and a renewal answer alike: the agent as GET /agents/{agentId} shows it, and what was charged. */
+export const createAgentResult = z.object({ agent: listedAgentSchema, charge: chargeSchema });
 
 export type AgentView = z.infer<typeof agentSchema>;
+export type ListedAgentView = z.infer<typeof listedAgentSchema>;
+export type Purchase = z.infer<typeof createAgentResult>;
+export type Renewal = z.infer<typeof renewResult>;
 export type RuntimeInstanceView = z.infer<typeof runtimeInstanceSchema>;
 
 /** Chat bounds (the spec: at least one message; session 1–100, default main). Ours: at most 100 messages of 32 KiB each. */
@@ -71,9 +75,29 @@ export const chatResult = z.object({ message: chatMessageSchema, raw: z.unknown(
 const sessionName = z.string().min(1).max(100);
 export const historyQuery = z.object({ session: sessionName.default('main') });
 export const sessionParams = agentIdParams.extend({ session: sessionName });
+/** A wallet payment of an agent, with the tool call's turn when a turn made it (extension). */
+export const agentPaymentSchema = paymentSchema.extend({
+  kind: z.enum(['tool', 'withdrawal']).describe('paid by the tool (pay_and_call), or a withdrawal its user sent'),
+  turnId: z.string().nullable().describe('the chat turn whose tool call paid'),
+  session: z.string().nullable(),
+});
+export type AgentPaymentView = z.infer<typeof agentPaymentSchema>;
+
+export const turnSchema = z.object({
+  id: z.string(),
+  status: z.enum(TURN_STATUSES).describe('running, completed, or failed (the provider, the budget, a shutdown, or the service died mid-turn)'),
+  error: z.string().nullable(),
+  requestId: z.string().nullable(),
+  tokens: z.number().int().nullable().describe('model tokens the turn used; null when the runtime did not answer'),
+  createdAt: z.string(),
+  finishedAt: z.string().nullable(),
+  payments: z.array(agentPaymentSchema).describe("what the turn's tool calls paid (signed), whatever the turn's end"),
+});
+
 export const chatHistory = z.object({
   messages: z.array(chatMessageSchema),
-  raw: z.array(z.record(z.string(), z.unknown())).describe("the whole transcript: messages, the tool calls a runtime_b agent made and their results"),
+  raw: z.array(z.record(z.string(), z.unknown())).describe("the whole transcript: messages, the tool calls a runtime_b agent made and their results, each entry with its turnId"),
+  turns: z.array(turnSchema).describe("the session's turns, oldest first (extension)"),
 });
 export const sessionSummarySchema = z.object({ session: z.string(), messages: z.number().int(), updatedAt: z.string() });
 
@@ -135,12 +159,28 @@ export const toolPaymentBody = z.object({
   method: z.enum(['GET', 'POST']).default('GET'),
   body: z.unknown().optional(),
   maxAmount: atomic.optional(),
+  approvalId: z.uuid().optional(),
+  turnId: z.uuid().optional(),
 });
 export type BudgetView = z.infer<typeof budgetSchema>;
 
 export const sessionsSchema = z.array(sessionSummarySchema);
 export const agentStateResult = listedAgentSchema;
-export const renewResult = listedAgentSchema.extend({ charge: z.object({ amountUsdCents: z.number().int(), balanceAfterUsdCents: z.number().int() }) });
+export const renewResult = createAgentResult;
+export const providerParams = agentIdParams.extend({ provider: z.enum(MODEL_PROVIDERS) });
+export const agentPaymentsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  before: z.uuid().optional().describe('a payment id: list payments older than this one (the last of the previous page)'),
+});
+export const agentApprovalParams = agentIdParams.extend({ approvalId: z.string() });
+export const approvalEventsBody = z
+  .strictObject({
+    projectId: z.uuid().describe('one of your projects'),
+    queueId: z.uuid().describe("one of that project's event queues"),
+  })
+  .nullable()
+  .describe('null: publish no more');
+export const approvalEventsSchema = approvalQueueSchema;
 export type ConfigView = z.infer<typeof runtimeConfigSchema>;
 export const exportSchema = z.object({
   agent: listedAgentSchema,

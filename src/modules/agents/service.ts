@@ -1,8 +1,9 @@
 import type { AppContext } from '../../context.js';
+import type { AnswerRecorder } from '../../platform/idempotency.js';
 import { newId } from '../../platform/ids.js';
-import { AGENT_PRICE_CENTS, type AgentView, type RuntimeInstanceView } from './schemas.js';
+import { AGENT_PRICE_CENTS, type AgentView, type ListedAgentView, type Purchase, type RuntimeInstanceView } from './schemas.js';
 import type { AgentType } from './tables.js';
-import { AgentsStore } from './store.js';
+import { AgentsStore, type AgentRow } from './store.js';
 import { agentView, instanceView } from './views.js';
 
 /**
@@ -21,15 +22,24 @@ export class AgentsService {
     return (await this.store.listByUser(userId)).map(({ agent, instance }) => ({ ...agentView(agent), runtimeInstance: instance && instanceView(instance) }));
   }
 
-  async create(userId: string, input: { name: string; type: AgentType }) {
+  /** One agent as the list shows it (the caller's own: the route found it). */
+  async view(agent: AgentRow): Promise<ListedAgentView> {
+    const instance = await this.store.instanceOf(agent.id);
+    return { ...agentView(agent), runtimeInstance: instance && instanceView(instance) };
+  }
+
+  /** `record`: writes the answer in the purchase's own transaction (an Idempotency-Key's record: platform/idempotency.ts). */
+  async create(userId: string, input: { name: string; type: AgentType }, record?: AnswerRecorder<Purchase>) {
     const credits = this.ctx.services.credits;
     const id = newId();
     const now = this.ctx.clock.now();
-    const created = await this.ctx.db.transaction(async (tx) => {
+    return this.ctx.db.transaction(async (tx) => {
       const paid = await credits.spendOnAgent(tx, userId, AGENT_PRICE_CENTS, id);
       const agent = await this.store.insert(tx, { id, userId, name: input.name, type: input.type, spec: 'monthly', status: 'pending', attempts: 0, lastError: null, nextAttemptAt: now, createdAt: now, updatedAt: now });
-      return { agent, balanceAfter: paid.balanceCents };
+      // The agent as GET /agents/{agentId} shows it (no runtime yet), as a renewal answers it too.
+      const purchase: Purchase = { agent: { ...agentView(agent), runtimeInstance: null }, charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: paid.balanceCents } };
+      await record?.(tx, purchase);
+      return purchase;
     });
-    return { agent: agentView(created.agent), charge: { amountUsdCents: AGENT_PRICE_CENTS, balanceAfterUsdCents: created.balanceAfter } };
   }
 }

@@ -19,8 +19,8 @@ export class AgentsStore {
     return created!;
   }
 
-  async byId(id: string): Promise<AgentRow | null> {
-    const [row] = await this.db.select().from(agents).where(eq(agents.id, id));
+  async byId(id: string, db: Executor = this.db): Promise<AgentRow | null> {
+    const [row] = await db.select().from(agents).where(eq(agents.id, id));
     return row ?? null;
   }
 
@@ -33,8 +33,8 @@ export class AgentsStore {
       .orderBy(desc(agents.createdAt), desc(agents.id));
   }
 
-  async instanceOf(agentId: string): Promise<InstanceRow | null> {
-    const [row] = await this.db.select().from(agentInstances).where(eq(agentInstances.agentId, agentId));
+  async instanceOf(agentId: string, db: Executor = this.db): Promise<InstanceRow | null> {
+    const [row] = await db.select().from(agentInstances).where(eq(agentInstances.agentId, agentId));
     return row ?? null;
   }
 
@@ -268,7 +268,7 @@ export class AgentsStore {
    * Holds `amount` of the budget for one payment, recorded as a hold named by the payment's id; false (nothing
    * held) when the budget has less left. One transaction: the budget's conditional UPDATE and the hold's row.
    */
-  async openHold(hold: { id: string; agentId: string; walletId: string; amount: bigint }, now: Date): Promise<boolean> {
+  async openHold(hold: { id: string; agentId: string; walletId: string; amount: bigint; turnId: string | null }, now: Date): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const held = await tx
         .update(agents)
@@ -319,6 +319,16 @@ export class AgentsStore {
       .limit(limit);
   }
 
+  /** The holds named by these payment ids (a tool payment's hold has its payment's id). */
+  holdsByIds(ids: string[]): Promise<HoldRow[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.db.select().from(agentPaymentHolds).where(inArray(agentPaymentHolds.id, ids));
+  }
+
+  /** The holds opened by these turns' tool calls. */
+  holdsOfTurns(turnIds: string[]): Promise<HoldRow[]> {
+    return turnIds.length === 0 ? Promise.resolve([]) : this.db.select().from(agentPaymentHolds).where(inArray(agentPaymentHolds.turnId, turnIds)).orderBy(asc(agentPaymentHolds.createdAt), asc(agentPaymentHolds.id));
+  }
+
   /** The agent's tool payments: how many were paid and how much, and what is still held. */
   async paymentTotals(agentId: string): Promise<{ count: number; spent: string; held: string }> {
     const [row] = await this.db
@@ -332,11 +342,16 @@ export class AgentsStore {
     return row ?? { count: 0, spent: '0', held: '0' };
   }
 
+  /** The withdrawal a key already names, if any (claims nothing). */
+  async withdrawalByKey(agentId: string, idempotencyKey: string): Promise<typeof agentWithdrawals.$inferSelect | null> {
+    const [named] = await this.db.select().from(agentWithdrawals).where(and(eq(agentWithdrawals.agentId, agentId), eq(agentWithdrawals.idempotencyKey, idempotencyKey)));
+    return named ?? null;
+  }
+
   /** The withdrawal a key names: the one just claimed, or the one it named first. */
   async withdrawalFor(row: typeof agentWithdrawals.$inferInsert): Promise<typeof agentWithdrawals.$inferSelect> {
     await this.db.insert(agentWithdrawals).values(row).onConflictDoNothing();
-    const [named] = await this.db.select().from(agentWithdrawals).where(and(eq(agentWithdrawals.agentId, row.agentId), eq(agentWithdrawals.idempotencyKey, row.idempotencyKey)));
-    return named!;
+    return (await this.withdrawalByKey(row.agentId, row.idempotencyKey))!;
   }
 
   // Model-provider keys (sealed by the service before they get here).
@@ -351,6 +366,12 @@ export class AgentsStore {
   /** The agent's keys, the most recently set first (that one answers chats). */
   providerKeys(agentId: string): Promise<ProviderKeyRow[]> {
     return this.db.select().from(agentProviderKeys).where(eq(agentProviderKeys.agentId, agentId)).orderBy(desc(agentProviderKeys.updatedAt), asc(agentProviderKeys.provider));
+  }
+
+  /** Removes the agent's key for a provider; false when none was set. */
+  async deleteProviderKey(agentId: string, provider: ModelProvider): Promise<boolean> {
+    const deleted = await this.db.delete(agentProviderKeys).where(and(eq(agentProviderKeys.agentId, agentId), eq(agentProviderKeys.provider, provider))).returning({ provider: agentProviderKeys.provider });
+    return deleted.length === 1;
   }
 
   async providerKey(agentId: string, provider: ModelProvider): Promise<ProviderKeyRow | null> {

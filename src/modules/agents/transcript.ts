@@ -1,9 +1,9 @@
 import type { TranscriptEntry } from './chat-store.js';
 
 /**
- * What a turn sends at most of a session: 96 KiB of transcript. The runtime counts a byte as a token when it
- * reserves the daily budget (an upper bound for the providers' tokenizers), so this also keeps every session
- * inside the smallest default model's context (128k tokens) with room for the answer.
+ * What a turn sends at most of a session: 96 KiB of transcript. No provider's tokenizer makes more tokens than
+ * bytes, so this keeps every session inside the smallest default model's context (128k tokens) with room for
+ * the answer, whatever the model.
  */
 export const CONTEXT_BUDGET_BYTES = 96 * 1024;
 
