@@ -129,7 +129,7 @@ describe('credential kinds', () => {
     );
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) {
-      expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+      expect(row.secret_hash).toMatch(/^p1\.[0-9a-f]{16}\.[0-9a-f]{64}$/);
       expect(Object.values(secrets)).not.toContain(row.secret_hash);
       expect(row.prefix).toMatch(/^svc_api_.{8}$/);
     }

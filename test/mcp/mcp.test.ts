@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
-import { buildWalletsApp, call, freePort } from '../wallets/helpers.js';
+import { buildWalletsApp, call, freePort, settledPayment, type PaidPayment } from '../wallets/helpers.js';
 
 // The MCP server end to end: the official TypeScript client over Streamable HTTP against the api origin's real
 // listener, on the devchain. The wallet pays the app's own /x402-test/ping (100 atomic USDG) under a policy its
@@ -80,7 +80,7 @@ describe('the MCP server of a wallet', () => {
       expect(shapes.at(-1)?.required, t.name).toEqual(['reason', 'message']);
     }
     const pay = tools.find((t) => t.name === 'pay_and_call')!;
-    expect(Object.keys(pay.inputSchema.properties ?? {}).sort()).toEqual(['approvalId', 'body', 'headers', 'maxPayment', 'method', 'url']);
+    expect(Object.keys(pay.inputSchema.properties ?? {}).sort()).toEqual(['approvalId', 'body', 'headers', 'idempotencyKey', 'maxPayment', 'method', 'url']);
     expect(pay.inputSchema.required).toEqual(['url', 'maxPayment']);
     const payments = tools.find((t) => t.name === 'list_payments')!;
     expect(Object.keys(payments.inputSchema.properties ?? {}).sort()).toEqual(['before', 'limit']);
@@ -103,15 +103,16 @@ describe('the MCP server of a wallet', () => {
     expect(result.structuredContent!.policy).toMatchObject({ walletId, limits: [{ window: '24h', amount: '200' }] });
   });
 
-  it('pay_and_call pays the ping twice: each settled on chain, 100 each, listed by list_payments', async () => {
+  it('pay_and_call pays the ping twice: each answered pending then settled on chain, 100 each, listed by list_payments', async () => {
     const paid: string[] = [];
     for (let i = 0; i < 2; i++) {
       const before = await balance();
       const result = await payPing();
       expect(result.isError, text(result)).toBeFalsy();
       expect(result.structuredContent!.upstream).toMatchObject({ status: 200, body: { message: 'paid pong' }, bodyEncoding: 'json' });
-      expect(result.structuredContent!.payment).toMatchObject({ status: 'settled', network: max.network, asset: max.asset, amount: '100' });
-      expect((result.structuredContent!.payment as { transaction: string }).transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(result.structuredContent!.payment).toMatchObject({ status: 'pending', network: max.network, asset: max.asset, amount: '100' });
+      const settled = await settledPayment(app, secret, result.structuredContent!.payment as PaidPayment);
+      expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
       expect(await balance()).toBe(before - PRICE);
       paid.push((result.structuredContent!.payment as { id: string }).id);
     }
@@ -160,14 +161,34 @@ describe('the MCP server of a wallet', () => {
     expect(approved.status).toBe(200);
     const paid = await payPing({ approvalId });
     expect(paid.isError, text(paid)).toBeFalsy();
-    expect(paid.structuredContent!.payment).toMatchObject({ status: 'settled', amount: '100' });
+    expect(paid.structuredContent!.payment).toMatchObject({ status: 'pending', amount: '100' });
+    await settledPayment(app, secret, paid.structuredContent!.payment as PaidPayment);
     expect(await balance()).toBe(before - PRICE);
+  });
+
+  it('pay_and_call with an idempotencyKey: a retry answers the first result and pays nothing more; another call under the key is refused', async () => {
+    await setPolicy({});
+    const [before, rows] = [await balance(), await paymentRows()];
+    const idempotencyKey = `mcp-retry-${Date.now()}`;
+    const first = await payPing({ idempotencyKey });
+    expect(first.isError, text(first)).toBeFalsy();
+    expect(first.structuredContent!.payment).toMatchObject({ status: 'pending', amount: '100' });
+    await settledPayment(app, secret, first.structuredContent!.payment as PaidPayment);
+    const retry = await payPing({ idempotencyKey });
+    expect(retry.structuredContent).toEqual(first.structuredContent);
+    const other = await payPing({ idempotencyKey, maxPayment: { ...max, amount: '150' } });
+    expect(other.isError).toBe(true);
+    expect(other.structuredContent).toMatchObject({ reason: 'idempotency_conflict' });
+    expect(await balance()).toBe(before - PRICE);
+    expect(await paymentRows()).toBe(rows + 1);
   });
 
   it('refuses a management credential and no credential (401); GET and DELETE are 405', async () => {
     const asMgmt = await initialize({ authorization: `Bearer ${mgmt}` });
     expect(asMgmt.status).toBe(401);
-    expect(await asMgmt.json()).toEqual({ code: 1001, message: 'Missing or invalid credentials', data: null });
+    // Which credential was refused, and where an OAuth client finds the authorization server (docs/mcp.md#oauth).
+    expect(await asMgmt.json()).toMatchObject({ code: 1001, message: expect.stringMatching(/is a management credential or a project API key, which \/mcp does not accept/), data: { credential: 'api_key' } });
+    expect(asMgmt.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
     expect((await initialize({})).status).toBe(401);
     await expect(connect(mgmt)).rejects.toMatchObject({ code: 401 });
     expect((await initialize({ authorization: `Bearer ${secret}` })).status).toBe(200);

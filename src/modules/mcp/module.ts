@@ -3,22 +3,24 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import type { Module } from '../module.js';
+import { mcpCredentialGuard } from './credential.js';
 import { registerWalletTools } from './tools.js';
 
 const INSTRUCTIONS =
   'Tools of one Tollgate wallet (the credential you connected with). pay_and_call pays x402 resources from it within maxPayment and ' +
-  "the wallet's spend policy; get_budget shows what the policy still allows. Amounts are atomic units of the asset (USDG: 6 decimals).";
+  "the wallet's spend policy (and, connected through OAuth, the ceiling its owner granted you); get_budget shows what they still allow. " +
+  'Amounts are atomic units of the asset (USDG: 6 decimals).';
 
 const jsonRpcError = (code: number, message: string) => JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
 
 /**
  * `POST {base_url}/mcp` (extension; docs/mcp.md): the Model Context Protocol over Streamable HTTP, for the wallet of
- * a wallet credential. Stateless: each request gets its own server and transport, bound to the credential it
- * proved, and answers in JSON; no session outlives it, so any node answers any request. GET (the server's event
+ * a wallet credential or of an OAuth grant (src/modules/oauth). Stateless: each request gets its own server and
+ * transport, bound to the credential it proved, and answers in JSON; no session outlives it, so any node answers any request. GET (the server's event
  * stream) and DELETE (ending a session) have nothing to serve: 405, as the SDK's stateless servers answer.
  */
 export function mcpModule(ctx: AppContext): Module {
-  const walletCredential = ctx.auth.guard(['wallet']);
+  const credential = mcpCredentialGuard(ctx);
   // pay_and_call forwards a body: room for the largest one after JSON escaping, as the HTTP route allows.
   const bodyLimit = ctx.config.payAndCall.maxBodyBytes * 6 + 64 * 1024;
 
@@ -27,9 +29,9 @@ export function mcpModule(ctx: AppContext): Module {
     routes: {
       api: (app) => {
         // Not a REST resource: kept out of the OpenAPI document (its own schemas are the tools').
-        app.post('/mcp', { onRequest: walletCredential, bodyLimit, schema: { hide: true } }, async (request, reply) => {
+        app.post('/mcp', { onRequest: credential, bodyLimit, schema: { hide: true } }, async (request, reply) => {
           const server = new McpServer({ name: 'tollgate-wallet', version: '1.0.0' }, { instructions: INSTRUCTIONS });
-          registerWalletTools(server, ctx, principalOf(request, 'wallet'));
+          registerWalletTools(server, ctx, principalOf(request, 'wallet', 'oauth'));
           const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
           // The transport writes the answer itself; what the hooks set so far (x-request-id, CORS) goes with it.
           reply.hijack();
@@ -48,7 +50,7 @@ export function mcpModule(ctx: AppContext): Module {
           app.route({
             method,
             url: '/mcp',
-            onRequest: walletCredential,
+            onRequest: credential,
             schema: { hide: true },
             handler: async (_request, reply) => reply.code(405).header('allow', 'POST').type('application/json').send(jsonRpcError(-32000, 'Method not allowed.')),
           });

@@ -2,6 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../../platform/http/errors.js';
+import { redactText } from '../../platform/log-redaction.js';
 
 // What a tool answers: a result (structured content that fits the tool's outputSchema, and the same JSON as text
 // for clients that read only text) or a refusal (a tool error, `isError: true`, with `{ reason, rule? }`).
@@ -9,8 +10,8 @@ import { ApiError } from '../../platform/http/errors.js';
 export const refusalSchema = z.looseObject({
   reason: z
     .string()
-    .describe('policy_limit_exceeded, policy_per_call_exceeded, policy_host_denied, policy_payto_denied, or the error code the HTTP route answers (docs/mcp.md)'),
-  rule: z.string().optional().describe('policy refusals: the rule that refused, e.g. limits[0], maxPerCall, denyHosts[2]'),
+    .describe('policy_limit_exceeded, policy_per_call_exceeded, policy_host_denied, policy_payto_denied, ceiling_exceeded (an OAuth grant\'s), or the error code the HTTP route answers (docs/mcp.md)'),
+  rule: z.string().optional().describe('policy refusals: the rule that refused, e.g. limits[0], maxPerCall, denyHosts[2]; ceiling for the grant\'s ceiling'),
   message: z.string(),
 });
 export type Refusal = z.infer<typeof refusalSchema>;
@@ -51,14 +52,15 @@ export function answered(structured: Record<string, unknown>, note?: string): Ca
  * A failure as a tool error. An ApiError the services threw is a refusal the agent can act on: its code is the
  * `reason`, its details ride along (a policy refusal's `rule`, the budget, the offers above maxPayment; a detail's
  * own `reason` becomes `cause`). Anything else is said only as `internal_error`. As the HTTP API does, what would
- * be a 5xx there goes to the log (the request id comes with it).
+ * be a 5xx there goes to the log (the request id comes with it). The message is redacted as an HTTP error
+ * answer's is (errorBody): a quoted URL keeps its host only.
  */
 export function refused(error: unknown, log: Logger): CallToolResult {
   if (!(error instanceof ApiError) || error.status >= 500) log.error({ err: error }, 'MCP tool failed');
   if (!(error instanceof ApiError)) return refusal({ reason: 'internal_error', message: 'Internal server error' });
   const details = isRecord(error.details) ? error.details : error.details === undefined ? {} : { details: error.details };
   const { reason: cause, ...rest } = details;
-  return refusal({ ...rest, ...(cause !== undefined && cause !== error.code ? { cause } : {}), reason: error.code, message: error.message });
+  return refusal({ ...rest, ...(cause !== undefined && cause !== error.code ? { cause } : {}), reason: error.code, message: redactText(error.message) });
 }
 
 function refusal(structured: Refusal): CallToolResult {
