@@ -127,8 +127,8 @@ try {
       const fireMs = Date.now() - fireStarted;
       const { ms, handled, cpuMs } = await drainWith(n, tick);
       ticks += 1;
-      // Exactly once: one execution per runtime for this tick, and no tick event left behind.
-      const executions = await count(sql`select count(*)::text as n from trading_executions where scheduled_at = ${tick} and trigger_type = 'schedule'`);
+      // Exactly once: one tick (its first leg; a tick has one execution per order) per runtime, and no tick event left behind.
+      const executions = await count(sql`select count(*)::text as n from trading_executions where scheduled_at = ${tick} and trigger_type = 'schedule' and leg = 0`);
       const distinct = await count(sql`select count(distinct runtime_id)::text as n from trading_executions where scheduled_at = ${tick}`);
       if (executions !== runtimeCount || distinct !== runtimeCount) throw new Error(`tick ${tick.toISOString()}: ${executions} executions over ${distinct} runtimes`);
       perSecond[n] = runtimeCount / (ms / 1000);
@@ -139,7 +139,7 @@ try {
     }
     ratios.push(perSecond[2]! / perSecond[1]!);
   }
-  const total = await count(sql`select count(*)::text as n from trading_executions`);
+  const total = await count(sql`select count(*)::text as n from trading_executions where leg = 0`);
   const failed = await count(sql`select count(*)::text as n from trading_executions where status in ('failed', 'skipped')`);
   if (total !== runtimeCount * ticks) throw new Error(`${total} executions for ${ticks} ticks`);
 

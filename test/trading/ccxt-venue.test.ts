@@ -1,8 +1,9 @@
 // The ccxt venue adapter (TRADING_VENUE=ccxt) against a stand-in of Binance's spot REST API speaking its real
-// signed protocol: orders go out under the execution's id as client order id and fill at the exchange's price
-// and fee; a lost answer is looked up by client order id instead of placed again (Binance would take the same id
-// twice once the first order filled); a rejected order sends the runtime to review, never a 500; and backtests
-// never reach the exchange.
+// signed protocol: runtimes decide on the exchange's own prices (the `venue` data source: its ticker and
+// candles), orders go out under the execution's id as client order id and fill at the exchange's price and fee;
+// a lost answer is looked up by client order id instead of placed again (Binance would take the same id twice
+// once the first order filled); a rejected order sends the runtime to review, never a 500; and backtests never
+// reach the exchange.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
@@ -27,21 +28,24 @@ beforeAll(async () => {
     TRADING_CCXT_API_URL: binance.url,
     TRADING_CCXT_SYMBOLS: 'BTC-USD=BTC/USDT',
   });
+  binance.now = () => h.clock.now().getTime();
 });
 afterAll(async () => {
   await h?.close();
   await binance?.close();
 });
 
-// short=true: the first tick of an empty book trades, long or short.
+// short=true: the first tick of an empty book trades, long or short (the stand-in's candles rise: long).
 const TRADES_AT_ONCE = 'Trend both ways. fast=2 slow=5 short=true';
+// A runtime at a live venue decides on that venue's prices (docs/trading.md#live-venues-trade-on-their-own-prices).
+const VENUE = { dataSources: ['venue'] };
 const executionsOf = (runtimeId: string) =>
   h.app.ctx.database.query<{ id: string; status: string; order: any; error: any }>(sql`select id, status, "order", error from trading_executions where runtime_id = ${runtimeId} order by id`);
 const ordersFor = (clientOrderId: string) => binance.orders.filter((o) => o.clientOrderId === clientOrderId);
 
 describe('the ccxt venue (Binance stand-in)', () => {
   it("places the tick's order under its execution id and books the exchange's fill", async () => {
-    const { token, runtimeId } = await launch(h, 'ccxt-trader', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'ccxt-trader', TRADES_AT_ONCE, {}, VENUE);
     await h.nextMinute();
     const [execution] = await executionsOf(runtimeId);
     const [order] = ordersFor(execution!.id);
@@ -49,6 +53,9 @@ describe('the ccxt venue (Binance stand-in)', () => {
     expect(execution).toMatchObject({ status: 'completed', order: { status: 'filled', venue: 'ccxt:binance:sandbox', price: 50_000 } });
     // Sized in BTCUSDT's lots (0.00001, from exchangeInfo): the size sent is the size decided, to the digit.
     expect(execution!.order.size).toBe(order!.qty);
+    // Decided at the exchange's own price, so what filled is what risk approved: within fundLimitUsd × maxLeverage.
+    expect(execution!.order).toMatchObject({ referencePrice: 50_000, quote: { bid: '50000', ask: '50000' } });
+    expect(dec(order!.qty).times(order!.price).toNumber()).toBeLessThanOrEqual(10_000 * 2);
     expect(execution!.order.feeUsd).toBeCloseTo(Number(order!.commission), 8);
     const [stored] = await h.app.ctx.database.query<{ qty: string; cash: string }>(sql`select book->'positions'->'BTC-USD'->>'qty' as qty, book->>'cashUsd' as cash from trading_runtimes where id = ${runtimeId}`);
     expect(stored!.qty).toBe(text(dec(order!.qty).times(order!.side === 'BUY' ? 1 : -1)));
@@ -60,7 +67,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
   });
 
   it('a lost answer is looked up by client order id on the retry: one order at the exchange, one fill in the book', async () => {
-    const { token, runtimeId } = await launch(h, 'ccxt-lost', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'ccxt-lost', TRADES_AT_ONCE, {}, VENUE);
     binance.loseNextAnswer = true;
     await h.nextMinute();
     let [execution] = await executionsOf(runtimeId);
@@ -76,7 +83,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
   });
 
   it("a rejected order (Binance's insufficient balance) ends rejected with the exchange's words and the runtime in review; a manual run is 409", async () => {
-    const { token, runtimeId, strategy } = await launch(h, 'ccxt-rejected', TRADES_AT_ONCE);
+    const { token, runtimeId, strategy } = await launch(h, 'ccxt-rejected', TRADES_AT_ONCE, {}, VENUE);
     binance.rejectNext = true;
     const before = binance.orders.length;
     await h.nextMinute();
@@ -87,9 +94,13 @@ describe('the ccxt venue (Binance stand-in)', () => {
     expect(runtime).toMatchObject({ status: 'needs_review', statusReason: expect.stringContaining('insufficient balance'), book: { trades: 0 } });
     expect((await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {})).status).toBe(409);
 
-    // A backtest of the same strategy fills on paper: nothing reaches the exchange.
+    // A backtest of the strategy (a version on embedded data: the venue's own prices have no history) fills on
+    // paper: nothing reaches the exchange.
+    const { definition } = strategy.latestVersion;
+    const replayed = await h.call('POST', `/agentic-trading/strategies/${strategy.id}/versions`, token, { kind: 'quant_signal', schemaVersion: 1, definition: { ...definition, dataSources: ['embedded'] } });
+    expect(replayed.status).toBe(201);
     const now = h.clock.now().getTime();
-    const replay = await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, token, { from: new Date(now - 30 * 60_000).toISOString(), to: new Date(now - 60_000).toISOString(), fundLimitUsd: 10_000, maxLeverage: 2, maxDrawdownPercent: 50 });
+    const replay = await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, token, { versionId: replayed.body.data.latestVersion.id, from: new Date(now - 30 * 60_000).toISOString(), to: new Date(now - 60_000).toISOString(), fundLimitUsd: 10_000, maxLeverage: 2, maxDrawdownPercent: 50 });
     expect(replay.status).toBe(200);
     expect(replay.body.data.report.trades).toBeGreaterThan(0);
     expect(replay.body.data.executions.find((e: any) => e.order?.status === 'filled').order.venue).toBe('paper');
@@ -97,7 +108,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
   });
 
   it("a buy whose fee Binance takes in BTC books the BTC received and that fee in USD (cash pays the whole amount); an order that expired unfilled is a rejection", async () => {
-    const { token, runtimeId } = await launch(h, 'ccxt-base-fee', 'Long only. fast=2 slow=5');
+    const { token, runtimeId } = await launch(h, 'ccxt-base-fee', 'Long only. fast=2 slow=5', {}, VENUE);
     binance.commissionAsset = 'BTC';
     let execution;
     for (let i = 0; i < 60 && !execution; i++) {
@@ -115,7 +126,7 @@ describe('the ccxt venue (Binance stand-in)', () => {
     expect(stored!.cash).toBe(text(dec(10_000).minus(dec(order!.qty).times(order!.price)))); // what Binance took: the whole amount
     expect((await h.call('PATCH', `/agentic-trading/runtimes/${runtimeId}/status`, token, { status: 'paused' })).status).toBe(200);
 
-    const expiring = await launch(h, 'ccxt-expired', TRADES_AT_ONCE);
+    const expiring = await launch(h, 'ccxt-expired', TRADES_AT_ONCE, {}, VENUE);
     binance.expireNext = true;
     await h.nextMinute();
     const [expired] = await executionsOf(expiring.runtimeId);

@@ -74,8 +74,8 @@ describe('exactly once', () => {
     );
     expect(row).toEqual({ n: '3', versions: '3' });
     // Each tick built on the book the one before it left.
-    const ran = results.filter((r) => r.ran).map((r) => (r as any).execution).sort((a: any, b: any) => a.scheduledAt - b.scheduledAt);
-    expect(ran.map((e: any) => e.scheduledAt.toISOString())).toEqual([1, 2, 3].map((m) => new Date(base + m * 60_000).toISOString()));
+    const ran = results.flatMap((r) => (r.ran ? r.executions : [])).sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime());
+    expect(ran.map((e) => e.scheduledAt.toISOString())).toEqual([1, 2, 3].map((m) => new Date(base + m * 60_000).toISOString()));
   });
 
   it('a tick that fails is recorded failed, retried by its event, and then completes once', async () => {

@@ -6,6 +6,7 @@ import type { TradingModuleOptions } from '../../src/modules/trading/module.js';
 import { createTradingModule, tradingModule } from '../../src/modules/trading/module.js';
 import { moduleFactories } from '../../src/modules/index.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { startBinanceStandIn, type BinanceStandIn } from './binance-stand-in.js';
 
 export const START = '2026-06-01T00:00:30Z';
 
@@ -22,6 +23,21 @@ export interface TradingHarness {
 }
 
 /** The service on a hand-moved clock; background loops run only with the worker role, else the test drives them. */
+/** A harness on the ccxt venue, its exchange the Binance stand-in (BTC-USD as BTC/USDT) on the harness's clock. */
+export async function openBinanceHarness(apiKey: string, secret: string): Promise<{ h: TradingHarness; binance: BinanceStandIn }> {
+  const binance = await startBinanceStandIn(apiKey, secret);
+  const h = await openTradingHarness({}, ['api'], {
+    TRADING_VENUE: 'ccxt',
+    TRADING_CCXT_EXCHANGE: 'binance',
+    TRADING_CCXT_API_KEY: apiKey,
+    TRADING_CCXT_SECRET: secret,
+    TRADING_CCXT_API_URL: binance.url,
+    TRADING_CCXT_SYMBOLS: 'BTC-USD=BTC/USDT',
+  });
+  binance.now = () => h.clock.now().getTime();
+  return { h, binance };
+}
+
 export async function openTradingHarness(options: TradingModuleOptions = {}, roles: Role[] = ['api'], env: Record<string, string> = {}, start = START): Promise<TradingHarness> {
   const clock = new ManualClock(start);
   const factories = moduleFactories.map((factory) => (factory === tradingModule ? createTradingModule(options) : factory));
@@ -76,10 +92,10 @@ export const runtimeBody = (strategyVersionId: string, accountId: string, overri
   ...overrides,
 });
 
-/** A user's strategy, account and active runtime. */
-export async function launch(h: TradingHarness, sub: string, instructions?: string, runtime: Record<string, unknown> = {}) {
+/** A user's strategy (`definition` overriding its definition's fields), account and active runtime. */
+export async function launch(h: TradingHarness, sub: string, instructions?: string, runtime: Record<string, unknown> = {}, definition: Record<string, unknown> = {}) {
   const token = await h.app.identityToken(sub);
-  const strategy = await h.call('POST', '/agentic-trading/strategies', token, strategyBody(instructions));
+  const strategy = await h.call('POST', '/agentic-trading/strategies', token, strategyBody(instructions, definition));
   expect(strategy.status).toBe(201);
   const account = await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, { name: 'main' });
   expect(account.status).toBe(201);

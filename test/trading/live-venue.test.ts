@@ -8,7 +8,8 @@ import { RuntimeStore } from '../../src/modules/trading/runtime-store.js';
 import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { newId } from '../../src/platform/ids.js';
-import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue } from '../../src/modules/trading/venue.js';
+import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
+import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue, type VenuePrices } from '../../src/modules/trading/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /**
@@ -16,7 +17,8 @@ import { launch, openTradingHarness, type TradingHarness } from './harness.js';
  * order id is unique only among open orders: a market order fills at once, so the same id placed again
  * is a second order (`placed` counts them per id). `loseNextAnswer` places the order and then fails the
  * call, as a connection cut after the venue took it would; `rejectNext` refuses the next order; `down`
- * answers nothing.
+ * answers no order call (its quote included). Its own prices, which its runtimes decide on, are the
+ * embedded feed's at the test's clock, quoted 5 bps either side of the last it published.
  */
 class LiveVenue implements Venue {
   readonly name = 'live-test';
@@ -31,6 +33,23 @@ class LiveVenue implements Venue {
   unfillNext = false;
   down = false;
   private readonly paper = new PaperVenue();
+  private readonly computed = new EmbeddedFeed();
+  private readonly last = new Map<string, number>();
+  readonly prices: VenuePrices = {
+    supports: (symbol) => this.computed.supports(symbol),
+    ticker: async (symbol) => {
+      const at = h.clock.now();
+      const price = await this.computed.price(symbol, at);
+      this.last.set(symbol, price);
+      return { price: String(price), at };
+    },
+    candles: (symbol, interval, at, count) => this.computed.candles(symbol, interval, at, count),
+    quote: async (symbol) => {
+      if (this.down) throw new Error('connect ECONNREFUSED');
+      const price = this.last.get(symbol)!;
+      return { bid: String(price * 0.9995), ask: String(price * 1.0005) };
+    },
+  };
 
   async place(order: OrderRequest): Promise<Fill> {
     this.calls += 1;
@@ -75,6 +94,8 @@ afterAll(async () => h?.close());
 
 // short=true: every first tick of an empty book trades (long or short).
 const TRADES_AT_ONCE = 'Trend both ways. fast=2 slow=5 short=true';
+// A live venue's runtimes decide on its own prices.
+const VENUE = { dataSources: ['venue'] };
 
 async function executionsOf(runtimeId: string) {
   return h.app.ctx.database.query<{ id: string; status: string; order: any; attemptCount: number; error: any }>(
@@ -111,7 +132,7 @@ async function pause(token: string, runtimeId: string) {
 
 describe('a live venue', () => {
   it('a tick run twenty times at once places one order, with the execution id as its client order id', async () => {
-    const { token, runtimeId } = await launch(h, 'live-racer', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-racer', TRADES_AT_ONCE, {}, VENUE);
     const at = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000 + 60_000);
     h.clock.set(at);
     const before = venue.orders.size;
@@ -124,7 +145,7 @@ describe('a live venue', () => {
   });
 
   it('manual runs racing a scheduled tick of one runtime: each order at the venue is one execution, in the book once', async () => {
-    const { token, runtimeId } = await launch(h, 'live-mixed', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-mixed', TRADES_AT_ONCE, {}, VENUE);
     const at = new Date(Math.floor(h.clock.now().getTime() / 60_000) * 60_000 + 60_000);
     const runner = h.app.ctx.services.trading.runner;
     const runs = [runner.run(runtimeId, 'schedule', at, 1)];
@@ -138,7 +159,7 @@ describe('a live venue', () => {
   });
 
   it('an order whose answer was lost stays placing, and its retry fills it once without a second order', async () => {
-    const { token, runtimeId } = await launch(h, 'live-lost', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-lost', TRADES_AT_ONCE, {}, VENUE);
     venue.loseNextAnswer = true;
     const ordersBefore = venue.orders.size;
     const at = await h.nextMinute();
@@ -172,7 +193,7 @@ describe('a live venue', () => {
   });
 
   it('a lost answer retried by its own event fills the order once', async () => {
-    const { runtimeId } = await launch(h, 'live-retry', TRADES_AT_ONCE);
+    const { runtimeId } = await launch(h, 'live-retry', TRADES_AT_ONCE, {}, VENUE);
     venue.loseNextAnswer = true;
     const ordersBefore = venue.orders.size;
     await h.nextMinute();
@@ -186,7 +207,7 @@ describe('a live venue', () => {
   });
 
   it('a rejected order: the execution says so, nothing is filled, the runtime goes to review, and a manual run answers 409, never 500', async () => {
-    const { token, runtimeId } = await launch(h, 'live-rejected', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-rejected', TRADES_AT_ONCE, {}, VENUE);
     const bookBefore = await bookOf(runtimeId);
     venue.rejectNext = 'insufficient balance for this order';
     await h.nextMinute();
@@ -206,7 +227,7 @@ describe('a live venue', () => {
   });
 
   it('an order that comes back unfilled completes its execution with nothing filled, and the runtime runs on', async () => {
-    const { token, runtimeId } = await launch(h, 'live-unfilled', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-unfilled', TRADES_AT_ONCE, {}, VENUE);
     const bookBefore = await bookOf(runtimeId);
     // A manual run: only this runtime ticks (other tests' runtimes run on the minute).
     venue.unfillNext = true;
@@ -222,7 +243,7 @@ describe('a live venue', () => {
   });
 
   it("a placement lease runs on the database's clock: a node whose clock runs ten minutes ahead cannot take a held one", async () => {
-    const { runtimeId } = await launch(h, 'live-lease-clock', TRADES_AT_ONCE);
+    const { runtimeId } = await launch(h, 'live-lease-clock', TRADES_AT_ONCE, {}, VENUE);
     const id = newId(Date.now());
     const at = new Date().toISOString();
     await h.app.ctx.database.query(sql`insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash, created_at)
@@ -253,7 +274,7 @@ describe('a live venue', () => {
   });
 
   it('a manual run while the venue is down answers 503 execution_failed, and the claimed order is placed once when it is back', async () => {
-    const { token, runtimeId } = await launch(h, 'live-down', TRADES_AT_ONCE);
+    const { token, runtimeId } = await launch(h, 'live-down', TRADES_AT_ONCE, {}, VENUE);
     venue.down = true;
     h.clock.advance(1_000);
     const manual = await h.call('POST', `/agentic-trading/runtimes/${runtimeId}/executions`, token, {});

@@ -21,10 +21,10 @@ afterAll(async () => {
   await model?.close();
 });
 
-const agentVersion = (provider: Provider, instructions: string) => ({
+const agentVersion = (provider: Provider, instructions: string, extra: Record<string, unknown> = {}) => ({
   kind: 'llm_agent',
   schemaVersion: 1,
-  definition: { instructions, universe: ['BTC-USD'], dataSources: ['embedded'], candleInterval: '1m', model: { provider, model: `${provider}-trader-1` }, lookback: 10 },
+  definition: { instructions, universe: ['BTC-USD'], dataSources: ['embedded'], candleInterval: '1m', model: { provider, model: `${provider}-trader-1` }, lookback: 10, ...extra },
 });
 
 /** Buys $1,000 with a stop just under the price while flat; holds otherwise. */
@@ -34,11 +34,11 @@ const buyWhenFlat = (asked: { prompt: any }) => {
   return { input: { orders: [{ symbol: 'BTC-USD', side: 'buy', notionalUsd: 1_000, type: 'market', stopLoss: btc.price * 0.9995 }], rationale: 'flat: enter long' } };
 };
 
-async function launchAgent(sub: string, provider: Provider, withKey = true) {
+async function launchAgent(sub: string, provider: Provider, withKey = true, extra: Record<string, unknown> = {}) {
   const token = await h.app.identityToken(sub);
   // The instructions name the runtime, so each test's requests can be told apart at the stand-in.
   const instructions = `${sub}: buy 1,000 USD of BTC when flat, with a stop 0.05 % below.`;
-  const strategy = (await h.call('POST', '/agentic-trading/strategies', token, { name: `${provider} agent`, version: agentVersion(provider, instructions) })).body.data;
+  const strategy = (await h.call('POST', '/agentic-trading/strategies', token, { name: `${provider} agent`, version: agentVersion(provider, instructions, extra) })).body.data;
   const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, { name: 'agent' })).body.data;
   if (withKey) expect((await h.call('PUT', `/agentic-trading/accounts/${account.id}/providers`, token, { provider, apiKey: KEYS[provider] })).status).toBe(200);
   const runtime = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data;
@@ -124,7 +124,7 @@ describe('llm_agent runtimes', () => {
     expect(account.id).toBeTruthy();
   });
 
-  it('a limit order goes on the tick and fills at its price as maker; an order under the minimum notional places nothing', async () => {
+  it('a limit order goes on the tick and is immediate-or-cancel, as live: inside the spread nothing fills, at the touch it takes; an order under the minimum notional places nothing', async () => {
     const { token, runtimeId } = await launchAgent('agent-limit', 'openai');
     let limitAsked = 0;
     model.reply = (asked) => {
@@ -135,9 +135,18 @@ describe('llm_agent runtimes', () => {
     const limit = await lastExecution(token, runtimeId);
     // Down onto the cent for a buy, and whole lots of 0.000001 down too.
     const onTick = (Math.floor(limitAsked * 100) / 100).toFixed(2);
-    expect(limit).toMatchObject({ status: 'completed', order: { status: 'filled', limitPrice: String(Number(onTick)), size: '0.012345', price: Number(onTick) } });
-    // Inside the spread (1.23 bps over the price, the touch 5 bps): it fills at its own price, the maker fee rounded up to the cent.
-    expect(limit.order.feeUsd).toBe(feeUsd(dec('0.012345').times(onTick), 2).toNumber());
+    // Inside the spread (1.23 bps over the price, the touch 5 bps): nothing meets it now, so it is cancelled as an IOC
+    // order is at a live venue; it used to fill at its own price as maker. The book is untouched, the runtime runs on.
+    expect(limit).toMatchObject({ status: 'completed', order: { status: 'unfilled', limitPrice: String(Number(onTick)), size: '0.012345', price: null, feeUsd: null } });
+    expect((await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data).toMatchObject({ status: 'active', book: { trades: 0, positions: [] } });
+
+    // Through the touch (10 bps over the price): it takes the touch, 5 bps over the price, with the taker fee.
+    model.reply = (asked) => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', size: 0.0123456789, type: 'limit', limitPrice: asked.prompt.universe[0].price * 1.001 }], rationale: 'bid through the touch' } });
+    await h.nextMinute();
+    const taken = await lastExecution(token, runtimeId);
+    const touch = dec(taken.order.referencePrice).times(1.0005).toDecimalPlaces(2, 0);
+    expect(taken).toMatchObject({ status: 'completed', order: { status: 'filled', size: '0.012345', price: touch.toNumber() } });
+    expect(taken.order.feeUsd).toBe(feeUsd(dec('0.012345').times(touch), 10).toNumber());
 
     // A tenth of a cent above the price: marketable as asked, not once on the tick (down to the cent, under the price).
     model.reply = (asked) => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', size: 0.01, type: 'limit', limitPrice: asked.prompt.universe[0].price + 0.001 }], rationale: 'bid at the touch' } });
@@ -168,7 +177,8 @@ describe('llm_agent runtimes', () => {
       }
     }
     expect(exit).toMatchObject({ status: 'completed', decision: { kind: 'exit', reason: 'stop_loss', action: 'sell' }, order: { side: 'sell', status: 'filled' } });
-    expect(exit.decision.price).toBeLessThanOrEqual(exit.decision.level);
+    // Met by the tick's price, or by a bar's low since the last tick: it fills from the stop (or a lower open).
+    expect(exit.decision.fill.price).toBeLessThanOrEqual(exit.decision.level);
     expect((await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data.book.positions).toEqual([]);
     await pause(token, runtimeId);
   });
@@ -233,5 +243,38 @@ describe('llm_agent runtimes', () => {
     expect(hers.modelCalls).toBe(0);
     // Nor may Bob pay with Alice's account.
     expect((await h.call('POST', `/agentic-trading/strategies/${strategy.id}/backtest`, bob, { ...window, accountId: aliceAccount.id })).status).toBe(404);
+  });
+
+  it('an oversized answer is cut to the limits and recorded, the runtime runs on; it shorts only with allowShort', async () => {
+    const { token, runtimeId, asked } = await launchAgent('agent-oversized', 'openai');
+    model.reply = () => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'buy', notionalUsd: 1_000_000, type: 'market' }], rationale: 'all in' } });
+    await h.nextMinute();
+    expect(asked()[0]!.prompt.limits).toMatchObject({ fundLimitUsd: 10_000, maxLeverage: 2, allowShort: false });
+    const cut = await lastExecution(token, runtimeId);
+    // 1,000,000 USD asked; the runtime allows 10,000 × 2.
+    expect(cut).toMatchObject({ status: 'completed', order: { side: 'buy', status: 'filled' }, decision: { outcome: 'ok', action: 'buy', capped: { limit: 'fund_limit', size: cut.order.size } } });
+    expect(cut.riskAssessment.exposureAfterUsd).toBeCloseTo(20_000, 2);
+    const runtime = (await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data;
+    expect(runtime).toMatchObject({ status: 'active', book: { trades: 1 } });
+    // A sell of twice the position without allowShort: cut to a close.
+    const held = runtime.book.positions[0].qty;
+    model.reply = () => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'sell', size: held * 2, type: 'market' }], rationale: 'flip short' } });
+    await h.nextMinute();
+    expect(await lastExecution(token, runtimeId)).toMatchObject({ status: 'completed', order: { side: 'sell', status: 'filled', size: held.toFixed(6) }, decision: { capped: { limit: 'allow_short', size: held.toFixed(6) } } });
+    // And from flat a sell places nothing, recorded so.
+    await h.nextMinute();
+    expect(await lastExecution(token, runtimeId)).toMatchObject({ status: 'completed', order: null, decision: { action: 'hold', symbol: 'BTC-USD', capped: { limit: 'allow_short', size: '0' } } });
+    expect((await h.call('GET', `/agentic-trading/runtimes/${runtimeId}`, token)).body.data).toMatchObject({ status: 'active', book: { positions: [] } });
+    await pause(token, runtimeId);
+
+    // A strategy with allowShort: a sell from flat opens a short.
+    const shorting = await launchAgent('agent-shorting', 'openai', true, { allowShort: true });
+    model.reply = () => ({ input: { orders: [{ symbol: 'BTC-USD', side: 'sell', size: 1, type: 'market' }], rationale: 'short' } });
+    await h.nextMinute();
+    expect(shorting.asked()[0]!.prompt.limits).toMatchObject({ allowShort: true });
+    const short = await lastExecution(shorting.token, shorting.runtimeId);
+    expect(short).toMatchObject({ status: 'completed', order: { side: 'sell', status: 'filled', size: '1.000000' } });
+    expect(short.decision.capped).toBeUndefined();
+    await pause(shorting.token, shorting.runtimeId);
   });
 });

@@ -1,6 +1,6 @@
 // quant_signal rules through the API and scheduled ticks: a definition refused in the schema's words, an entry
 // on an indicator cross carrying the rules' protective levels, and the position closed again by a level or an
-// exit condition, each recorded in the execution's decision.
+// exit condition, each recorded in the execution's decision; under the kill switch's halt a level still closes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTradingHarness, runtimeBody, type TradingHarness } from './harness.js';
 
@@ -63,5 +63,32 @@ describe('quant_signal rules', () => {
     if (exit.decision.kind === 'exit') expect(['trailing_stop', 'stop_loss', 'take_profit']).toContain(exit.decision.reason);
     else expect(exit.decision.signals[0]).toMatchObject({ target: 'flat', because: ['fast crosses_below slow'] });
     expect((await h.call('GET', `/agentic-trading/runtimes/${runtime.id}`, token)).body.data.book.positions).toEqual([]);
+  });
+  it("under the kill switch's halt a protective level still closes its position, and the strategy enters nothing", async () => {
+    const token = await h.app.identityToken('rules-halted');
+    // Long whenever flat, with levels 0.05 % either side: the entry is at once, a level is met within minutes.
+    const always = { indicators: { fast: { type: 'sma', period: 2 } }, entry: { long: [{ left: 'price', op: '>', right: 0 }] }, sizing: { exposure: 0.5 }, stopLossPercent: 0.05, takeProfitPercent: 0.05 };
+    const strategy = (await h.call('POST', '/agentic-trading/strategies', token, { name: 'tight levels', version: { ...version(), definition: { ...version().definition, rules: always } } })).body.data;
+    const account = (await h.call('POST', '/agentic-trading/accounts/agent-wallets', token, { name: 'halted' })).body.data;
+    const runtime = (await h.call('POST', '/agentic-trading/runtimes', token, runtimeBody(strategy.latestVersion.id, account.id))).body.data;
+    await h.settle();
+    const last = async () => (await h.call('GET', `/agentic-trading/runtimes/${runtime.id}/executions?limit=1`, token)).body.data[0];
+    await h.nextMinute();
+    expect(await last()).toMatchObject({ order: { side: 'buy', status: 'filled' } });
+    expect((await h.call('PUT', `/agentic-trading/accounts/${account.id}/kill-switch`, token, { mode: 'halt' })).status).toBe(200);
+    let exit;
+    for (let i = 0; i < 120 && !exit; i++) {
+      await h.nextMinute();
+      const execution = await last();
+      if (execution.decision?.kind === 'exit') exit = execution;
+      // Until then the position is held, and nothing new is placed.
+      else expect(execution.order).toBeNull();
+    }
+    // It used to be recorded halted with the position left open past its stop.
+    expect(exit).toMatchObject({ status: 'completed', order: { side: 'sell', status: 'filled' }, riskAssessment: { killSwitch: 'halt', outcome: 'approved' } });
+    expect((await h.call('GET', `/agentic-trading/runtimes/${runtime.id}`, token)).body.data.book.positions).toEqual([]);
+    // Flat now, the rules want long again: halted.
+    await h.nextMinute();
+    expect(await last()).toMatchObject({ status: 'halted', decision: { action: 'buy' }, order: { side: 'buy', status: 'blocked' } });
   });
 });

@@ -3,9 +3,9 @@ import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import { isSafeJson, isSafeString } from '../../platform/json-guard.js';
-import { loadMasterKey } from '../../platform/master-key.js';
+import { createKeySealer } from '../../platform/master-key.js';
 import { maskKey, type ModelProvider } from '../../platform/model-providers.js';
-import { KeySealer } from '../../platform/sealing.js';
+import type { KeySealer } from '../../platform/sealing.js';
 import { agentDecision, decisionTool, type AgentDecision, type LlmAgentDefinition } from './llm-agent.js';
 import { askStructured, ModelFailed, ModelLate } from './model-client.js';
 import { tradingDecisions, tradingProviderKeys } from './tables.js';
@@ -50,7 +50,7 @@ export class AgentDeciders {
     private readonly config: Config,
     private readonly clock: Clock,
   ) {
-    this.#sealer = new KeySealer(loadMasterKey(config).key);
+    this.#sealer = createKeySealer(config);
   }
 
   async setKey(accountId: string, provider: ModelProvider, apiKey: string): Promise<{ provider: ModelProvider; apiKey: string }> {
@@ -141,4 +141,5 @@ export class AgentDeciders {
   }
 }
 
-const boundTo = (accountId: string, provider: ModelProvider) => `trading-provider:${accountId}:${provider}`;
+/** The associated data an account's provider key is sealed with: the account and the provider. */
+export const boundTo = (accountId: string, provider: string) => `trading-provider:${accountId}:${provider}`;

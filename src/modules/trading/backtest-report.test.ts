@@ -22,6 +22,13 @@ describe('backtestReport', () => {
     expect(report.sortino).toBeCloseTo((mean / down) * Math.sqrt(365.25), 10);
   });
 
+  it("states its fills' assumptions: limit orders immediate-or-cancel, protective levels against each bar's high and low", () => {
+    const { assumptions } = backtestReport({ startEquityUsd: 100, endEquityUsd: 100, series: [], closes: [], trades: 0, feesUsd: 0, windowMs: DAY });
+    expect(assumptions.join('\n')).toMatch(/immediate-or-cancel/);
+    expect(assumptions.join('\n')).toMatch(/each bar's high and low/);
+    expect(assumptions.join('\n')).toMatch(/open when the market gapped/);
+  });
+
   it('answers null where a figure has no meaning', () => {
     const flat = backtestReport({ startEquityUsd: 100, endEquityUsd: 100, series: [point(1, 100, false), point(2, 100, false)], closes: [], trades: 0, feesUsd: 0, windowMs: 2 * DAY });
     expect(flat).toMatchObject({ returnPercent: 0, maxDrawdownPercent: 0, sharpe: null, sortino: null, winRatePercent: null, profitFactor: null, exposurePercent: 0 });

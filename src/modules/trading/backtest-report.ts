@@ -1,5 +1,5 @@
 // A backtest's report: what people look at first. Pure arithmetic over the replay's equity series and its
-// closing fills, so the same replay always reports the same figures.
+// closed trades (trade-list.ts), so the same replay always reports the same figures.
 
 /** The equity after one tick, marked at that tick's prices, and whether the book held a position. */
 export interface EquityPoint {
@@ -18,18 +18,32 @@ export interface BacktestReport {
   sharpe: number | null;
   /** As sharpe, over the downside deviation (returns below zero); null when no tick lost. */
   sortino: number | null;
-  /** Fills that closed (part of) a position. */
+  /** Round trips closed (trade-list.ts). */
   closedTrades: number;
-  /** Share of closed trades with a positive realized PnL, in percent; null without any. */
+  /** Share of closed trades whose P&L after fees is positive, in percent; null without any. */
   winRatePercent: number | null;
-  /** Gross realized profit over gross realized loss; null without a loss. */
+  /** The closed trades' profits over their losses, both after fees; null without a loss. */
   profitFactor: number | null;
   /** Every fill, opening or closing. */
   trades: number;
   feesUsd: number;
   /** Share of ticks that ended holding a position, in percent. */
   exposurePercent: number;
+  /** How the replay fills (BACKTEST_ASSUMPTIONS). */
+  assumptions: string[];
 }
+
+/**
+ * How a replay fills, stated in every report (docs/trading.md, "Backtests"): what a reader must know before trusting
+ * its figures. The paper venue's and the protective exits' rules (venue.ts, protective-exits.ts).
+ */
+export const BACKTEST_ASSUMPTIONS: readonly string[] = [
+  "orders fill on the paper venue, whole (no volume limit): a market order at the touch, the feed's price moved TRADING_PAPER_SLIPPAGE_BPS against it, with the taker fee",
+  'a limit order is immediate-or-cancel, as a live venue gets it: at or through the touch it fills there (taker); inside the spread nothing fills and it is cancelled, never filled as maker',
+  "protective levels are checked against each bar's high and low (the strategy's candles closed since the last tick, at most as many as a tick reads), then the tick's price",
+  "a stop-loss or trailing stop fills at its level, or at the bar's open when the market gapped past it, moved to the touch (taker); a take-profit, a resting limit, fills at its level or the better open of a gap (maker)",
+  'where one bar reached both a stop and a take-profit, the stop is assumed first (the order within a bar is unknown)',
+];
 
 /** Points an equity curve keeps at most. */
 export const MAX_CURVE_POINTS = 1_000;
@@ -39,7 +53,7 @@ export function backtestReport(input: {
   startEquityUsd: number;
   endEquityUsd: number;
   series: readonly EquityPoint[];
-  /** Realized PnL of each closing fill, in order. */
+  /** Each closed trade's P&L after its fees (its entries' and exits'), in order. */
   closes: readonly number[];
   trades: number;
   feesUsd: number;
@@ -74,6 +88,7 @@ export function backtestReport(input: {
     trades: input.trades,
     feesUsd: input.feesUsd,
     exposurePercent: series.length ? (series.filter((p) => p.exposed).length / series.length) * 100 : 0,
+    assumptions: [...BACKTEST_ASSUMPTIONS],
   };
 }
 

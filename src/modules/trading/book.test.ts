@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyFill, markToMarket, openBook, peakAfter } from './book.js';
 import { dec } from './money.js';
-import { PaperVenue, PAPER_VENUE_DEFAULTS } from './venue.js';
+import { OrderUnfilled, PaperVenue, PAPER_VENUE_DEFAULTS } from './venue.js';
 
 describe('the paper book', () => {
   it('opens, adds to, and closes a long position with realized PnL, fees and cash that add up to the cent', () => {
@@ -65,17 +65,27 @@ describe('the paper venue', () => {
     expect(await venue.place({ symbol: 'X', side: 'sell', size: '1', referencePrice: 123.456, at })).toMatchObject({ price: '123.39', feeUsd: '0.13' });
   });
 
-  it('a limit order at or through the touch takes it (taker), one inside the spread fills at its price (maker)', async () => {
+  it('a limit order at or through the touch takes it (taker); one inside the spread is immediate-or-cancel, as live: unfilled, never a maker fill', async () => {
     const venue = new PaperVenue({ ...PAPER_VENUE_DEFAULTS, makerFeeBps: 1, takerFeeBps: 7.5 });
     const at = new Date();
     // The touch is 100.05: a buy limited at 100.5, or at 10,000, pays the touch, not its limit (1,000.5 × 7.5 bps = 0.750375 → 0.76).
     expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.5', at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
     expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '10000', at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
     expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, at })).toMatchObject({ price: '100.05', feeUsd: '0.76' });
-    // Inside the spread: its own price, the maker fee (1,000.2 × 1 bp = 0.10002 → 0.11).
-    expect(await venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.02', at })).toMatchObject({ price: '100.02', feeUsd: '0.11' });
-    expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 100, limitPrice: '99.97', at })).toMatchObject({ price: '99.97', feeUsd: '0.1' });
     expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 100, limitPrice: '1', at })).toMatchObject({ price: '99.95' });
+    // Inside the spread nothing meets it now: the rest (all of it) is cancelled, as an IOC order at a live venue is.
+    // It used to fill at its own price as maker (100.02, 0.11 of fee), understating the cost.
+    await expect(venue.place({ symbol: 'X', side: 'buy', size: '10', referencePrice: 100, limitPrice: '100.02', at })).rejects.toBeInstanceOf(OrderUnfilled);
+    await expect(venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 100, limitPrice: '99.97', at })).rejects.toBeInstanceOf(OrderUnfilled);
+  });
+
+  it('a protective exit fills as its resting order: a stop from its trigger at the touch (taker), a take-profit at its level (maker)', async () => {
+    const venue = new PaperVenue({ ...PAPER_VENUE_DEFAULTS, makerFeeBps: 1, takerFeeBps: 7.5 });
+    const at = new Date();
+    // The tick's price is 90, the stop was met at 95: a market sell from 95, 5 bps under it (94.9525 → 94.95).
+    expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 90, trigger: { kind: 'stop', price: 95 }, at })).toMatchObject({ price: '94.95', feeUsd: '0.72' });
+    // The take-profit at 110 reached by a later price of 112: its resting limit filled at 110, the maker fee (1,100 × 1 bp = 0.11).
+    expect(await venue.place({ symbol: 'X', side: 'sell', size: '10', referencePrice: 112, trigger: { kind: 'take_profit', price: 110 }, at })).toEqual({ symbol: 'X', side: 'sell', size: '10', price: '110', feeUsd: '0.11' });
   });
 
   it('answers each symbol its configured rules, and the defaults for any other', async () => {

@@ -12,6 +12,8 @@ export interface Position {
   trailingStopPercent?: number;
   /** The highest price since entry for a long, the lowest for a short: what the trailing stop follows. */
   bestPrice?: number;
+  /** When its levels were last checked (ISO): the next tick checks them against the bars closed since (protective-exits.ts). */
+  checkedAt?: string;
 }
 
 /**
@@ -26,6 +28,21 @@ export interface Book {
   feesUsd: Amount;
   peakEquityUsd: Amount;
   trades: number;
+  /** A live venue's protective orders resting for this book's positions (protective-orders.ts); absent on paper. */
+  resting?: RestingOrder[];
+}
+
+/** A protective order resting at a live venue: it sells a long (buys a short) once the price reaches its trigger. */
+export interface RestingOrder {
+  symbol: string;
+  kind: 'stop_loss' | 'take_profit';
+  side: 'buy' | 'sell';
+  /** Units: the position's, in whole lots. */
+  size: string;
+  /** The level, on the venue's tick. */
+  triggerPrice: string;
+  /** Ours, derived from the position and its level (protective-orders.ts): the same order is never rested twice. */
+  clientOrderId: string;
 }
 
 export interface Fill {
@@ -94,7 +111,7 @@ export function applyFill(book: Book, fill: Fill): Book {
   else if (qty.abs().gt(heldQty.abs())) avgPrice = avgPrice.times(heldQty.abs()).plus(price.times(size)).div(qty.abs()).toDecimalPlaces(AVG_PRICE_DECIMALS);
   const positions = { ...book.positions };
   // A position that shrinks keeps its protective levels; one that closes or flips leaves them behind.
-  const kept = signOf(qty) === signOf(heldQty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit, trailingStopPercent: held.trailingStopPercent, bestPrice: held.bestPrice } : {};
+  const kept = signOf(qty) === signOf(heldQty) ? { stopLoss: held.stopLoss, takeProfit: held.takeProfit, trailingStopPercent: held.trailingStopPercent, bestPrice: held.bestPrice, checkedAt: held.checkedAt } : {};
   if (qty.isZero()) delete positions[fill.symbol];
   else positions[fill.symbol] = definedOnly({ qty: text(qty), avgPrice: text(avgPrice), ...kept });
   return {
@@ -104,6 +121,7 @@ export function applyFill(book: Book, fill: Fill): Book {
     feesUsd: text(dec(book.feesUsd).plus(fill.feeUsd)),
     peakEquityUsd: book.peakEquityUsd,
     trades: book.trades + 1,
+    ...(book.resting ? { resting: book.resting } : {}),
   };
 }
 

@@ -95,6 +95,35 @@ export class CandleStore {
     return rows.reverse().map((r) => ({ start: toDate(r.start).toISOString(), open: Number(r.open), high: Number(r.high), low: Number(r.low), close: Number(r.close) }));
   }
 
+  /** Every candle of the interval starting in [from, to], oldest first: a replay's window read at once (memo-feed.ts). */
+  async range(symbol: string, interval: string, from: Date, to: Date): Promise<Candle[]> {
+    const rows = await rowsOf<{ start: Timestamp; open: string; high: string; low: string; close: string }>(
+      this.db,
+      sql`select start, open, high, low, close from trading_candles
+           where symbol = ${symbol} and interval = ${interval} and start >= ${from.toISOString()} and start <= ${to.toISOString()}
+           order by start`,
+    );
+    return rows.map((r) => ({ start: toDate(r.start).toISOString(), open: Number(r.open), high: Number(r.high), low: Number(r.low), close: Number(r.close) }));
+  }
+
+  /** lastClose at each instant, in one statement: a replay's prices read at once (memo-feed.ts). */
+  async lastCloses(symbol: string, ats: readonly Date[]): Promise<Array<number | null>> {
+    if (ats.length === 0) return [];
+    const rows = await rowsOf<{ n: number | string; close: string | null }>(
+      this.db,
+      sql`select t.n, c.close from unnest(${sql.param(ats.map((at) => at.toISOString()))}::timestamptz[]) with ordinality as t(at, n)
+          left join lateral (
+            select c.close from ${INTERVAL_MINUTES} as i(name, minutes)
+            cross join lateral (
+              select close, start + i.minutes * interval '1 minute' as ends from trading_candles
+               where symbol = ${symbol} and interval = i.name and start <= t.at - i.minutes * interval '1 minute'
+               order by start desc limit 1) c
+            order by c.ends desc, i.minutes limit 1) c on true
+          order by t.n`,
+    );
+    return rows.map((r) => (r.close === null ? null : Number(r.close)));
+  }
+
   /** The close of the latest candle, of any interval, that had closed by `at`; null when none had. */
   async lastClose(symbol: string, at: Date): Promise<number | null> {
     const rows = await rowsOf<{ close: string }>(

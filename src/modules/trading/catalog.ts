@@ -23,12 +23,13 @@ export class Catalog {
     this.store = new CatalogStore(ctx.db);
   }
 
-  async createStrategy(userId: string, input: { name: string; visibility: Visibility; access?: { priceUsd: string; payTo: string }; version: StrategyVersionInput }) {
+  async createStrategy(userId: string, input: { name: string; description?: string; visibility: Visibility; access?: { priceUsd: string; payTo: string }; version: StrategyVersionInput }) {
     const now = this.ctx.clock.now();
     const strategy: StrategyRow = {
       id: newId(now.getTime()),
       userId,
       name: input.name,
+      description: input.description ?? null,
       visibility: input.visibility,
       latestVersion: 1,
       accessPriceUsd: input.access?.priceUsd ?? null,
@@ -37,7 +38,7 @@ export class Catalog {
       updatedAt: now,
     };
     const created = await this.store.createStrategy(strategy, await this.newVersion(strategy.id, input.version, now));
-    return strategyView(created.strategy, [created.version], true);
+    return strategyView(created.strategy, [created.version], userId, true);
   }
 
   /** A new version; runtimes launched from earlier ones keep theirs. Only the owner publishes. */
@@ -45,20 +46,21 @@ export class Catalog {
     const now = this.ctx.clock.now();
     const published = await this.store.publish(userId, await this.newVersion(strategyId, input, now), now);
     if (!published) throw tradingErrors.strategyNotFound();
-    return strategyView(published.strategy, await this.store.versions([strategyId]), true);
+    return strategyView(published.strategy, await this.store.versions([strategyId]), userId, true);
   }
 
   async listStrategies(userId: string, page: Page) {
     const strategies = await this.store.visibleStrategies(userId, page);
     const versions = await this.store.latestVersions(strategies.map((s) => s.id));
-    return strategies.map((s) => strategyView(s, versions.filter((v) => v.strategyId === s.id)));
+    return strategies.map((s) => strategyView(s, versions.filter((v) => v.strategyId === s.id), userId));
   }
 
   async getStrategy(userId: string, strategyId: string) {
     const strategy = await this.visibleStrategy(userId, strategyId);
-    return strategyView(strategy, await this.store.versions([strategyId]), true);
+    return strategyView(strategy, await this.store.versions([strategyId]), userId, true);
   }
 
+  /** The row, for the services; what the user reads of it is strategyView's to say (a priced one's definitions are its owner's). */
   async visibleStrategy(userId: string, strategyId: string): Promise<StrategyRow> {
     const strategy = await this.store.strategy(strategyId);
     if (!strategy || (strategy.userId !== userId && strategy.visibility !== 'public')) throw tradingErrors.strategyNotFound();

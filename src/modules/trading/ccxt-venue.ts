@@ -1,10 +1,12 @@
 // A live venue over ccxt: any exchange ccxt speaks, chosen by configuration (exchange id, keys, sandbox), with
 // market orders (and immediate-or-cancel limit orders) placed under the execution's id as client order id and
-// looked up by it before any second try; each symbol's lot, tick and minimum notional read from its markets.
-// ccxt is loaded only when this venue is configured (it is large).
+// looked up by it before any second try; each symbol's lot, tick and minimum notional read from its markets; its
+// ticker, candles and order book are the venue's own prices (VenuePrices: the `venue` data source and the quote
+// each order is re-checked at). ccxt is loaded only when this venue is configured (it is large).
 import type { Fill } from './book.js';
+import { CANDLE_INTERVALS, lastClosedStart, type Candle } from './market-data.js';
 import { DEFAULT_MARKET_RULES, dec, text, ZERO, type MarketRules } from './money.js';
-import { OrderRejected, OrderUnfilled, type OrderRequest, type Venue } from './venue.js';
+import { OrderRejected, OrderUnfilled, type OrderRequest, type Quote, type RestingOrder, type RestingOrders, type RestingState, type Venue, type VenuePrices } from './venue.js';
 
 export interface CcxtVenueConfig {
   /** A ccxt exchange id (binance, kraken, coinbase, …). */
@@ -30,8 +32,12 @@ interface Exchange {
   markets: Record<string, CcxtMarket | undefined>;
   loadMarkets(): Promise<unknown>;
   createOrder(symbol: string, type: 'market' | 'limit', side: 'buy' | 'sell', amount: number, price?: number, params?: Record<string, unknown>): Promise<CcxtOrder>;
+  cancelOrder(id: string | undefined, symbol: string, params?: Record<string, unknown>): Promise<CcxtOrder>;
   fetchOrder(id: string | undefined, symbol: string, params?: Record<string, unknown>): Promise<CcxtOrder>;
   amountToPrecision(symbol: string, amount: number): string;
+  fetchTicker(symbol: string): Promise<{ last?: number; close?: number; timestamp?: number }>;
+  fetchOHLCV(symbol: string, timeframe: string, since: number, limit: number): Promise<number[][]>;
+  fetchOrderBook(symbol: string): Promise<{ bids: number[][]; asks: number[][] }>;
 }
 
 interface CcxtMarket {
@@ -51,9 +57,23 @@ interface CcxtOrder {
   fees?: Array<{ cost?: number; currency?: string }>;
 }
 
-export class CcxtVenue implements Venue {
+export class CcxtVenue implements Venue, VenuePrices {
   readonly live = true;
   readonly name: string;
+  /** The exchange's own ticker, candles and order book (below). */
+  readonly prices: VenuePrices = this;
+  /**
+   * Protective orders resting at the exchange through ccxt's unified createOrder (`stopLossPrice`: Binance spot's
+   * STOP_LOSS, a market order once the last price reaches it). The stop-loss only: a spot exchange locks the asset an
+   * open sell order holds, so a position's take-profit beside it would be refused (ccxt's unified API has no OCO);
+   * the take-profit stays ours, checked each tick.
+   */
+  readonly resting: RestingOrders = {
+    kinds: ['stop_loss'],
+    rest: (order) => this.rest(order),
+    state: (order) => this.restingState(order),
+    cancel: (order) => this.cancelResting(order),
+  };
   #exchange: Promise<{ exchange: Exchange; errors: CcxtErrors; constants: CcxtConstants }> | null = null;
 
   constructor(private readonly config: CcxtVenueConfig) {
@@ -93,6 +113,48 @@ export class CcxtVenue implements Venue {
       throw error;
     }
     return this.fillOf(symbol, found.side ?? 'buy', found);
+  }
+
+  private async rest(order: RestingOrder): Promise<void> {
+    const { exchange, errors } = await this.connect();
+    const symbol = this.symbolOf(order.symbol);
+    const amount = Number(exchange.amountToPrecision(symbol, Number(order.size)));
+    const level = order.kind === 'stop_loss' ? { stopLossPrice: Number(order.triggerPrice) } : { takeProfitPrice: Number(order.triggerPrice) };
+    try {
+      await exchange.createOrder(symbol, 'market', order.side, amount, undefined, { clientOrderId: order.clientOrderId, ...level });
+    } catch (error) {
+      // Its id already resting (a racing tick rested it first): that order is the one wanted.
+      if (!(error instanceof errors.InvalidOrder || error instanceof errors.DuplicateOrderId)) throw error;
+      if ((await this.restingState(order)).state !== 'open') throw error;
+    }
+  }
+
+  private async restingState(order: Pick<RestingOrder, 'clientOrderId' | 'symbol' | 'side'>): Promise<RestingState> {
+    const { exchange, errors } = await this.connect();
+    let found: CcxtOrder;
+    try {
+      found = await exchange.fetchOrder(undefined, this.symbolOf(order.symbol), { clientOrderId: order.clientOrderId });
+    } catch (error) {
+      if (error instanceof errors.OrderNotFound) return { state: 'gone' };
+      throw error;
+    }
+    if (found.status === 'open') return { state: 'open' };
+    if (!found.filled) return { state: 'gone' };
+    // Closed, or cancelled after part of it filled: what filled is booked.
+    return { state: 'filled', fill: this.fillOf(order.symbol, order.side, { ...found, status: 'closed' }) };
+  }
+
+  private async cancelResting(order: Pick<RestingOrder, 'clientOrderId' | 'symbol' | 'side'>): Promise<RestingState> {
+    const { exchange, errors } = await this.connect();
+    try {
+      await exchange.cancelOrder(undefined, this.symbolOf(order.symbol), { origClientOrderId: order.clientOrderId });
+    } catch (error) {
+      // Not open any more (filled, cancelled, never there): where it stands is asked below.
+      if (!(error instanceof errors.OrderNotFound || error instanceof errors.InvalidOrder || error instanceof errors.OperationRejected)) throw error;
+    }
+    const after = await this.restingState(order);
+    if (after.state === 'open') throw new Error(`the ${this.name} resting order ${order.clientOrderId} is still open after its cancel`);
+    return after;
   }
 
   /**
@@ -141,6 +203,40 @@ export class CcxtVenue implements Venue {
     };
   }
 
+  async supports(symbol: string): Promise<boolean> {
+    const { exchange } = await this.connect();
+    return exchange.markets[this.symbolOf(symbol)] !== undefined;
+  }
+
+  /** The last traded price and the exchange's time for it (an exchange whose ticker carries no time: when it answered). */
+  async ticker(symbol: string): Promise<{ price: string; at: Date }> {
+    const { exchange } = await this.connect();
+    const ticker = await exchange.fetchTicker(this.symbolOf(symbol));
+    const price = ticker.last ?? ticker.close;
+    if (price === undefined || !(price > 0)) throw new Error(`${this.name} answered no last price for ${this.symbolOf(symbol)}`);
+    return { price: text(dec(price)), at: new Date(ticker.timestamp ?? Date.now()) };
+  }
+
+  /** The exchange's candles (OHLCV) of the interval: the `count` closed at `at`, asked from the first one's start. */
+  async candles(symbol: string, intervalMinutes: number, at: Date, count: number): Promise<Candle[]> {
+    const { exchange } = await this.connect();
+    const timeframe = Object.entries(CANDLE_INTERVALS).find(([, minutes]) => minutes === intervalMinutes)?.[0];
+    if (!timeframe) throw new Error(`no candle interval of ${intervalMinutes} minutes`);
+    const lastStart = lastClosedStart(at, intervalMinutes) * 60_000;
+    const since = lastStart - (count - 1) * intervalMinutes * 60_000;
+    const rows = await exchange.fetchOHLCV(this.symbolOf(symbol), timeframe, since, count);
+    return rows.filter(([start]) => start! >= since && start! <= lastStart).map(([start, open, high, low, close]) => ({ start: new Date(start!).toISOString(), open: open!, high: high!, low: low!, close: close! }));
+  }
+
+  /** The best bid and ask of the exchange's order book, read now. */
+  async quote(symbol: string): Promise<Quote> {
+    const { exchange } = await this.connect();
+    const book = await exchange.fetchOrderBook(this.symbolOf(symbol));
+    const [bid, ask] = [book.bids[0]?.[0], book.asks[0]?.[0]];
+    if (!bid || !ask) throw new Error(`${this.name} has no ${bid ? 'ask' : 'bid'} in the ${this.symbolOf(symbol)} order book`);
+    return { bid: text(dec(bid)), ask: text(dec(ask)) };
+  }
+
   private symbolOf(symbol: string): string {
     return this.config.symbols[symbol] ?? symbol.replace('-', '/');
   }
@@ -171,6 +267,7 @@ interface CcxtErrors {
   BadSymbol: ErrorClass;
   PermissionDenied: ErrorClass;
   OrderNotFound: ErrorClass;
+  OperationRejected: ErrorClass;
 }
 /** ccxt's precision modes: a market's precision is a step (TICK_SIZE) or a count of decimals (DECIMAL_PLACES). */
 interface CcxtConstants {

@@ -33,21 +33,21 @@ describe('protective levels', () => {
     const book = withPosition({ qty: 1, avgPrice: 100, trailingStopPercent: 1, bestPrice: 100 });
     const up = await decideTick(input(book), { feed: feedAt(110), venue });
     expect(up.book.positions['BTC-USD']).toMatchObject({ bestPrice: 110 });
-    expect(up.decision.kind).not.toBe('exit');
+    expect(up.legs[0]!.decision.kind).not.toBe('exit');
     const dip = await decideTick(input(up.book), { feed: feedAt(109.5), venue });
-    expect(dip.decision.kind).not.toBe('exit'); // 109.5 > 110 × 0.99
+    expect(dip.legs[0]!.decision.kind).not.toBe('exit'); // 109.5 > 110 × 0.99
     const fall = await decideTick(input(up.book), { feed: feedAt(108.8), venue });
-    expect(fall).toMatchObject({ decision: { kind: 'exit', reason: 'trailing_stop', action: 'sell' }, order: { side: 'sell', size: '1.000000', status: 'placing' } });
-    expect(fall.decision.level).toBeCloseTo(108.9, 9);
+    expect(fall.legs).toMatchObject([{ decision: { kind: 'exit', reason: 'trailing_stop', action: 'sell' }, order: { side: 'sell', size: '1.000000', status: 'placing' } }]);
+    expect(fall.legs[0]!.decision.level).toBeCloseTo(108.9, 9);
   });
 
   it('a short trails the lowest price; a stop-loss closes before the strategy is asked', async () => {
     const short = withPosition({ qty: -2, avgPrice: 100, trailingStopPercent: 2, bestPrice: 100 });
     const down = await decideTick(input(short), { feed: feedAt(90), venue });
     expect(down.book.positions['BTC-USD']).toMatchObject({ bestPrice: 90 });
-    expect(await decideTick(input(down.book), { feed: feedAt(91.9), venue })).toMatchObject({ decision: { kind: 'exit', reason: 'trailing_stop', action: 'buy' } });
+    expect((await decideTick(input(down.book), { feed: feedAt(91.9), venue })).legs).toMatchObject([{ decision: { kind: 'exit', reason: 'trailing_stop', action: 'buy' } }]);
     const stopped = await decideTick(input(withPosition({ qty: 1, avgPrice: 100, stopLoss: 95 })), { feed: feedAt(94), venue });
-    expect(stopped).toMatchObject({ decision: { kind: 'exit', reason: 'stop_loss', level: 95, price: 94 }, order: { side: 'sell' } });
+    expect(stopped.legs).toMatchObject([{ decision: { kind: 'exit', reason: 'stop_loss', level: 95, price: 94 }, order: { side: 'sell' } }]);
   });
 });
 
@@ -63,24 +63,24 @@ describe("the venue's rules for the order's symbol", () => {
   it('sizes the order in whole lots, rounded down, written with the lot decimals', async () => {
     const outcome = await decideTick(rulesInput(openBook(10_000)), { feed: feedAt(99.7), venue: venueWith({ lotSize: '0.01', tickSize: '0.01', minNotionalUsd: '5' }) });
     // 5,000 / 99.7 = 50.1504… units → 50.15.
-    expect(outcome.order).toMatchObject({ side: 'buy', size: '50.15', status: 'placing' });
-    expect(outcome.placing).toMatchObject({ size: '50.15', referencePrice: 99.7 });
+    expect(outcome.legs[0]!.order).toMatchObject({ side: 'buy', size: '50.15', status: 'placing' });
+    expect(outcome.legs[0]!.placing).toMatchObject({ size: '50.15', referencePrice: 99.7 });
   });
 
   it('places nothing under the minimum notional, and says so; a close of the whole position always goes', async () => {
     const strict = venueWith({ lotSize: '0.001', tickSize: '0.01', minNotionalUsd: '10000' });
     const entry = await decideTick(rulesInput(openBook(10_000)), { feed: feedAt(100), venue: strict });
-    expect(entry).toMatchObject({ status: 'completed', order: null, placing: null, decision: { action: 'hold', belowMinimum: { symbol: 'BTC-USD', size: '50', minNotionalUsd: '10000' } } });
+    expect(entry.legs).toMatchObject([{ status: 'completed', order: null, placing: null, decision: { action: 'hold', belowMinimum: { symbol: 'BTC-USD', size: '50', minNotionalUsd: '10000' } } }]);
     const close = await decideTick({ ...input(withPosition({ qty: '0.5', avgPrice: '100' })), flatten: true }, { feed: feedAt(100), venue: strict });
-    expect(close.order).toMatchObject({ side: 'sell', size: '0.500', status: 'placing' });
+    expect(close.legs[0]!.order).toMatchObject({ side: 'sell', size: '0.500', status: 'placing' });
   });
 
   it('closes whole lots of a position the venue left off its grid, and nothing at all of one under a lot', async () => {
     const venue = venueWith({ lotSize: '0.01', tickSize: '0.01', minNotionalUsd: '1' });
     const close = await decideTick({ ...input(withPosition({ qty: '1.2345', avgPrice: '100' })), flatten: true }, { feed: feedAt(100), venue });
-    expect(close.order).toMatchObject({ size: '1.23' });
+    expect(close.legs[0]!.order).toMatchObject({ size: '1.23' });
     const dust = await decideTick({ ...input(withPosition({ qty: '0.004', avgPrice: '100' })), flatten: true }, { feed: feedAt(100), venue });
-    expect(dust).toMatchObject({ order: null, decision: { kind: 'flatten', action: 'hold' } });
+    expect(dust.legs).toMatchObject([{ order: null, decision: { kind: 'flatten', action: 'hold' } }]);
     expect(dust.book.positions['BTC-USD']).toEqual({ qty: '0.004', avgPrice: '100' }); // still held, at its value
   });
 
@@ -89,8 +89,98 @@ describe("the venue's rules for the order's symbol", () => {
     const stopped = withPosition({ qty: '0.004', avgPrice: '100', stopLoss: 99 });
     const outcome = await decideTick(rulesInput(stopped), { feed: feedAt(90), venue });
     // Not an exit that cannot fill: the rules enter long from flat, and the dust keeps no stop.
-    expect(outcome.decision).toMatchObject({ kind: 'quant_signal', action: 'buy' });
-    expect(outcome.order).toMatchObject({ side: 'buy', status: 'placing' });
+    expect(outcome.legs[0]!.decision).toMatchObject({ kind: 'quant_signal', action: 'buy' });
+    expect(outcome.legs[0]!.order).toMatchObject({ side: 'buy', status: 'placing' });
     expect(outcome.book.positions['BTC-USD']).toEqual({ qty: '0.004', avgPrice: '100' });
+  });
+});
+
+describe('one order per symbol, each sized as much as allowed', () => {
+  // Rules that close every long and enter long from flat, over a universe of three at one price (100).
+  const everyone = (universe: string[], book: Book, limits: TickInput['limits']): TickInput => {
+    const rules = quantRules.parse({ indicators: { fast: { type: 'sma', period: 2 } }, entry: { long: [{ left: 'price', op: '>', right: 0 }] }, exit: { long: [{ left: 'price', op: '>', right: 0 }] } });
+    return { ...input(book), limits, version: { id: 'v', contentHash: 'sha256:v', kind: 'quant_signal', definition: { instructions: '', universe, dataSources: ['set'], candleInterval: '1m', rules } as QuantSignalDefinition } };
+  };
+
+  it('cuts a target past fundLimitUsd × maxLeverage to it and records the cut, instead of blocking it', async () => {
+    // A winning unlevered book: equity 10,892, the limit 10,000 × 1.
+    const outcome = await decideTick(everyone(['BTC-USD'], openBook(10_892), { fundLimitUsd: 10_000, maxLeverage: 1, maxDrawdownPercent: 50 }), { feed: feedAt(100), venue });
+    expect(outcome.breaches).toEqual([]);
+    expect(outcome.legs).toMatchObject([
+      {
+        status: 'completed',
+        decision: { action: 'buy', symbol: 'BTC-USD', capped: { requestedSize: '108.920000', size: '100.000000', limit: 'fund_limit' } },
+        order: { side: 'buy', size: '100.000000', status: 'placing' },
+        riskAssessment: { outcome: 'approved', breaches: [], exposureAfterUsd: 10_000 },
+      },
+    ]);
+  });
+
+  it('orders every symbol on one tick: closes first, then the universe in order, each within the room the ones before it left', async () => {
+    // ZZZ is held (6,000 of exposure) and its exit holds; XXX and YYY enter at 12,000 / 3 = 4,000 each. The room is
+    // 5,000 (10,000 × 0.5): closing ZZZ first frees it, XXX takes 4,000, YYY the 1,000 left.
+    const book: Book = { ...openBook(6_000), positions: { 'ZZZ-USD': { qty: '60', avgPrice: '100' } } };
+    const outcome = await decideTick(everyone(['XXX-USD', 'YYY-USD', 'ZZZ-USD'], book, { fundLimitUsd: 10_000, maxLeverage: 0.5, maxDrawdownPercent: 50 }), { feed: feedAt(100), venue });
+    expect(outcome.legs.map((l) => [l.order?.symbol, l.order?.side, l.order?.size, l.status])).toEqual([
+      ['ZZZ-USD', 'sell', '60.000000', 'completed'],
+      ['XXX-USD', 'buy', '40.000000', 'completed'],
+      ['YYY-USD', 'buy', '10.000000', 'completed'],
+    ]);
+    expect(outcome.legs[1]!.decision.capped).toBeUndefined();
+    expect(outcome.legs[2]!.decision).toMatchObject({ symbol: 'YYY-USD', capped: { requestedSize: '40.000000', size: '10.000000', limit: 'fund_limit' } });
+    expect(outcome.legs[2]!.riskAssessment).toMatchObject({ exposureUsd: 4_000, exposureAfterUsd: 5_000, outcome: 'approved' });
+    // Once the room is taken, a symbol's order is cut to nothing: no order, the cut recorded, nothing blocked.
+    const full = await decideTick(everyone(['XXX-USD', 'YYY-USD'], openBook(12_000), { fundLimitUsd: 10_000, maxLeverage: 0.3, maxDrawdownPercent: 50 }), { feed: feedAt(100), venue });
+    expect(full.legs).toMatchObject([
+      { status: 'completed', order: { symbol: 'XXX-USD', size: '30.000000' }, decision: { capped: { requestedSize: '60.000000', size: '30.000000', limit: 'fund_limit' } } },
+      { status: 'completed', order: null, decision: { action: 'hold', symbol: 'YYY-USD', capped: { requestedSize: '60.000000', size: '0', limit: 'fund_limit' } }, riskAssessment: { outcome: 'no_order' } },
+    ]);
+  });
+
+  it('closes every position whose level was crossed on the same tick, and the strategy still trades the rest', async () => {
+    const book: Book = { ...openBook(8_000), positions: { 'AAA-USD': { qty: '10', avgPrice: '110', stopLoss: 105 }, 'BBB-USD': { qty: '10', avgPrice: '110', stopLoss: 101 } } };
+    const rules = quantRules.parse({ indicators: { fast: { type: 'sma', period: 2 } }, entry: { long: [{ left: 'price', op: '>', right: 0 }] } });
+    const tick = { ...input(book), version: { id: 'v', contentHash: 'sha256:v', kind: 'quant_signal' as const, definition: { instructions: '', universe: ['AAA-USD', 'BBB-USD', 'CCC-USD'], dataSources: ['set'], candleInterval: '1m', rules } as QuantSignalDefinition } };
+    const outcome = await decideTick(tick, { feed: feedAt(100), venue });
+    expect(outcome.legs.map((l) => [l.decision.kind, l.decision.reason, l.order?.symbol, l.order?.side])).toEqual([
+      ['exit', 'stop_loss', 'AAA-USD', 'sell'],
+      ['exit', 'stop_loss', 'BBB-USD', 'sell'],
+      ['quant_signal', undefined, 'CCC-USD', 'buy'],
+    ]);
+  });
+});
+
+describe("an llm_agent's orders", () => {
+  const agentInput = (book: Book, allowShort?: boolean): TickInput => ({
+    ...input(book),
+    version: { id: 'a', contentHash: 'sha256:a', kind: 'llm_agent', definition: { instructions: 'trade', universe: ['BTC-USD', 'ETH-USD'], dataSources: ['set'], candleInterval: '1m', model: { provider: 'openai', model: 'm' }, lookback: 5, allowShort } },
+  });
+  const answering = (orders: unknown[]) => ({
+    decide: async () => ({ kind: 'llm_agent' as const, model: { provider: 'openai' as const, model: 'm', answeredBy: 'm' }, promptDigest: 'sha256:p', outcome: 'ok' as const, answer: null, decision: { orders: orders as never, rationale: 'r' }, error: null, usage: null, cached: false }),
+  });
+
+  it('short only with allowShort: a sell past what is held is cut to a close, and from flat places nothing', async () => {
+    const sell = [{ symbol: 'BTC-USD', side: 'sell', size: 5, type: 'market' }];
+    const flat = await decideTick(agentInput(openBook(10_000)), { feed: feedAt(100), venue, agent: answering(sell) });
+    expect(flat.legs).toMatchObject([{ status: 'completed', order: null, decision: { kind: 'llm_agent', action: 'hold', symbol: 'BTC-USD', capped: { requestedSize: '5.000000', size: '0', limit: 'allow_short' } } }]);
+    const long = await decideTick(agentInput(withPosition({ qty: '2', avgPrice: '100' })), { feed: feedAt(100), venue, agent: answering(sell) });
+    expect(long.legs).toMatchObject([{ order: { side: 'sell', size: '2.000000', status: 'placing' }, decision: { capped: { requestedSize: '5.000000', size: '2.000000', limit: 'allow_short' } } }]);
+    const allowed = await decideTick(agentInput(openBook(10_000), true), { feed: feedAt(100), venue, agent: answering(sell) });
+    expect(allowed.legs).toMatchObject([{ order: { side: 'sell', size: '5.000000', status: 'placing' } }]);
+    expect(allowed.legs[0]!.decision.capped).toBeUndefined();
+  });
+
+  it('an oversized answer is cut to the limits and recorded, one order per symbol it names', async () => {
+    // 50,000 USD of BTC asked; the runtime allows 10,000 × 2. ETH gets nothing left.
+    const orders = [
+      { symbol: 'BTC-USD', side: 'buy', notionalUsd: 50_000, type: 'market' },
+      { symbol: 'ETH-USD', side: 'buy', size: 1, type: 'market' },
+    ];
+    const outcome = await decideTick(agentInput(openBook(10_000)), { feed: feedAt(100), venue, agent: answering(orders) });
+    expect(outcome.breaches).toEqual([]);
+    expect(outcome.legs).toMatchObject([
+      { status: 'completed', order: { symbol: 'BTC-USD', size: '200.000000' }, decision: { action: 'buy', capped: { requestedSize: '500.000000', size: '200.000000', limit: 'fund_limit' } } },
+      { status: 'completed', order: null, decision: { action: 'hold', symbol: 'ETH-USD', capped: { requestedSize: '1.000000', size: '0', limit: 'fund_limit' } } },
+    ]);
   });
 });

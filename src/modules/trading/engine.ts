@@ -1,180 +1,170 @@
-import type { AgentDecider } from './agent-decider.js';
+// One tick of a runtime (decideTick, evaluateTick): the protective exits (protective-exits.ts) and the strategy
+// (deciders.ts) say what they want; here each wish is sized, kept to the venue's rules, assessed by risk and the kill
+// switch (risk.ts), and, on the paper venue, filled.
 import { definedOnly } from '../../platform/defined-only.js';
-import { applyFill, markToMarket, peakAfter, qtyOf, type Book, type Fill, type Position } from './book.js';
-import { digestOf } from '../../platform/canonical-json.js';
-import { agentPrompt, DEFAULT_LOOKBACK, orderOf, type LlmAgentDefinition } from './llm-agent.js';
-import { CANDLE_INTERVALS, type Candle, type MarketDataProvider } from './market-data.js';
-import { signalOf, signalParams, type QuantSignalDefinition } from './quant-signal.js';
+import { applyFill, markToMarket, peakAfter, qtyOf, type Book, type Fill, type Marked, type Position } from './book.js';
+import { flattenOrder, strategyDecision } from './deciders.js';
 import { dec, sizeText, text, toLots, toTick, type Dec } from './money.js';
-import { candlesNeeded, evaluateRules, type QuantRules } from './rules.js';
-import type { ExecutionStatus, KillSwitchMode } from './tables.js';
-import type { OrderRequest, Venue } from './venue.js';
+import { guardPositions } from './protective-exits.js';
+import { assessOrder, REVIEW_LIMITS, roomFor } from './risk.js';
+import type { Decided, OrderSummary, Protection, TickInput, TickLeg, TickOutcome, TickParts, Wish } from './tick-types.js';
+import { OrderUnfilled, type OrderRequest, type Venue } from './venue.js';
 
-export interface RiskLimits {
-  fundLimitUsd: number;
-  maxLeverage: number;
-  maxDrawdownPercent: number;
-}
+export type { AccountRisk, RiskLimits } from './risk.js';
+export { MIN_ORDER_USD, REBALANCE_BAND } from './tick-types.js';
+export type { OrderSummary, Protection, StrategyKind, TickInput, TickLeg, TickOutcome, TickParts } from './tick-types.js';
 
-export type StrategyKind = 'quant_signal' | 'llm_agent';
-
-export interface TickInput {
-  /** `id` scopes an llm_agent's kept decisions to this version of this strategy (never another user's twin). */
-  version: { id: string; contentHash: string; kind: StrategyKind; definition: QuantSignalDefinition | LlmAgentDefinition };
-  limits: RiskLimits;
-  book: Book;
-  killSwitch: KillSwitchMode;
-  at: Date;
-  /** The owner's flatten: the order closes the largest position, whatever the strategy would do. */
-  flatten?: boolean;
-  /** The account-wide limit across its runtimes (none in a backtest). */
-  account?: AccountRisk;
-}
-
-/** An account's limit on the gross exposure of all its runtimes, and the positions its other runtimes hold. */
-export interface AccountRisk {
-  maxExposureUsd: number | null;
-  otherPositions: Array<Record<string, Position>>;
-}
-
-export interface OrderSummary {
-  symbol: string;
-  side: 'buy' | 'sell';
-  size: string;
-  /** placing: claimed and sent to a live venue, its fill not recorded yet (ticks.ts). */
-  status: 'filled' | 'blocked' | 'placing' | 'rejected' | 'unfilled';
-  venue: string;
-  /** The feed's price when the order was decided (a live venue fills at its own). */
-  referencePrice?: number;
-  /** A limit order's price (on the venue's tick); a market order has none. */
-  limitPrice?: string;
-  /** Protective levels the position takes when this order opens or grows it (an llm_agent's order, or rules'). */
-  stopLoss?: number;
-  takeProfit?: number;
-  trailingStopPercent?: number;
-  price: number | null;
-  notionalUsd: number;
-  feeUsd: number | null;
-}
-
-export interface TickOutcome {
-  status: Exclude<ExecutionStatus, 'failed' | 'placing'>;
-  inputsDigest: string;
-  decision: Record<string, unknown>;
-  riskAssessment: Record<string, unknown>;
-  order: OrderSummary | null;
-  book: Book;
-  /** The prices the tick read, by symbol. */
-  prices: Record<string, number>;
-  /** Risk limits that blocked the tick: the runtime must move to needs_review. */
-  breaches: string[];
-}
-
-/** A rebalance smaller than this is not worth an order (the venue's minimum notional may ask more). */
-export const MIN_ORDER_USD = 1;
-/** A position is rebalanced only when it is off its target by this share of the target's size. */
-export const REBALANCE_BAND = 0.1;
 /** Room for float rounding when a target meets a limit exactly. */
 const EPSILON = 1e-9;
 
 /**
  * One tick of a runtime, the only code path for scheduled runs, manual runs and backtests: read the
- * candles, decide, assess the risk of the order, and place it unless a limit or the kill switch stops
+ * candles, decide, assess the risk of each order, and place it unless a limit or the kill switch stops
  * it. Nothing here reads a clock or a random source, so the same inputs give the same outcome.
  *
  * The steps, in order:
- *  1. signals: a moving-average cross per symbol of the universe, over closed candles only;
- *  2. targets: the signal's exposure of the current equity, split evenly; the order is the one rebalance
- *     that moves the book most toward its targets (largest in USD), if it is off by more than the
- *     REBALANCE_BAND (a close to zero always counts);
- *  3. risk: drawdown from the peak, gross exposure against fundLimitUsd × maxLeverage, and leverage
- *     against equity, each after the order; a breach blocks an order that adds exposure (and the
- *     runtime goes to review), never one that only shrinks a position (recorded with the breach);
- *  4. the kill switch: `halt` places nothing, `reduce_only` places only orders that shrink a position;
- *  5. the order to place, if any (`placing`), kept to the venue's rules for the symbol: its size whole
- *     lots, a limit price on the tick, and worth the minimum notional unless it closes a position whole
- *     (else no order, the decision says `belowMinimum`); evaluateTick places it at once, a live venue's
- *     tick claims it first (ticks.ts).
+ *  1. protective levels (protective-exits.ts): each position's levels against the bars closed since its last
+ *     check and the tick's price; every position whose level was met is closed, filling as its resting order
+ *     would have (an llm_agent's model is then not asked this tick);
+ *  2. the strategy: a target position per symbol (a moving-average cross, rules, or the model's orders),
+ *     each one an order when it is off by more than the REBALANCE_BAND (a close to zero always counts);
+ *  3. the orders, at most one per symbol, reductions first and then the rest, each group in the universe's
+ *     order (orderedWishes); each in turn, over the book as the orders before it leave it:
+ *     a. sized as much as allowed (sizedWithin): a target past what the sizing limits leave (risk.ts
+ *        roomFor) is cut to it, and the decision records `capped` (the size asked, the size left, the limit);
+ *     b. kept to the venue's rules for the symbol: its size whole lots, a limit price on the tick, and
+ *        worth the minimum notional unless it closes a position whole (else no order: `belowMinimum`);
+ *     c. risk (risk.ts assessOrder): a breach blocks an order that adds exposure, never one that only
+ *        shrinks a position; only a drawdown block hands the runtime to review (REVIEW_LIMITS);
+ *     d. the kill switch: `halt` places only protective exits and the owner's flatten (it stops new risk, never
+ *        protection), `reduce_only` places only orders that shrink a position;
+ *  4. the orders to place (`placing`): evaluateTick places them at once, a live venue's tick claims them
+ *     first (ticks.ts).
  * A flatten tick skips 1 and 2: its order closes the largest position whole.
  */
-export async function decideTick(tick: TickInput, parts: TickParts): Promise<TickOutcome & { placing: OrderRequest | null }> {
+export async function decideTick(tick: TickInput, parts: TickParts): Promise<TickOutcome<TickLeg & { placing: OrderRequest | null }>> {
   // Dust (under one lot) cannot be traded: the tick decides as if flat there, and gives it back without levels.
   const dust = await dustOf(tick.book, parts.venue);
   const deciding = Object.keys(dust).length === 0 ? tick : { ...tick, book: { ...tick.book, positions: Object.fromEntries(Object.entries(tick.book.positions).filter(([symbol]) => !dust[symbol])) } };
-  // Protective levels first: trailing stops follow the price, and a level crossed closes its position this tick.
-  const guarded = deciding.flatten ? { book: deciding.book, exit: null } : await guardPositions(deciding, parts.feed);
+  // 1. Protective levels first: trailing stops follow the price, and a level crossed closes its position this tick.
+  const guarded = deciding.flatten ? { book: deciding.book, exits: [] } : await guardPositions(deciding, parts.feed);
   const input = { ...deciding, book: guarded.book };
-  const decided = input.flatten ? await flattenOrder(input, parts.feed) : (guarded.exit ?? (await strategyDecision(input, parts)));
-  const { prices, inputsDigest, protection, limitPrice } = decided;
+  // 2. The strategy (a model is not asked over a book its exits are changing).
+  const asked = input.flatten ? [await flattenOrder(input, parts.feed)] : guarded.exits.length > 0 && input.version.kind === 'llm_agent' ? [] : [await strategyDecision(input, parts)];
+  const sources = [...guarded.exits, ...asked];
+  const prices: Record<string, number> = Object.assign({}, ...sources.map((s) => s.prices));
   const held = { ...input.book, positions: { ...input.book.positions, ...dust } };
   const before = markToMarket(held, prices);
+  const legs = await legsOf(input, sources, held, before, prices, parts.venue);
+  const blockedBy = legs.filter((leg) => leg.status === 'blocked').flatMap((leg) => leg.riskAssessment.breaches as string[]);
+  const breaches = [...new Set(blockedBy.filter((name) => REVIEW_LIMITS.includes(name)))];
+  return { legs, book: { ...held, peakEquityUsd: peakAfter(held, before) }, prices, breaches };
+}
 
-  // 5 (first): the order kept to the venue's rules, or none when it is smaller than they allow.
-  const sized = decided.best ? await keptToMarket(input.book, decided.best, prices[decided.best.symbol]!, parts.venue, limitPrice) : null;
-  const best = sized && !('unplaced' in sized) ? sized : null;
-  const decision = sized && 'unplaced' in sized ? { ...decided.decision, action: 'hold', ...sized.unplaced } : decided.decision;
-
-  // 3. Risk, as the book would stand after the order.
-  const heldQty = best ? qtyOf(held.positions[best.symbol]) : 0;
-  const after = best ? heldQty + Math.sign(best.delta) * best.size.toNumber() : heldQty;
-  const exposureAfterUsd = best ? before.exposureUsd + (Math.abs(after) - Math.abs(heldQty)) * prices[best.symbol]! : before.exposureUsd;
-  const leverageAfter = before.equityUsd > 0 ? exposureAfterUsd / before.equityUsd : Infinity;
-  const capacityUsd = input.limits.fundLimitUsd * input.limits.maxLeverage;
-  const checks = [
-    { name: 'drawdown', value: before.drawdownPercent, limit: input.limits.maxDrawdownPercent, ok: before.drawdownPercent < input.limits.maxDrawdownPercent },
-    { name: 'fund_limit', value: exposureAfterUsd, limit: capacityUsd, ok: exposureAfterUsd <= capacityUsd * (1 + EPSILON) },
-    { name: 'leverage', value: leverageAfter, limit: input.limits.maxLeverage, ok: leverageAfter <= input.limits.maxLeverage * (1 + EPSILON) },
-  ];
-  const account = input.account;
-  if (account?.maxExposureUsd != null) {
-    // The other runtimes' positions at this tick's prices where it has them, else at their average price.
-    const othersUsd = account.otherPositions.flatMap((positions) => Object.entries(positions)).reduce((sum, [symbol, p]) => sum + Math.abs(qtyOf(p)) * (prices[symbol] ?? Number(p.avgPrice)), 0);
-    const accountAfterUsd = othersUsd + exposureAfterUsd;
-    checks.push({ name: 'account_limit', value: accountAfterUsd, limit: account.maxExposureUsd, ok: accountAfterUsd <= account.maxExposureUsd * (1 + EPSILON) });
+/**
+ * Step 3: the tick's orders, each sized, kept to the venue's rules and checked by risk and the kill switch over
+ * the book as the orders before it leave it (each approved one counted as filled at the feed's price, where risk
+ * values it). One leg per order decided; a tick that decides none is one leg without an order.
+ */
+async function legsOf(input: TickInput, sources: Decided[], held: Book, before: Marked, prices: Record<string, number>, venue: TickParts['venue']): Promise<Array<TickLeg & { placing: OrderRequest | null }>> {
+  const assess = (positions: Record<string, Position>, order: { symbol: string; delta: number; protective?: boolean } | null) =>
+    assessOrder({ limits: input.limits, account: input.account, killSwitch: input.killSwitch, positions, prices, before, order });
+  const wishes = orderedWishes(input, sources);
+  if (wishes.length === 0) {
+    const source = sources.at(-1)!;
+    const { status, riskAssessment } = assess(held.positions, null);
+    return [{ status, inputsDigest: source.inputsDigest, decision: { ...source.decision, action: 'hold', symbol: null }, riskAssessment, order: null, placing: null }];
   }
-  const breached = checks.filter((c) => !c.ok).map((c) => c.name);
-  const reducing = best !== null && Math.abs(after) < Math.abs(heldQty) && Math.sign(after) !== -Math.sign(heldQty);
-  // A breach stops risk being added, never taken off: it blocks an order that adds exposure, and only that.
-  const breaches = best !== null && !reducing ? breached : [];
-  const killed = input.killSwitch === 'halt' || (input.killSwitch === 'reduce_only' && best !== null && !reducing);
-  const riskAssessment = {
-    ...input.limits,
-    equityUsd: before.equityUsd,
-    exposureUsd: before.exposureUsd,
-    exposureAfterUsd,
-    leverageAfter,
-    drawdownPercent: before.drawdownPercent,
-    checks,
-    breaches: breached,
-    killSwitch: input.killSwitch,
-    outcome: breaches.length ? 'blocked' : killed ? 'halted' : !best ? 'no_order' : breached.length ? 'approved_reducing' : 'approved',
-  };
+  const positions = { ...held.positions };
+  const legs = [];
+  for (const { wish, source } of wishes) {
+    const price = prices[wish.symbol]!;
+    const heldQty = qtyOf(input.book.positions[wish.symbol]);
+    const room = roomFor(wish.symbol, positions, prices, before.equityUsd, input.limits, input.account, input.sizingMarginBps);
+    const sized = sizedWithin(wish, heldQty, room);
+    const delta = sized.target - heldQty;
+    const worth = delta !== 0 && Math.abs(delta) * price >= wish.minUsd;
+    const kept = worth ? await keptToMarket(input.book, { symbol: wish.symbol, delta }, price, venue, wish.limitPrice) : null;
+    const best = kept && !('unplaced' in kept) ? kept : null;
+    const capped = sized.limit ? await cappedRecord(wish, heldQty, best, sized.limit, venue) : undefined;
+    const decision = { ...source.decision, action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: wish.symbol, ...(kept && 'unplaced' in kept ? kept.unplaced : {}), ...(capped ? { capped } : {}) };
+    const signed = best ? best.size.times(Math.sign(best.delta)) : null;
+    // A protective level's exit and the owner's flatten are the book's closes: the kill switch's halt lets them go.
+    const protective = source.decision.kind === 'exit' || source.decision.kind === 'flatten';
+    const { status, riskAssessment } = assess(positions, best && { symbol: best.symbol, delta: signed!.toNumber(), protective });
+    if (!best) {
+      legs.push({ status, inputsDigest: source.inputsDigest, decision, riskAssessment, order: null, placing: null });
+      continue;
+    }
+    const order: OrderSummary = definedOnly({
+      symbol: best.symbol,
+      side: best.delta > 0 ? 'buy' : 'sell',
+      size: best.sizeText,
+      status: status === 'completed' ? 'placing' : 'blocked',
+      venue: venue.name,
+      referencePrice: price,
+      limitPrice: best.limitPrice,
+      ...wish.protection,
+      trigger: wish.trigger,
+      price: null,
+      notionalUsd: best.size.times(price).toNumber(),
+      feeUsd: null,
+    });
+    // An order to place counts for the orders after it, as risk values it: filled at the feed's price.
+    const was = positions[best.symbol];
+    if (status === 'completed') positions[best.symbol] = { ...(was ?? { avgPrice: price }), qty: text(dec(was?.qty ?? 0).plus(signed!)) };
+    legs.push({ status, inputsDigest: source.inputsDigest, decision, riskAssessment, order, placing: status === 'completed' ? requestOf(order, input.at) : null });
+  }
+  return legs;
+}
 
-  const status = breaches.length ? 'blocked' : killed ? 'halted' : 'completed';
-  const book = { ...held, peakEquityUsd: peakAfter(held, before) };
-  if (!best) return { status, inputsDigest, decision, riskAssessment, order: null, book, prices, breaches, placing: null };
-  const side = best.delta > 0 ? 'buy' : 'sell';
-  const referencePrice = prices[best.symbol]!;
-  const order: OrderSummary = definedOnly({
-    symbol: best.symbol,
-    side,
-    size: best.sizeText,
-    status: status === 'completed' ? 'placing' : 'blocked',
-    venue: parts.venue.name,
-    referencePrice,
-    limitPrice: best.limitPrice,
-    ...protection,
-    price: null,
-    notionalUsd: best.size.times(referencePrice).toNumber(),
-    feeUsd: null,
-  });
-  if (status !== 'completed') return { status, inputsDigest, decision, riskAssessment, order, book, prices, breaches, placing: null };
-  return { status, inputsDigest, decision, riskAssessment, order, book, prices, breaches, placing: requestOf(order, input.at) };
+/**
+ * The deciders' orders, one per symbol (a protective level's exit before the strategy's), in the order they are
+ * placed: those that only shrink a position first (they free room under the limits), then the rest; each group
+ * in the order of the strategy's universe (a symbol outside it, as a flatten's may be, after, by name).
+ */
+function orderedWishes(input: TickInput, sources: Decided[]): Array<{ wish: Wish; source: Decided }> {
+  const wishes = new Map<string, { wish: Wish; source: Decided }>();
+  for (const source of sources) for (const wish of source.wishes) if (!wishes.has(wish.symbol)) wishes.set(wish.symbol, { wish, source });
+  const { universe } = input.version.definition;
+  const rank = (symbol: string) => {
+    const i = universe.indexOf(symbol);
+    return i === -1 ? universe.length : i;
+  };
+  const reducing = ({ symbol, target }: Wish) => {
+    const heldQty = qtyOf(input.book.positions[symbol]);
+    return Math.abs(target) < Math.abs(heldQty) && Math.sign(target) !== -Math.sign(heldQty);
+  };
+  return [...wishes.values()].sort((a, b) => Number(reducing(b.wish)) - Number(reducing(a.wish)) || rank(a.wish.symbol) - rank(b.wish.symbol) || a.wish.symbol.localeCompare(b.wish.symbol));
+}
+
+/**
+ * Step 3a, sizing as much as allowed: the position a wish asks for, cut to what the limits leave. A position may
+ * grow (or open, or flip to the other side) only up to the room the sizing limits leave it, and never below
+ * zero where the strategy may not short (an llm_agent without allowShort); what shrinks a position is never cut.
+ * `limit` names what cut it (null: nothing did).
+ */
+function sizedWithin(wish: Wish, heldQty: number, room: { qty: number; limit: string }): { target: number; limit: string | null } {
+  let target = wish.target;
+  let limit: string | null = null;
+  if (wish.longOnly && target < Math.min(heldQty, 0)) [target, limit] = [Math.min(heldQty, 0), 'allow_short'];
+  const flips = Math.sign(target) === -Math.sign(heldQty);
+  const grows = flips ? target !== 0 : Math.abs(target) > Math.abs(heldQty);
+  // The room is for the whole position: a flip may take all of it, a growth keeps at least what is held.
+  const most = flips ? room.qty : Math.max(room.qty, Math.abs(heldQty));
+  if (grows && Math.abs(target) > most) [target, limit] = [Math.sign(target) * most, room.limit];
+  return { target, limit };
+}
+
+/** What the decision records of a cut: the size asked and the size left (in the venue's lots; 0: no order), and the limit. */
+async function cappedRecord(wish: Wish, heldQty: number, best: { sizeText: string } | null, limit: string, venue: TickParts['venue']) {
+  const { lotSize } = await venue.market(wish.symbol);
+  return { requestedSize: sizeText(toLots(Math.abs(wish.target - heldQty), lotSize), lotSize), size: best ? best.sizeText : '0', limit };
 }
 
 /** The order a summary stands for, as a venue takes it. */
 export function requestOf(order: OrderSummary, at: Date): OrderRequest {
-  return definedOnly({ symbol: order.symbol, side: order.side, size: order.size, referencePrice: order.referencePrice!, limitPrice: order.limitPrice, at });
+  return definedOnly({ symbol: order.symbol, side: order.side, size: order.size, referencePrice: order.referencePrice!, limitPrice: order.limitPrice, trigger: order.trigger, at });
 }
 
 /**
@@ -200,7 +190,7 @@ type Sized = { symbol: string; delta: number; size: Dec; sizeText: string; limit
  * still refuse dust, which sends the runtime to review). A limit order is immediate-or-cancel at the tick's
  * price: one that would not fill now (its price on the tick) is not placed. `unplaced` says why not.
  */
-async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, price: number, venue: TickParts['venue'], limitPrice: number | undefined): Promise<Sized> {
+async function keptToMarket(book: Book, best: { symbol: string; delta: number }, price: number, venue: TickParts['venue'], limitPrice: number | undefined): Promise<Sized> {
   const rules = await venue.market(best.symbol);
   const held = book.positions[best.symbol];
   const heldQty = qtyOf(held);
@@ -217,202 +207,12 @@ async function keptToMarket(book: Book, best: NonNullable<Decided['best']>, pric
   return { symbol: best.symbol, delta: best.delta, size, sizeText: sizeText(size, rules.lotSize), limitPrice: limit && text(limit) };
 }
 
-/** What a tick decides with: the feed, the venue's name, and (an llm_agent's tick) the model. */
-export interface TickParts {
-  feed: MarketDataProvider;
-  venue: Pick<Venue, 'name' | 'market'>;
-  agent?: AgentDecider;
-}
-
-interface Decided {
-  best: { symbol: string; delta: number; usd: number } | null;
-  decision: Record<string, unknown>;
-  prices: Record<string, number>;
-  inputsDigest: string;
-  /** Levels the order gives its position (an llm_agent's stopLoss and takeProfit, or rules' levels). */
-  protection?: Protection;
-  /** An llm_agent's limit order: its price as asked (decideTick puts it on the venue's tick). */
-  limitPrice?: number;
-}
-
-/** Protective levels an order gives the position it opens or grows. */
-export interface Protection {
-  stopLoss?: number;
-  takeProfit?: number;
-  trailingStopPercent?: number;
-}
-
-function strategyDecision(input: TickInput, parts: TickParts): Promise<Decided> {
-  if (input.version.kind === 'llm_agent') return agentOrder(input, parts);
-  const definition = input.version.definition as QuantSignalDefinition;
-  return definition.rules ? rulesOrder(input, parts.feed, definition.rules) : strategyOrder(input, parts.feed);
-}
-
-/**
- * Before the strategy: each trailing stop's best price moves with the market (the book answered carries it),
- * and a position whose price crossed its stopLoss, its trailing stop or its takeProfit is closed whole: that is
- * the tick's order (it only reduces, so no limit blocks it). `exit` is null when no level was crossed.
- */
-async function guardPositions(input: TickInput, feed: MarketDataProvider): Promise<{ book: Book; exit: Decided | null }> {
-  const guarded = Object.entries(input.book.positions).filter(([, p]) => p.stopLoss !== undefined || p.takeProfit !== undefined || p.trailingStopPercent !== undefined);
-  if (guarded.length === 0) return { book: input.book, exit: null };
-  const prices: Record<string, number> = {};
-  const positions = { ...input.book.positions };
-  for (const [symbol, p] of guarded) {
-    const price = (prices[symbol] = await feed.price(symbol, input.at));
-    if (p.trailingStopPercent !== undefined) positions[symbol] = { ...p, bestPrice: qtyOf(p) > 0 ? Math.max(p.bestPrice ?? price, price) : Math.min(p.bestPrice ?? price, price) };
-  }
-  const book = { ...input.book, positions };
-  for (const [symbol] of guarded) {
-    const p = positions[symbol]!;
-    const price = prices[symbol]!;
-    const qty = qtyOf(p);
-    const long = qty > 0;
-    const trail = p.trailingStopPercent === undefined ? undefined : p.bestPrice! * (long ? 1 - p.trailingStopPercent / 100 : 1 + p.trailingStopPercent / 100);
-    const crossed = (level: number | undefined, below: boolean) => level !== undefined && (below ? price <= level : price >= level);
-    const reason = crossed(p.stopLoss, long) ? 'stop_loss' : crossed(trail, long) ? 'trailing_stop' : crossed(p.takeProfit, !long) ? 'take_profit' : null;
-    if (!reason) continue;
-    const level = reason === 'stop_loss' ? p.stopLoss : reason === 'trailing_stop' ? trail : p.takeProfit;
-    const decision = { kind: 'exit', reason, level, price, action: long ? 'sell' : 'buy', symbol };
-    const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), exit: decision, book, killSwitch: input.killSwitch });
-    return { book, exit: { best: { symbol, delta: -qty, usd: Math.abs(qty) * price }, decision, prices, inputsDigest } };
-  }
-  return { book, exit: null };
-}
-
-/**
- * quant_signal rules (rules.ts): per symbol, its indicators on closed candles decide to enter long or short
- * from flat, to close, or to keep the position; the one order is the largest move toward those targets, and
- * an entry carries the rules' protective levels.
- */
-async function rulesOrder(input: TickInput, feed: MarketDataProvider, rules: QuantRules): Promise<Decided> {
-  const definition = input.version.definition as QuantSignalDefinition;
-  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
-  const count = candlesNeeded(rules);
-  const signals = [];
-  const candlesBySymbol: Record<string, Candle[]> = {};
-  const prices: Record<string, number> = {};
-  for (const symbol of definition.universe) {
-    const candles = (candlesBySymbol[symbol] = await feed.candles(symbol, interval, input.at, count));
-    const price = (prices[symbol] = await feed.price(symbol, input.at));
-    const qty = qtyOf(input.book.positions[symbol]);
-    signals.push({ symbol, price, ...evaluateRules(rules, candles, price, qty > 0 ? 'long' : qty < 0 ? 'short' : 'flat') });
-  }
-  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, candles: candlesBySymbol, prices });
-  const equity = Math.max(markToMarket(input.book, prices).equityUsd, 0);
-  const weight = rules.sizing.exposure / definition.universe.length;
-  let best: Decided['best'] = null;
-  for (const s of signals) {
-    if (s.target === 'keep') continue;
-    const held = qtyOf(input.book.positions[s.symbol]);
-    const target = s.target === 'flat' ? 0 : ((s.target === 'long' ? 1 : -1) * weight * equity) / s.price;
-    const delta = target - held;
-    const usd = Math.abs(delta) * s.price;
-    if (usd >= MIN_ORDER_USD && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
-  }
-  const chosen = best && signals.find((s) => s.symbol === best!.symbol);
-  const entering = chosen && (chosen.target === 'long' || chosen.target === 'short');
-  const up = chosen?.target === 'long';
-  const pct = (p: number | undefined, sign: 1 | -1) => (p === undefined || !chosen ? undefined : chosen.price * (1 + (sign * p) / 100));
-  const protection: Protection | undefined = entering
-    ? { stopLoss: pct(rules.stopLossPercent, up ? -1 : 1), takeProfit: pct(rules.takeProfitPercent, up ? 1 : -1), trailingStopPercent: rules.trailingStopPercent }
-    : undefined;
-  const decision = { kind: 'quant_signal', rules: true, signals, action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: best?.symbol ?? null };
-  return { best, decision, prices, inputsDigest, protection };
-}
-
-/**
- * An llm_agent's tick: its model (or the decision kept for these very inputs) answers the structured
- * decision; an invalid, refused or late answer places nothing and is recorded as such.
- */
-async function agentOrder(input: TickInput, parts: TickParts): Promise<Decided> {
-  const definition = input.version.definition as LlmAgentDefinition;
-  if (!parts.agent) throw new Error('an llm_agent tick needs a model decider');
-  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
-  const candles: Record<string, Candle[]> = {};
-  const prices: Record<string, number> = {};
-  for (const symbol of definition.universe) {
-    candles[symbol] = await parts.feed.candles(symbol, interval, input.at, definition.lookback ?? DEFAULT_LOOKBACK);
-    prices[symbol] = await parts.feed.price(symbol, input.at);
-  }
-  const equityUsd = markToMarket(input.book, prices).equityUsd;
-  const prompt = agentPrompt({ at: input.at, definition, limits: input.limits, book: input.book, equityUsd, prices, candles });
-  // The prompt holds everything the model reads (time, candles, prices, book, limits): its digest keys the decision.
-  const inputsDigest = digestOf({ versionHash: input.version.contentHash, versionId: input.version.id, promptDigest: prompt.digest });
-  const record = await parts.agent.decide({ versionHash: input.version.contentHash, inputsDigest, definition, prompt });
-  const hold = (extra: Record<string, unknown> = {}): Decided => ({ best: null, decision: { ...record, ...extra, action: 'hold', symbol: null }, prices, inputsDigest });
-  if (record.outcome !== 'ok' || !record.decision) return hold();
-  const asked = orderOf(record.decision, definition.universe, prices);
-  if ('hold' in asked) return hold();
-  if ('invalid' in asked) return hold({ outcome: 'invalid', error: asked.invalid });
-  const { order } = asked;
-  const price = prices[order.symbol]!;
-  const delta = order.side === 'buy' ? order.size : -order.size;
-  const protection = { stopLoss: order.stopLoss, takeProfit: order.takeProfit };
-  const decided = { best: { symbol: order.symbol, delta, usd: order.size * price }, decision: { ...record, action: order.side, symbol: order.symbol }, prices, inputsDigest, protection };
-  return order.type === 'limit' ? { ...decided, limitPrice: order.limitPrice } : decided;
-}
-
-/** Steps 1 and 2: the strategy's signals, its targets, and the one rebalance order. */
-async function strategyOrder(input: TickInput, feed: MarketDataProvider): Promise<Decided> {
-  const { definition } = input.version;
-  const params = signalParams(definition.instructions);
-  const interval = CANDLE_INTERVALS[definition.candleInterval]!;
-  const signals = [];
-  const candlesBySymbol: Record<string, number[]> = {};
-  // 1. Signals.
-  for (const symbol of definition.universe) {
-    const candles = await feed.candles(symbol, interval, input.at, params.slow);
-    const price = await feed.price(symbol, input.at);
-    candlesBySymbol[symbol] = candles.map((c) => c.close);
-    signals.push(signalOf(symbol, candles, price, params));
-  }
-  const prices: Record<string, number> = Object.fromEntries(signals.map((s) => [s.symbol, s.price]));
-  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), limits: input.limits, book: input.book, killSwitch: input.killSwitch, closes: candlesBySymbol, prices });
-
-  // 2. Targets and the one order.
-  const equityUsd = markToMarket(input.book, prices).equityUsd;
-  const weight = params.exposure / definition.universe.length;
-  let best: { symbol: string; delta: number; usd: number } | null = null;
-  for (const s of signals) {
-    const direction = s.signal === 'long' ? 1 : s.signal === 'short' ? -1 : 0;
-    const target = (direction * weight * Math.max(equityUsd, 0)) / s.price;
-    const held = qtyOf(input.book.positions[s.symbol]);
-    const delta = target - held;
-    const usd = Math.abs(delta) * s.price;
-    // Drift inside the band is left alone; closing a position (target 0) always goes through.
-    const band = target === 0 && held !== 0 ? MIN_ORDER_USD : Math.max(MIN_ORDER_USD, REBALANCE_BAND * weight * equityUsd);
-    if (usd >= band && (!best || usd > best.usd)) best = { symbol: s.symbol, delta, usd };
-  }
-  const decision = {
-    kind: 'quant_signal',
-    params,
-    signals,
-    action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold',
-    symbol: best?.symbol ?? null,
-  };
-  return { best, decision, prices, inputsDigest };
-}
-
-/** The owner's flatten: the largest position (in USD at the feed's price) closed whole. */
-async function flattenOrder(input: TickInput, feed: MarketDataProvider): Promise<Decided> {
-  const prices: Record<string, number> = {};
-  for (const symbol of Object.keys(input.book.positions)) prices[symbol] = await feed.price(symbol, input.at);
-  let best: Decided['best'] = null;
-  for (const [symbol, position] of Object.entries(input.book.positions)) {
-    const usd = Math.abs(qtyOf(position)) * prices[symbol]!;
-    if (!best || usd > best.usd) best = { symbol, delta: -qtyOf(position), usd };
-  }
-  const decision = { kind: 'flatten', action: best ? (best.delta > 0 ? 'buy' : 'sell') : 'hold', symbol: best?.symbol ?? null };
-  const inputsDigest = digestOf({ versionHash: input.version.contentHash, at: input.at.toISOString(), flatten: true, book: input.book, killSwitch: input.killSwitch, prices });
-  return { best, decision, prices, inputsDigest };
-}
 
 /**
  * The order's fill applied to the book the decision left: the summary and the book after it. The order's
- * protective levels go to the position it opened or grew.
+ * protective levels go to the position it opened or grew, checked from `at` (the tick that decided it) on.
  */
-export function filled(book: Book, fill: Fill, decided: OrderSummary): { order: OrderSummary; book: Book } {
+export function filled(book: Book, fill: Fill, decided: OrderSummary, at: Date): { order: OrderSummary; book: Book } {
   const levels = definedOnly(protectionOf(decided));
   const size = dec(fill.size);
   const price = dec(fill.price);
@@ -424,19 +224,38 @@ export function filled(book: Book, fill: Fill, decided: OrderSummary): { order: 
   const position = after.positions[fill.symbol];
   const grew = position && Math.abs(qtyOf(position)) > Math.abs(held) && Object.keys(levels).length > 0;
   if (!grew) return { order, book: after };
-  const guarded = { ...position, ...levels, ...(levels.trailingStopPercent !== undefined ? { bestPrice: price.toNumber() } : {}) };
+  const guarded = { ...position, ...levels, ...(levels.trailingStopPercent !== undefined ? { bestPrice: price.toNumber() } : {}), checkedAt: at.toISOString() };
   return { order, book: { ...after, positions: { ...after.positions, [fill.symbol]: guarded } } };
 }
 
 /**
- * decideTick, then the order placed and filled: the whole tick for the paper venue and backtests, whose
- * orders have no effect outside the book. A live venue's tick claims its order before placing it (ticks.ts).
+ * decideTick, then its orders placed and filled one after another, in their order: the whole tick for the
+ * paper venue and backtests, whose orders have no effect outside the book. A live venue's tick claims its
+ * orders before placing them (ticks.ts).
  */
 export async function evaluateTick(input: TickInput, parts: TickParts & { venue: Venue }): Promise<TickOutcome> {
-  const { placing, ...outcome } = await decideTick(input, parts);
-  if (!placing) return outcome;
-  const fill = await parts.venue.place(placing);
-  return { ...outcome, ...filled(outcome.book, fill, outcome.order!) };
+  const decided = await decideTick(input, parts);
+  let book = decided.book;
+  const legs: TickLeg[] = [];
+  for (const { placing, ...leg } of decided.legs) {
+    if (!placing) {
+      legs.push(leg);
+      continue;
+    }
+    let fill: Fill;
+    try {
+      fill = await parts.venue.place(placing);
+    } catch (error) {
+      // An immediate-or-cancel limit order with no price within its limit now: nothing filled, as at a live venue.
+      if (!(error instanceof OrderUnfilled)) throw error;
+      legs.push({ ...leg, order: { ...leg.order!, status: 'unfilled' } });
+      continue;
+    }
+    const after = filled(book, fill, leg.order!, input.at);
+    book = after.book;
+    legs.push({ ...leg, order: after.order });
+  }
+  return { ...decided, legs, book };
 }
 
 /** The protective levels an order carries. */

@@ -42,6 +42,12 @@ export class ImportedFeed implements MarketDataProvider {
     return close;
   }
 
+  /** Bulk reads for a replay (memo-feed.ts): the window's candles, and the prices at every tick, one statement each. */
+  readonly bulk = {
+    candleRange: (symbol: string, intervalMinutes: number, from: Date, to: Date) => this.store.range(symbol, this.interval(intervalMinutes), from, to),
+    prices: (symbol: string, ats: readonly Date[]) => this.store.lastCloses(symbol, ats),
+  };
+
   gap(symbol: string, intervalMinutes: number, ranges: ReadonlyArray<{ from: Date; to: Date }>) {
     return this.store.gap(symbol, this.interval(intervalMinutes), ranges);
   }

@@ -1,12 +1,13 @@
 // The llm_agent strategy kind: what its model is asked each tick (instructions, recent candles with a few
 // indicators, the book and the limits), the one tool it must answer with, and that answer checked into at
-// most one order. No I/O here: agent-decider.ts asks the model (or the decision cache).
+// most one order per symbol. No I/O here: agent-decider.ts asks the model (or the decision cache).
 import { z } from 'zod';
 import type { Book } from './book.js';
 import { digestOf } from '../../platform/canonical-json.js';
 import type { Candle } from './market-data.js';
-import type { RiskLimits } from './engine.js';
+import type { RiskLimits } from './risk.js';
 import { indicatorValues, type Indicator } from './rules.js';
+import { TRADING_LIMITS } from './schemas.js';
 import type { ModelProvider } from '../../platform/model-providers.js';
 
 /** An `llm_agent` version's definition (schemaVersion 1). */
@@ -18,13 +19,15 @@ export interface LlmAgentDefinition {
   model: { provider: ModelProvider; model: string };
   /** Closed candles per symbol shown to the model (default 30). */
   lookback?: number;
+  /** Whether a sell may take a position below zero (default false: a sell is cut to what is held). */
+  allowShort?: boolean;
 }
 
 export const DEFAULT_LOOKBACK = 30;
 export const DECISION_TOOL = 'submit_decision';
 const RATIONALE_CHARS = 2_000;
 
-/** One order the model may ask for (checked against the tick's prices by `orderOf`). */
+/** One order the model may ask for (checked against the tick's prices by `ordersOf`). */
 const agentOrder = z
   .object({
     symbol: z.string(),
@@ -41,14 +44,22 @@ const agentOrder = z
   .refine((o) => (o.type === 'limit') === (o.limitPrice !== undefined), 'a limit order has a limitPrice, a market order none');
 
 /** The answer the tool takes: validated with zod, so anything else the model writes places nothing. */
-export const agentDecision = z.object({ orders: z.array(agentOrder).max(1), rationale: z.string().max(RATIONALE_CHARS) }).strict();
+export const agentDecision = z
+  .object({
+    orders: z
+      .array(agentOrder)
+      .max(TRADING_LIMITS.universe)
+      .refine((orders) => new Set(orders.map((o) => o.symbol)).size === orders.length, 'at most one order per symbol'),
+    rationale: z.string().max(RATIONALE_CHARS),
+  })
+  .strict();
 export type AgentDecision = z.infer<typeof agentDecision>;
 export type AgentOrder = AgentDecision['orders'][number];
 
 /** The same shape as JSON schema, for the provider's tool mode. */
 export const decisionTool = {
   name: DECISION_TOOL,
-  description: "Submit this tick's trading decision: at most one order (or none to hold) and a short rationale.",
+  description: "Submit this tick's trading decision: at most one order per symbol (none to hold) and a short rationale.",
   parameters: {
     type: 'object',
     additionalProperties: false,
@@ -56,7 +67,7 @@ export const decisionTool = {
     properties: {
       orders: {
         type: 'array',
-        maxItems: 1,
+        maxItems: TRADING_LIMITS.universe,
         items: {
           type: 'object',
           additionalProperties: false,
@@ -81,8 +92,9 @@ export const decisionTool = {
 const SYSTEM_PROMPT = [
   'You are the trading agent of one Tollgate runtime. Each tick you get your instructions, the recent closed candles',
   'of your universe with a few indicators, your paper book and your risk limits. Decide what to do now and answer only',
-  `by calling ${DECISION_TOOL}: at most one order (none to hold) and a short rationale. Prices are in USD. Orders that`,
-  'add exposure beyond your limits are blocked; orders that reduce a position always pass.',
+  `by calling ${DECISION_TOOL}: at most one order per symbol (none to hold) and a short rationale. Prices are in USD.`,
+  'An order that adds exposure beyond your limits is cut to what they allow; a sell below zero is cut to a close unless',
+  'your limits allow shorts (allowShort); orders that reduce a position always pass.',
 ].join(' ');
 
 export interface AgentView {
@@ -120,21 +132,23 @@ export function agentPrompt(view: AgentView): { system: string; user: string; di
       equityUsd: view.equityUsd,
       positions: Object.entries(view.book.positions).map(([symbol, p]) => ({ symbol, ...p, qty: Number(p.qty), avgPrice: Number(p.avgPrice) })),
     },
-    limits: view.limits,
+    limits: { ...view.limits, allowShort: view.definition.allowShort ?? false },
   });
   return { system: SYSTEM_PROMPT, user, digest: digestOf({ system: SYSTEM_PROMPT, user }) };
 }
 
-/** The one order the decision asks for, checked against the tick's prices; a reason when it cannot be placed as asked. */
-export function orderOf(decision: AgentDecision, universe: readonly string[], prices: Record<string, number>): { order: AgentOrder & { size: number } } | { hold: true } | { invalid: string } {
-  const order = decision.orders[0];
-  if (!order) return { hold: true };
-  if (!universe.includes(order.symbol)) return { invalid: `${order.symbol} is not in the universe` };
-  const price = prices[order.symbol]!;
-  const size = order.size ?? order.notionalUsd! / price;
-  const up = order.side === 'buy';
-  if (order.stopLoss !== undefined && (up ? order.stopLoss >= price : order.stopLoss <= price)) return { invalid: `the stopLoss ${order.stopLoss} is on the wrong side of the price ${price}` };
-  if (order.takeProfit !== undefined && (up ? order.takeProfit <= price : order.takeProfit >= price)) return { invalid: `the takeProfit ${order.takeProfit} is on the wrong side of the price ${price}` };
-  return { order: { ...order, size } };
+/** The orders the decision asks for (none: hold), checked against the tick's prices; a reason when one cannot be placed as asked. */
+export function ordersOf(decision: AgentDecision, universe: readonly string[], prices: Record<string, number>): { orders: Array<AgentOrder & { size: number }> } | { invalid: string } {
+  const orders = [];
+  for (const order of decision.orders) {
+    if (!universe.includes(order.symbol)) return { invalid: `${order.symbol} is not in the universe` };
+    const price = prices[order.symbol]!;
+    const size = order.size ?? order.notionalUsd! / price;
+    const up = order.side === 'buy';
+    if (order.stopLoss !== undefined && (up ? order.stopLoss >= price : order.stopLoss <= price)) return { invalid: `the stopLoss ${order.stopLoss} is on the wrong side of the price ${price}` };
+    if (order.takeProfit !== undefined && (up ? order.takeProfit <= price : order.takeProfit >= price)) return { invalid: `the takeProfit ${order.takeProfit} is on the wrong side of the price ${price}` };
+    orders.push({ ...order, size });
+  }
+  return { orders };
 }
 

@@ -22,11 +22,21 @@ export interface MarketDataProvider {
    * without it has every candle.
    */
   gap?(symbol: string, intervalMinutes: number, ranges: ReadonlyArray<{ from: Date; to: Date }>): Promise<{ first: Date; missing: number } | null>;
+  /** A live venue's own prices (venue-feed.ts): the present only, so no backtest replays over them. */
+  readonly live?: boolean;
 }
 
 /** The feed lacks candles a tick or a backtest needs (a gap in imported data). */
 export class MissingMarketData extends Error {
   override readonly name = 'MissingMarketData';
+}
+
+/** The data source of a deployment's live venue: that venue's own prices (venue-feed.ts), the only ones its runtimes trade on. */
+export const VENUE_DATA_SOURCE = 'venue';
+
+/** The feed's price is older than TRADING_MAX_PRICE_AGE_SECONDS: the tick decides nothing (recorded `skipped`, `stale_price`). */
+export class StalePrice extends Error {
+  override readonly name = 'StalePrice';
 }
 
 /** Start (Unix minute) of the last candle of `intervalMinutes` that has closed at `at`. */

@@ -2,15 +2,16 @@ import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import { settlementRecordOf } from './charge-reconcile.js';
+import { isPricedFor } from './access.js';
 import type { ChargeRow, ChargeStore } from './charge-store.js';
 import type { StrategyRow } from './store.js';
 import type { ChargeBoundary } from './tables.js';
 
-/** Who pays: the account (its agent wallet) a charge is made from, for one of its runtimes. */
+/** Who pays: the account (its agent wallet) a charge is made from, for one of its runtimes (none: a backtest's access). */
 export interface Payer {
   accountId: string;
   walletId: string;
-  runtimeId: string;
+  runtimeId: string | null;
 }
 
 export type ChargeOutcome =
@@ -51,33 +52,42 @@ export class Meter {
   }
 
   /** Strategy access (another owner's priced strategy, once per account) and activation, before a runtime goes active. */
-  async forActivation(payer: Payer, runtimeUserId: string, strategy: StrategyRow): Promise<ChargeOutcome> {
-    if (strategy.userId !== runtimeUserId && strategy.accessPriceUsd && strategy.accessPayTo) {
-      const price = atomicOf(strategy.accessPriceUsd, this.ctx.x402.asset.decimals);
-      const access = await this.charge(payer, 'strategy_access', `strategy:${strategy.id}`, price, strategy.accessPayTo, `Access to the trading strategy "${strategy.name}"`);
-      if (access.kind !== 'paid') return access;
-    }
-    return this.charge(payer, 'activation', `runtime:${payer.runtimeId}`, this.prices.activation, this.payTo, 'Activation of a trading runtime');
+  async forActivation(payer: Payer & { runtimeId: string }, runtimeUserId: string, strategy: StrategyRow): Promise<ChargeOutcome> {
+    const access = await this.forAccess(payer, runtimeUserId, strategy);
+    if (access.kind !== 'paid') return access;
+    return this.charge(payer, 'activation', `runtime:${payer.runtimeId}`, this.prices.activation, this.payTo, 'Activation of a trading runtime', `/agentic-trading/runtimes/${payer.runtimeId}`);
+  }
+
+  /**
+   * Strategy access, before a runtime of another owner's priced strategy goes active or a backtest of it runs:
+   * one charge per account and strategy (whichever comes first pays; the other finds it settled). Free for
+   * the owner and for a free strategy.
+   */
+  async forAccess(payer: Payer, userId: string, strategy: StrategyRow): Promise<ChargeOutcome> {
+    if (!isPricedFor(strategy, userId)) return { kind: 'paid', charge: null };
+    const price = atomicOf(strategy.accessPriceUsd, this.ctx.x402.asset.decimals);
+    return this.charge(payer, 'strategy_access', `strategy:${strategy.id}`, price, strategy.accessPayTo, `Access to the trading strategy "${strategy.name}"`, `/agentic-trading/strategies/${strategy.id}`);
   }
 
   /** The tick's market data, then its execution, before it runs. */
-  async forTick(payer: Payer, trigger: string, scheduledAt: Date, feed: string): Promise<ChargeOutcome> {
+  async forTick(payer: Payer & { runtimeId: string }, trigger: string, scheduledAt: Date, feed: string): Promise<ChargeOutcome> {
     const subject = `tick:${payer.runtimeId}:${trigger}:${scheduledAt.toISOString()}`;
-    const data = await this.charge(payer, 'market_data', subject, this.prices.marketData, this.payTo, `Market data (${feed}) for one trading tick`);
+    const data = await this.charge(payer, 'market_data', subject, this.prices.marketData, this.payTo, `Market data (${feed}) for one trading tick`, `/agentic-trading/runtimes/${payer.runtimeId}`);
     if (data.kind !== 'paid') return data;
-    return this.charge(payer, 'execution', subject, this.prices.execution, this.payTo, 'One trading execution');
+    return this.charge(payer, 'execution', subject, this.prices.execution, this.payTo, 'One trading execution', `/agentic-trading/runtimes/${payer.runtimeId}`);
   }
 
   get metersTicks(): boolean {
     return this.prices.execution > 0n || this.prices.marketData > 0n;
   }
 
-  async charge(payer: Payer, boundary: ChargeBoundary, subject: string, amount: bigint, payTo: string | null, description: string): Promise<ChargeOutcome> {
+  /** One thing paid once; `resource` is the api path the x402 challenge names as what is bought. */
+  async charge(payer: Payer, boundary: ChargeBoundary, subject: string, amount: bigint, payTo: string | null, description: string, resource: string): Promise<ChargeOutcome> {
     if (amount <= 0n || !payTo) return { kind: 'paid', charge: null };
     const earlier = await this.store.find(payer.accountId, boundary, subject);
     if (earlier && earlier.status !== 'failed') return settledOrPending(earlier);
 
-    const url = `${this.ctx.urls.api}/agentic-trading/runtimes/${payer.runtimeId}`;
+    const url = `${this.ctx.urls.api}${resource}`;
     const challenge = this.ctx.x402.paymentRequired({ url, description, mimeType: 'application/json', amount: amount.toString(), payTo });
     const requirement = challenge.accepts[0]!;
     let signed;

@@ -3,7 +3,7 @@ import { databaseNow, type Clock } from '../../platform/clock.js';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { Book } from './book.js';
-import type { AccountRisk } from './engine.js';
+import type { AccountRisk } from './risk.js';
 import type { Page } from './store.js';
 import { tradingExecutions, tradingRuntimes, type KillSwitchMode, type RuntimeStatus } from './tables.js';
 
@@ -29,18 +29,19 @@ export interface TickState {
   /** The account and its agent wallet, which pays a metered tick. */
   accountId: string;
   walletId: string;
+  /** The status of the tick's first leg, if the tick is recorded. */
   tickStatus: string | null;
-  /** The runtime's execution whose order was claimed for a live venue and not filled yet (ticks.ts). */
-  placing: PlacingExecution | null;
+  /** The runtime's executions whose orders were claimed for a live venue and not filled yet, in leg order (the legs of one tick: ticks.ts); empty when none. */
+  placing: PlacingExecution[];
 }
 
-export type PlacingExecution = Pick<ExecutionRow, 'id' | 'triggerType' | 'scheduledAt' | 'decision' | 'order'>;
+/** With the decision's risk assessment: the order is valued again at the venue's quote before it is sent (quote-check.ts). */
+export type PlacingExecution = Pick<ExecutionRow, 'id' | 'triggerType' | 'scheduledAt' | 'leg' | 'decision' | 'order' | 'riskAssessment'>;
 
-/** The placing execution as tickStates reads it (one JSON object, its time a string). */
-const placingOf = (value: unknown): PlacingExecution | null => {
-  if (value === null || value === undefined) return null;
-  const p = (typeof value === 'string' ? JSON.parse(value) : value) as PlacingExecution & { scheduledAt: string };
-  return { ...p, scheduledAt: new Date(p.scheduledAt) };
+/** The placing executions as tickStates reads them (a JSON array, their times strings). */
+const placingOf = (value: unknown): PlacingExecution[] => {
+  const list = (typeof value === 'string' ? JSON.parse(value) : (value ?? [])) as Array<PlacingExecution & { scheduledAt: string }>;
+  return list.map((p) => ({ ...p, scheduledAt: new Date(p.scheduledAt) }));
 };
 
 /** A tick's outcome to commit over the book version it read (commitTicks). */
@@ -53,7 +54,8 @@ export interface TickCommit {
   status: RuntimeStatus | null;
   /** Why the runtime moved to needs_review; null keeps the reason it has. */
   reason: string | null;
-  execution: ExecutionRow;
+  /** The tick's executions, one per leg (0, 1, …), all committed or none. */
+  executions: ExecutionRow[];
 }
 
 /**
@@ -63,11 +65,12 @@ export interface TickCommit {
  *  - a tick reads its runtime without a lock and commits in one statement that changes the book only
  *    over the version it read, and only while the runtime is active (optimistic: ticks of different
  *    runtimes never wait on each other, a pause between read and commit wins);
- *  - a tick's execution is inserted only where none but a failed one exists: the unique (runtime,
- *    trigger, scheduledAt) makes a tick delivered twice, or to two workers, run once;
- *  - a live venue's order is claimed that way first (an execution `placing`, the book version moved on)
- *    and placed after, by one caller at a time (takePlacement); its fill commits over the claimed version
- *    (commitFill).
+ *  - a tick's executions (one per order, its legs) are inserted with its book in that statement, only
+ *    where none but a failed one exists: the unique (runtime, trigger, scheduledAt, leg) makes a tick
+ *    delivered twice, or to two workers, run once;
+ *  - a live venue's orders are claimed that way first (executions `placing`, the book version moved on)
+ *    and placed after, leg by leg, each by one caller at a time (takePlacement); each fill commits over
+ *    the version the leg before it left (commitFill).
  */
 export class RuntimeStore {
   /** `clock` only shifts the database's clock in tests (databaseNow): placement leases run on the database's. */
@@ -157,9 +160,10 @@ export class RuntimeStore {
                    where a.max_exposure_usd is not null and o.account_id = a.id and o.id <> r.id and o.status not in ('stopped', 'failed')) as "otherPositions",
                  a.id as "accountId", a.wallet_id as "walletId",
                  (select e.status from trading_executions e
-                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at) as "tickStatus",
-                 (select jsonb_build_object('id', p.id, 'triggerType', p.trigger_type, 'scheduledAt', p.scheduled_at, 'decision', p.decision, 'order', p."order")
-                    from trading_executions p where p.runtime_id = r.id and p.status = 'placing' limit 1) as placing
+                   where e.runtime_id = r.id and e.trigger_type = ${triggerType} and e.scheduled_at = t.scheduled_at and e.leg = 0) as "tickStatus",
+                 (select coalesce(jsonb_agg(jsonb_build_object('id', p.id, 'triggerType', p.trigger_type, 'scheduledAt', p.scheduled_at, 'leg', p.leg, 'decision', p.decision, 'order', p."order", 'riskAssessment', p.risk_assessment)
+                                            order by p.scheduled_at, p.leg), '[]'::jsonb)
+                    from trading_executions p where p.runtime_id = r.id and p.status = 'placing') as placing
             from unnest(${sql.param(ticks.map((t) => t.runtimeId))}::uuid[], ${sql.param(ticks.map((t) => t.scheduledAt.toISOString()))}::timestamptz[]) as t(runtime_id, scheduled_at)
             join trading_runtimes r on r.id = t.runtime_id
             join trading_accounts a on a.id = r.account_id`,
@@ -180,40 +184,40 @@ export class RuntimeStore {
    * Ticks' outcomes, in one statement (at most one tick per runtime): each runtime's new book (and
    * needs_review on a breach) where the runtime is still in a status its tick may commit from (active for
    * a strategy's tick) with the book version its tick read,
-   * and then, only for those, the tick's execution (taking over a failed one). Answers the executions
-   * that were committed; a tick missing from the answer lost a race (its runtime changed since the
-   * read) and is read again. Two runs of one tick cannot both commit: the second read either sees the
-   * first's execution, or holds a book version the first has moved on from. A claimed order (`placing`)
+   * and then, only for those, the tick's executions, every leg (taking over a failed one). Answers the
+   * executions that were committed; a tick missing from the answer lost a race (its runtime changed since
+   * the read) and is read again. Two runs of one tick cannot both commit: the second read either sees the
+   * first's executions, or holds a book version the first has moved on from. A claimed order (`placing`)
    * is held by its committer for `leaseMs` from the commit (its `placingUntil` in the answer).
    */
   async commitTicks(commits: readonly TickCommit[], leaseMs: number): Promise<ExecutionRow[]> {
     if (commits.length === 0) return [];
-    const input = commits.map(({ bookVersion, book, from, status, reason, execution: e }) => ({
-      runtime_id: e.runtimeId,
-      book_version: bookVersion,
-      book,
-      from_statuses: from.join(','),
-      status,
-      reason,
-      id: e.id,
-      trigger_type: e.triggerType,
-      scheduled_at: e.scheduledAt.toISOString(),
-      execution_status: e.status,
-      attempt_count: e.attemptCount,
-      strategy_version_hash: e.strategyVersionHash,
-      inputs_digest: e.inputsDigest,
-      decision: e.decision,
-      risk_assessment: e.riskAssessment,
-      order: e.order,
-      error: e.error,
-      created_at: e.createdAt.toISOString(),
-      completed_at: e.completedAt?.toISOString() ?? null,
-    }));
-    const rows = await rowsOf<{ id: string; runtimeId: string; createdAt: Timestamp; placingUntil: Timestamp | null }>(
+    // One row per leg; the runtime's move (book, status) rides on leg 0.
+    const input = commits.flatMap(({ bookVersion, book, from, status, reason, executions }) =>
+      executions.map((e) => ({
+        runtime_id: e.runtimeId,
+        leg: e.leg,
+        ...(e.leg === 0 ? { book_version: bookVersion, book, from_statuses: from.join(','), status, reason } : {}),
+        id: e.id,
+        trigger_type: e.triggerType,
+        scheduled_at: e.scheduledAt.toISOString(),
+        execution_status: e.status,
+        attempt_count: e.attemptCount,
+        strategy_version_hash: e.strategyVersionHash,
+        inputs_digest: e.inputsDigest,
+        decision: e.decision,
+        risk_assessment: e.riskAssessment,
+        order: e.order,
+        error: e.error,
+        created_at: e.createdAt.toISOString(),
+        completed_at: e.completedAt?.toISOString() ?? null,
+      })),
+    );
+    const rows = await rowsOf<{ id: string; runtimeId: string; leg: number; createdAt: Timestamp; placingUntil: Timestamp | null }>(
       this.db,
       sql`with input as (
             select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as x(
-              runtime_id uuid, book_version int, book jsonb, from_statuses text, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
+              runtime_id uuid, leg int, book_version int, book jsonb, from_statuses text, status text, reason text, id uuid, trigger_type text, scheduled_at timestamptz,
               execution_status text, attempt_count int, strategy_version_hash text, inputs_digest text, decision jsonb, risk_assessment jsonb,
               "order" jsonb, error jsonb, created_at timestamptz, completed_at timestamptz)),
           moved as (
@@ -221,24 +225,26 @@ export class RuntimeStore {
                set book = i.book, book_version = r.book_version + 1, status = coalesce(i.status, r.status),
                    status_reason = coalesce(i.reason, r.status_reason), updated_at = i.created_at
               from input i
-             where r.id = i.runtime_id and r.book_version = i.book_version and r.status = any(string_to_array(i.from_statuses, ','))
+             where i.leg = 0 and r.id = i.runtime_id and r.book_version = i.book_version and r.status = any(string_to_array(i.from_statuses, ','))
             returning r.id)
-          insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, status, attempt_count, strategy_version_hash,
+          insert into trading_executions (id, runtime_id, trigger_type, scheduled_at, leg, status, attempt_count, strategy_version_hash,
                                           inputs_digest, decision, risk_assessment, "order", error, created_at, completed_at, placing_until)
-          select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.execution_status, i.attempt_count, i.strategy_version_hash,
+          select i.id, i.runtime_id, i.trigger_type, i.scheduled_at, i.leg, i.execution_status, i.attempt_count, i.strategy_version_hash,
                  i.inputs_digest, i.decision, i.risk_assessment, i."order", i.error, i.created_at, i.completed_at,
                  case when i.execution_status = 'placing' then ${this.leaseEnd(leaseMs)} end
             from input i join moved m on m.id = i.runtime_id
-          on conflict (runtime_id, trigger_type, scheduled_at) do update
+          on conflict (runtime_id, trigger_type, scheduled_at, leg) do update
              set status = excluded.status, attempt_count = excluded.attempt_count, inputs_digest = excluded.inputs_digest,
                  decision = excluded.decision, risk_assessment = excluded.risk_assessment, "order" = excluded."order",
                  error = excluded.error, completed_at = excluded.completed_at, placing_until = excluded.placing_until
            where trading_executions.status = 'failed'
-          returning id, runtime_id as "runtimeId", created_at as "createdAt", placing_until as "placingUntil"`,
+          returning id, runtime_id as "runtimeId", leg, created_at as "createdAt", placing_until as "placingUntil"`,
     );
     // A failed execution taken over keeps its id and creation time.
-    const byRuntime = new Map(commits.map((c) => [c.execution.runtimeId, c.execution]));
-    return rows.map((row) => ({ ...byRuntime.get(row.runtimeId)!, id: row.id, createdAt: toDate(row.createdAt), placingUntil: row.placingUntil === null ? null : toDate(row.placingUntil) }));
+    const byLeg = new Map(commits.flatMap((c) => c.executions.map((e) => [`${e.runtimeId}:${e.leg}`, e] as const)));
+    return rows
+      .map((row) => ({ ...byLeg.get(`${row.runtimeId}:${row.leg}`)!, id: row.id, createdAt: toDate(row.createdAt), placingUntil: row.placingUntil === null ? null : toDate(row.placingUntil) }))
+      .sort((a, b) => a.leg - b.leg);
   }
 
   /**
@@ -294,10 +300,11 @@ export class RuntimeStore {
   /**
    * A live order that filled nothing, over the book its claim left (the book stays): refused by the venue
    * (execution `rejected` with the venue's words, an active or paused runtime handed to review with
-   * `review` as its reason), or a limit order that found no price (execution `completed`, `review` null,
-   * the runtime runs on). Null when another worker recorded this order's outcome first.
+   * `review` as its reason), a limit order that found no price (execution `completed`, `review` null,
+   * the runtime runs on), or an order not sent because the venue's quote failed its re-check (execution
+   * `blocked`, quote-check.ts; the runtime runs on). Null when another worker recorded this order's outcome first.
    */
-  async commitNoFill(outcome: { executionId: string; runtimeId: string; bookVersion: number; status: 'rejected' | 'completed'; order: unknown; error: unknown; review: string | null; at: Date }): Promise<ExecutionRow | null> {
+  async commitNoFill(outcome: { executionId: string; runtimeId: string; bookVersion: number; status: 'rejected' | 'completed' | 'blocked'; order: unknown; error: unknown; review: string | null; at: Date }): Promise<ExecutionRow | null> {
     const { review } = outcome;
     const at = outcome.at.toISOString();
     const rows = await rowsOf<{ id: string }>(
@@ -328,19 +335,24 @@ export class RuntimeStore {
       .insert(tradingExecutions)
       .values(row)
       .onConflictDoUpdate({
-        target: [tradingExecutions.runtimeId, tradingExecutions.triggerType, tradingExecutions.scheduledAt],
+        target: [tradingExecutions.runtimeId, tradingExecutions.triggerType, tradingExecutions.scheduledAt, tradingExecutions.leg],
         set: { attemptCount: sql`greatest(${tradingExecutions.attemptCount}, ${row.attemptCount})`, error: row.error },
         setWhere: sql`${tradingExecutions.status} in ('failed', 'placing')`,
       });
   }
 
-  /** The execution of one tick. */
+  /** The first execution (leg 0) of one tick. */
   async execution(runtimeId: string, triggerType: string, scheduledAt: Date): Promise<ExecutionRow | null> {
-    const [row] = await this.db
+    return (await this.tickExecutions(runtimeId, triggerType, scheduledAt))[0] ?? null;
+  }
+
+  /** Every execution of one tick, one per order, in leg order. */
+  async tickExecutions(runtimeId: string, triggerType: string, scheduledAt: Date): Promise<ExecutionRow[]> {
+    return this.db
       .select()
       .from(tradingExecutions)
-      .where(and(eq(tradingExecutions.runtimeId, runtimeId), eq(tradingExecutions.triggerType, triggerType), eq(tradingExecutions.scheduledAt, scheduledAt)));
-    return row ?? null;
+      .where(and(eq(tradingExecutions.runtimeId, runtimeId), eq(tradingExecutions.triggerType, triggerType), eq(tradingExecutions.scheduledAt, scheduledAt)))
+      .orderBy(tradingExecutions.leg);
   }
 
   async executions(runtimeId: string, limit: number, before: string | null): Promise<ExecutionRow[]> {

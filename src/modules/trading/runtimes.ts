@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { newId } from '../../platform/ids.js';
+import { isPricedFor } from './access.js';
 import { openBook, type Book } from './book.js';
 import { digestOf } from '../../platform/canonical-json.js';
 import type { Catalog } from './catalog.js';
@@ -41,6 +42,8 @@ export class RuntimeService {
     private readonly reconciler: RuntimeReconciler,
     private readonly runner: TickRunner,
     private readonly feedFor: (version: VersionRow) => MarketDataProvider,
+    /** Refuses a version whose data cannot serve a runtime now (launch-check.ts); `sealed`: another owner's priced strategy. */
+    private readonly checkData: (version: VersionRow, sealed: boolean) => Promise<void>,
   ) {
     this.store = new RuntimeStore(ctx.db, ctx.clock);
   }
@@ -49,7 +52,7 @@ export class RuntimeService {
    * Creates the runtime in `provisioning`, linked to the version it names for good, or answers the one
    * its idempotencyKey already made (created false); the same key with another body is a conflict.
    */
-  async create(userId: string, input: CreateRuntimeInput) {
+  async create(userId: string, input: CreateRuntimeInput & { idempotencyKey: string }) {
     const { idempotencyKey, ...definition } = input;
     const requestHash = digestOf(definition);
     const existing = await this.store.byIdempotencyKey(userId, idempotencyKey);
@@ -57,10 +60,13 @@ export class RuntimeService {
     utcCron(input.cronExpression);
     const { version, strategy } = await this.catalog.visibleVersion(userId, input.strategyVersionId);
     // Another user's priced strategy is charged at activation: only with the buyer's stated consent to that price.
-    if (strategy.userId !== userId && strategy.accessPriceUsd && atomicOf(input.maxAccessPriceUsd ?? null, 6) < atomicOf(strategy.accessPriceUsd, 6)) {
-      throw tradingErrors.accessPriceNotAccepted(strategy.accessPriceUsd);
+    if (isPricedFor(strategy, userId) && atomicOf(input.maxAccessPriceUsd ?? null, 6) < atomicOf(strategy.accessPriceUsd, 6)) {
+      throw tradingErrors.accessPriceNotAccepted(strategy.accessPriceUsd!);
     }
     await this.catalog.account(userId, input.accountId);
+    // Data that cannot serve the runtime (not its live venue's prices, imported candles not current) is refused
+    // now, rather than going active and failing, or trading on another market's prices, at its first tick.
+    await this.checkData(version, isPricedFor(strategy, userId));
     const now = this.ctx.clock.now();
     const row: RuntimeRow = {
       id: newId(now.getTime()),
@@ -120,18 +126,19 @@ export class RuntimeService {
     return this.view((await this.store.get(runtimeId))!);
   }
 
-  /** A manual run at this instant, on the same path as a scheduled tick. */
+  /** A manual run at this instant, on the same path as a scheduled tick; answers its first execution (leg 0: a tick of several orders lists each). */
   async runNow(userId: string, runtimeId: string) {
     const runtime = await this.owned(userId, runtimeId);
     if (runtime.status !== 'active') throw tradingErrors.notActive(runtime.status);
+    const sealed = await this.sealed(runtime);
     const at = this.ctx.clock.now();
     const result = await this.tick(runtimeId, 'manual', at);
     // Two runs asked at the same millisecond are one tick: the later one answers the tick's execution.
-    if (!result.ran && result.reason === 'done') return executionView((await this.store.execution(runtimeId, 'manual', at))!);
+    if (!result.ran && result.reason === 'done') return executionView((await this.store.execution(runtimeId, 'manual', at))!, sealed);
     if (!result.ran && result.reason === 'placing') throw tradingErrors.orderPlacing();
     if (!result.ran) throw tradingErrors.notActive(result.status ?? runtime.status);
     if (result.movedToReview) await this.alignSoon(result.runtime);
-    return executionView(result.execution);
+    return executionView(result.executions[0]!, sealed);
   }
 
   /**
@@ -141,6 +148,7 @@ export class RuntimeService {
   async flatten(userId: string, runtimeId: string) {
     const runtime = await this.owned(userId, runtimeId);
     if (!FLATTENABLE.includes(runtime.status)) throw tradingErrors.notFlattenable(runtime.status);
+    const sealed = await this.sealed(runtime);
     const start = this.ctx.clock.now().getTime();
     const executions = [];
     // One order per position; the bound only stops a book that somehow never empties.
@@ -151,8 +159,8 @@ export class RuntimeService {
       const result = await this.tick(runtimeId, 'flatten', at);
       if (!result.ran && result.reason === 'placing') throw tradingErrors.orderPlacing();
       if (!result.ran && result.reason !== 'done') throw tradingErrors.notFlattenable(result.status ?? current.status);
-      const execution = result.ran ? result.execution : (await this.store.execution(runtimeId, 'flatten', at))!;
-      executions.push(executionView(execution));
+      const execution = result.ran ? result.executions[0]! : (await this.store.execution(runtimeId, 'flatten', at))!;
+      executions.push(executionView(execution, sealed));
       if (result.ran && result.movedToReview) await this.alignSoon(result.runtime);
       // Done once an order did not fill, or none was placed (what is left is under one lot: dust, engine.ts).
       if (execution.status !== 'completed' || (execution.order as { status?: string } | null)?.status !== 'filled') break;
@@ -171,8 +179,8 @@ export class RuntimeService {
   }
 
   async executions(userId: string, runtimeId: string, limit: number, before: string | null) {
-    await this.owned(userId, runtimeId);
-    return (await this.store.executions(runtimeId, limit, before)).map(executionView);
+    const sealed = await this.sealed(await this.owned(userId, runtimeId));
+    return (await this.store.executions(runtimeId, limit, before)).map((row) => executionView(row, sealed));
   }
 
   /** Makes the schedule follow a move now; if that fails, the reconciler's loop does it. */
@@ -186,13 +194,23 @@ export class RuntimeService {
     return row;
   }
 
-  /** The runtime with its book marked at the feed's current prices. */
+  /** Whether the runtime runs another owner's priced strategy: its executions' decisions are then sealed (views.ts). */
+  private async sealed(row: RuntimeRow): Promise<boolean> {
+    const { strategy } = (await this.catalog.store.version(row.strategyVersionId))!;
+    return isPricedFor(strategy, row.userId);
+  }
+
+  /**
+   * The runtime with its book marked at the feed's current prices; a position whose price the feed cannot give
+   * now (a live venue's stale or unreachable ticker, a gap in imported data) is shown at its average price.
+   */
   private async view(row: RuntimeRow) {
     const version = (await this.catalog.store.version(row.strategyVersionId))!.version;
     const book = row.book as Book;
     const at = this.ctx.clock.now();
     const feed = this.feedFor(version);
-    const prices = Object.fromEntries(await Promise.all(Object.keys(book.positions).map(async (symbol) => [symbol, await feed.price(symbol, at)] as const)));
+    const priced = await Promise.all(Object.keys(book.positions).map(async (symbol) => [symbol, await feed.price(symbol, at).catch(() => null)] as const));
+    const prices = Object.fromEntries(priced.filter((entry): entry is readonly [string, number] => entry[1] !== null));
     return runtimeView(row, version, bookView(book, prices, at));
   }
 }
