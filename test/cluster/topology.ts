@@ -113,6 +113,8 @@ export class Cluster {
       LOG_LEVEL: 'warn',
       RELAY_PORT: '0',
       ASSETS_PORT: '0',
+      // Worker-only nodes listen on WORKER_PORT (health, readiness, metrics): several run on this one machine.
+      WORKER_PORT: '0',
     };
     const facPorts = [await freePort(), await freePort()];
     const apiPorts = [await freePort(), await freePort()];

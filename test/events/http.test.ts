@@ -498,3 +498,37 @@ describe('schedules over HTTP', () => {
     expect(claimed.event).toMatchObject({ scheduleId: id, scheduledFor: schedule.nextFireAt, payload: { report: 'daily' } });
   });
 });
+
+describe('ack and nack that claim the next event in the same request (extension)', () => {
+  it('ack with next answers the acked event and data.next, the next event claimed as the claim answers it; null when the queue is empty', async () => {
+    const queue = await newQueue();
+    const [a, b] = [await publish(queue.id, { payload: { n: 1 } }), await publish(queue.id, { payload: { n: 2 } })];
+    const first = (await claim(queue.id))!;
+    expect(first.event.id).toBe(a.id);
+
+    const acked = await call('POST', `/v1/events/${a.id}/ack`, { leaseToken: first.leaseToken, next: { queueId: queue.id, leaseSeconds: 45 } });
+    expect(acked.status).toBe(200);
+    expect(acked.body.data).toMatchObject({ id: a.id, status: 'acked', next: { event: { id: b.id, status: 'leased', attempts: 1, payload: { n: 2 } }, leaseToken: expect.any(String) } });
+    const next = acked.body.data.next;
+    expect(new Date(next.leaseExpiresAt).getTime() - clock.now().getTime()).toBe(45_000);
+
+    // The lease it handed out is a real one: its token acks the event; nothing is left to claim.
+    const last = await call('POST', `/v1/events/${b.id}/ack`, { leaseToken: next.leaseToken, next: { queueId: queue.id } });
+    expect(last.body.data).toMatchObject({ id: b.id, status: 'acked', next: null });
+    // Without next, the answer is the spec's: the event alone.
+    expect(Object.keys((await call('GET', `/v1/events/${b.id}`)).body.data)).not.toContain('next');
+  });
+
+  it('nack with next hands out the next event; a next of another project\'s queue is refused like a claim of it, after the nack was made', async () => {
+    const queue = await newQueue({ maxAttempts: 3 });
+    const event = await publish(queue.id);
+    const leased = (await claim(queue.id))!;
+    const nacked = await call('POST', `/v1/events/${event.id}/nack`, { leaseToken: leased.leaseToken, retryDelaySeconds: 0, next: { queueId: queue.id } });
+    expect(nacked.body.data).toMatchObject({ id: event.id, status: 'available', next: { event: { id: event.id, attempts: 2 } } });
+
+    const bobs = await call('POST', '/v1/event-queues', { name: 'bob-queue' }, otherKey);
+    const refused = await call('POST', `/v1/events/${event.id}/ack`, { leaseToken: nacked.body.data.next.leaseToken, next: { queueId: bobs.body.data.id } });
+    expect(refused.status).toBe(404);
+    expect((await call('GET', `/v1/events/${event.id}`)).body.data.status).toBe('acked');
+  });
+});

@@ -58,7 +58,7 @@ export async function createTenant(app: TestApp, name: string): Promise<Tenant> 
 
 /** The credential kind each path accepts (undefined: public). */
 export function credentialFor(tenant: Tenant, method: string, path: string): string | undefined {
-  if (path.startsWith('/v1/projects') || path.startsWith('/agents') || path.startsWith('/credits') || path.startsWith('/agentic-trading')) return tenant.identity;
+  if (path.startsWith('/v1/projects') || path.startsWith('/v1/oauth') || path.startsWith('/agents') || path.startsWith('/credits') || path.startsWith('/agentic-trading')) return tenant.identity;
   if (path.startsWith('/v1/wallets/me')) return tenant.walletSecret;
   if (path.startsWith('/v1/wallets')) return tenant.mgmt;
   // Public by design: the pay contract and the payer's checkout view (the intent id is the payer's link).

@@ -14,6 +14,9 @@ export interface SeedRow {
   blockNumber?: number;
   blockTimestamp?: number;
   value?: bigint;
+  /** Default a random hash, log index 1. */
+  transactionHash?: string;
+  logIndex?: number;
 }
 
 export async function seedPublished(db: Db, rows: SeedRow[]): Promise<string[]> {
@@ -30,8 +33,8 @@ export async function seedPublished(db: Db, rows: SeedRow[]): Promise<string[]> 
       recipient: getAddress(r.recipient),
       value: String(r.value ?? 1000n),
       authorizationNonce: nonce,
-      transactionHash: toHex(randomBytes(32)),
-      logIndex: 1,
+      transactionHash: r.transactionHash ?? toHex(randomBytes(32)),
+      logIndex: r.logIndex ?? 1,
       blockNumber,
       blockHash: toHex(randomBytes(32)),
       blockTimestamp: r.blockTimestamp ?? 1_700_000_000 + blockNumber,

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { devReceiver } from '../../chain/dev-receiver.js';
 import { AdminCommandError } from '../../admin/commands.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
+import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
@@ -97,11 +98,18 @@ export function creditsModule(ctx: AppContext): Module {
             } catch (error) {
               throw toApiError(error);
             }
-            const answer = await topUps.topUp(principalOf(request, 'identity').userId, request.body.amountUsdCents, payment);
-            if (answer.status === 402) return ctx.x402.sendPaymentRequired(reply, answer.paymentRequired, answer.settlement);
-            if (answer.settlement) ctx.x402.writePaymentResponse(reply, answer.settlement);
-            reply.header('cache-control', 'no-store');
-            return envelope({ topUp: answer.topUp, balanceUsdCents: answer.balanceUsdCents });
+            const userId = principalOf(request, 'identity').userId;
+            // With an Idempotency-Key the top-up takes the key's stable id: a repeat signed anew credits nothing more.
+            return sendIdempotent(ctx.idempotency, request, reply, 'credits.top-up', async (attempt) => {
+              const answer = await topUps.topUp(userId, request.body.amountUsdCents, payment, attempt?.id);
+              const headers: Record<string, string> = { 'cache-control': 'no-store' };
+              if (answer.settlement) headers['payment-response'] = headers['x-payment-response'] = ctx.x402.encodePaymentResponse(answer.settlement);
+              if (answer.status === 402) {
+                headers['payment-required'] = ctx.x402.encodePaymentRequired(answer.paymentRequired);
+                return { status: 402, body: answer.paymentRequired, headers };
+              }
+              return { status: 200, body: envelope({ topUp: answer.topUp, balanceUsdCents: answer.balanceUsdCents }), headers };
+            });
           },
         );
       },

@@ -2,10 +2,7 @@ import type { AppContext } from '../../context.js';
 import { authorizationOutcome, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
 import type { CreditsStore, TopUpRow } from './store.js';
-import type { TopUpService } from './top-up.js';
-
-/** One payment of the top-up: its name in that settle's payment-identifier and in chain_payment_uses. */
-export const settlementRecordOf = (topUpId: string, nonce: string) => `credits:top-up:${topUpId}:${nonce.toLowerCase()}`;
+import { settlementRecordOf, type TopUpService } from './top-up.js';
 
 /** How far back the worker looks for the transaction of an authorization the chain says is used. */
 const LOOKBACK_BLOCKS = 10_000n;

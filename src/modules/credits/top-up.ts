@@ -1,6 +1,5 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { AppContext } from '../../context.js';
-import { settlementRecordOf } from './reconcile.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
@@ -14,6 +13,12 @@ import { SYSTEM_ACCOUNTS, type CreditsStore, type TopUpRow } from './store.js';
 export type TopUpAnswer =
   | { status: 402; paymentRequired: PaymentRequired; settlement?: SettleResponse }
   | { status: 200; topUp: TopUpView; balanceUsdCents: number; settlement?: SettleResponse };
+
+/**
+ * One payment of the top-up: its name in that settle's payment-identifier and in chain_payment_uses. The
+ * reconciler claims the same name, so it lives here, below reconcile.ts.
+ */
+export const settlementRecordOf = (topUpId: string, nonce: string) => `credits:top-up:${topUpId}:${nonce.toLowerCase()}`;
 
 /** Atomic USDG units per credit cent (6 decimals: one cent is 10,000 units). */
 export const atomicPerCent = (decimals: number) => 10n ** BigInt(decimals - 2);
@@ -32,10 +37,13 @@ export class TopUpService {
     private readonly payTo: string | null,
   ) {}
 
-  async topUp(userId: string, amountUsdCents: number, paymentHeader: PaymentPayload | null): Promise<TopUpAnswer> {
+  /** `topUpId`: an Idempotency-Key's stable id: the top-up made under it is answered again, never made twice. */
+  async topUp(userId: string, amountUsdCents: number, paymentHeader: PaymentPayload | null, topUpId?: string): Promise<TopUpAnswer> {
     if (!this.payTo) throw creditsErrors.unavailable();
     const challenge = this.ctx.x402.paymentRequired(this.resource(amountUsdCents), 'Payment required');
     if (!paymentHeader) return { status: 402, paymentRequired: challenge };
+    const earlier = topUpId === undefined ? null : await this.store.topUpById(topUpId);
+    if (earlier) return this.existing(userId, earlier);
     const requirements = this.ctx.x402.match(challenge, paymentHeader);
     if (!requirements) return { status: 402, paymentRequired: { ...challenge, error: NO_MATCH } };
     const parsed = eip3009PayloadSchema.safeParse(paymentHeader.payload);
@@ -45,7 +53,7 @@ export class TopUpService {
 
     const now = this.ctx.clock.now();
     const claimed = await this.store.claimTopUp({
-      id: newId(),
+      id: topUpId ?? newId(),
       userId,
       amountCents: amountUsdCents,
       ...key,

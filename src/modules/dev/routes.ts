@@ -2,6 +2,7 @@ import { getAddress, isAddress, formatUnits } from 'viem';
 import { z } from 'zod';
 import { AdminCommandError } from '../../admin/commands.js';
 import type { AppContext } from '../../context.js';
+import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';
 
 const assetSchema = z.object({ address: z.string(), symbol: z.string(), decimals: z.number().int(), name: z.string(), version: z.string() });
@@ -36,6 +37,7 @@ export function devModule(ctx: AppContext): Module {
                   summary: 'Devchain connection facts (embedded mode only)',
                   response: {
                     200: z.object({ rpcUrl: z.string(), chainId: z.number().int(), network: z.string(), asset: assetSchema, facilitatorUrl: z.string() }),
+                    500: directErrorSchema,
                   },
                 },
               },

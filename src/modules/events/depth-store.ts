@@ -7,6 +7,8 @@ export interface QueueDepthRow {
   ready: number;
   delayed: number;
   leased: number;
+  /** How long the oldest ready event has waited to be claimed (seconds since it became available); 0 with none ready. */
+  oldestReadySeconds: number;
 }
 
 /** Operators' view of the queues (/metrics): read-only, over every project's queues. */
@@ -23,7 +25,8 @@ export class QueueDepthStore {
       sql`select queue_id as "queueId",
                  count(*) filter (where status = 'available' and available_at <= now())::int as ready,
                  count(*) filter (where status = 'available' and available_at > now())::int as delayed,
-                 count(*) filter (where status = 'leased')::int as leased
+                 count(*) filter (where status = 'leased')::int as leased,
+                 coalesce(extract(epoch from now() - min(available_at) filter (where status = 'available' and available_at <= now())), 0)::float8 as "oldestReadySeconds"
           from events where status in ('available', 'leased')
           group by queue_id order by count(*) desc, queue_id limit ${limit}`,
     );

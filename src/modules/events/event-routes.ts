@@ -11,6 +11,7 @@ import { LIMITS } from './limits.js';
 import {
   ackBatchBody,
   ackBody,
+  ackedSchema,
   claimBody,
   claimedSchema,
   deadEventsQuery,
@@ -55,6 +56,17 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
   const onRequest = ctx.auth.guard(['project_key']);
   const projectOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request, 'project_key').projectId;
   const record = (row: Parameters<typeof eventRecord>[0]) => eventRecord(row, events.now());
+  const claimedRecord = (claimed: Claimed) => ({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
+  /** An ack's or nack's `next`: the claim the claim route makes, after the lease was settled (extension). */
+  const claimNext = async (request: Parameters<typeof principalOf>[0], reply: FastifyReply, next: { queueId: string; leaseSeconds?: number; waitSeconds: number }) => {
+    const disconnect = disconnectSignal(reply);
+    try {
+      const claimed = await events.claim(projectOf(request), next.queueId, { leaseSeconds: next.leaseSeconds, waitSeconds: next.waitSeconds, signal: disconnect.signal });
+      return claimed ? claimedRecord(claimed) : null;
+    } finally {
+      disconnect.dispose();
+    }
+  };
 
   app.post(
     '/v1/event-queues/:queueId/events',
@@ -114,7 +126,6 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
     async (request, reply) => {
       const { maxEvents, ...options } = request.body ?? {};
       const disconnect = disconnectSignal(reply);
-      const claimedRecord = (claimed: Claimed) => ({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
       try {
         const claimOptions = { ...options, signal: disconnect.signal };
         if (maxEvents !== undefined) {
@@ -144,9 +155,19 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
     '/v1/events/:eventId/ack',
     {
       onRequest,
-      schema: { tags, security, summary: 'Acknowledge (complete) a leased event', params: eventParams, body: ackBody, response: { 200: envelopeSchema(eventSchema), ...errors } },
+      schema: {
+        tags,
+        security,
+        summary: 'Acknowledge (complete) a leased event; with `next` (extension), claim the next event in the same request (data.next)',
+        params: eventParams,
+        body: ackBody,
+        response: { 200: envelopeSchema(ackedSchema), ...errors },
+      },
     },
-    async (request) => envelope(record(await events.ack(projectOf(request), request.params.eventId, request.body.leaseToken))),
+    async (request, reply) => {
+      const acked = record(await events.ack(projectOf(request), request.params.eventId, request.body.leaseToken));
+      return envelope(request.body.next ? { ...acked, next: await claimNext(request, reply, request.body.next) } : acked);
+    },
   );
 
   app.post(
@@ -156,15 +177,16 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
       schema: {
         tags,
         security,
-        summary: 'Report a failed delivery: retried after retryDelaySeconds (default backoff), dead after maxAttempts',
+        summary: 'Report a failed delivery: retried after retryDelaySeconds (default backoff), dead after maxAttempts; with `next` (extension), claim the next event in the same request',
         params: eventParams,
         body: nackBody,
-        response: { 200: envelopeSchema(eventSchema), ...errors },
+        response: { 200: envelopeSchema(ackedSchema), ...errors },
       },
     },
-    async (request) => {
-      const { leaseToken, ...options } = request.body;
-      return envelope(record(await events.nack(projectOf(request), request.params.eventId, leaseToken, options)));
+    async (request, reply) => {
+      const { leaseToken, next, ...options } = request.body;
+      const nacked = record(await events.nack(projectOf(request), request.params.eventId, leaseToken, options));
+      return envelope(next ? { ...nacked, next: await claimNext(request, reply, next) } : nacked);
     },
   );
 
@@ -229,6 +251,7 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
     '/v1/event-queues/:queueId/dead-events/redrive',
     {
       onRequest,
+      config: { audit: { action: 'queue.redrive', target: ({ params }) => params.queueId } },
       schema: {
         tags,
         security,

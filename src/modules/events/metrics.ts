@@ -20,12 +20,18 @@ export function registerEventMetrics(ctx: Pick<AppContext, 'metrics' | 'db'>, { 
   ctx.metrics.gauge('tollgate_queue_lease_expiries', 'Leases that ran out without ack or nack, over all queues, since each was created', [], async (set) => {
     set({}, (await totals()).leaseExpiries);
   });
-  const depths = new QueueDepthStore(ctx.db);
+  const store = new QueueDepthStore(ctx.db);
+  // Depth and age come from the one query a scrape makes.
+  let depthsInFlight: ReturnType<typeof store.deepest> | null = null;
+  const depths = () => (depthsInFlight ??= store.deepest(DEEPEST_QUEUES).finally(() => (depthsInFlight = null)));
   ctx.metrics.gauge('tollgate_queue_depth', `Open events of each of the ${DEEPEST_QUEUES} deepest queues by state (ready, delayed, leased)`, ['queue', 'state'], async (set) => {
-    for (const { queueId, ready, delayed, leased } of await depths.deepest(DEEPEST_QUEUES)) {
+    for (const { queueId, ready, delayed, leased } of await depths()) {
       set({ queue: queueId, state: 'ready' }, ready);
       set({ queue: queueId, state: 'delayed' }, delayed);
       set({ queue: queueId, state: 'leased' }, leased);
     }
+  });
+  ctx.metrics.gauge('tollgate_queue_oldest_ready_age_seconds', `How long the oldest ready event of each of the ${DEEPEST_QUEUES} deepest queues has waited to be claimed`, ['queue'], async (set) => {
+    for (const { queueId, oldestReadySeconds } of await depths()) set({ queue: queueId }, Number(oldestReadySeconds));
   });
 }

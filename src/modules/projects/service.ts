@@ -1,5 +1,6 @@
 import type { SQL, SQLWrapper } from 'drizzle-orm';
 import { getAddress, isAddress } from 'viem';
+import type { AuditRecord } from '../../platform/audit.js';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
 import { createUsageToucher } from '../../platform/auth/touch.js';
@@ -11,7 +12,7 @@ import { isoDate } from '../../platform/http/schemas.js';
 import { newId } from '../../platform/ids.js';
 import { projectErrors } from './errors.js';
 import { ProjectKeyCache, scopeTag, type KeyScope } from './key-cache.js';
-import type { ApiKeyView, MerchantView, ProjectView } from './schemas.js';
+import type { ApiKeyView, MerchantView, ProjectChange, ProjectView } from './schemas.js';
 import { ProjectsStore, type ApiKeyRow, type MerchantRow, type ProjectRow } from './store.js';
 
 const MERCHANT_NAME_UNIQUE = 'merchants_project_name_unique';
@@ -46,7 +47,7 @@ export class ProjectsService {
   /** Creates a project with its first API key; the key's secret is in this answer only. */
   async create(userId: string, name: string) {
     const now = this.ctx.clock.now();
-    const project: ProjectRow = { id: newId(), ownerUserId: userId, name, status: 'active', intentEventsQueueId: null, createdAt: now, updatedAt: now };
+    const project: ProjectRow = { id: newId(), ownerUserId: userId, name, status: 'active', intentEventsQueueId: null, refundWalletId: null, refundWalletCredentialId: null, createdAt: now, updatedAt: now };
     const issued = this.ctx.hasher.issue('api');
     const key: ApiKeyRow = { id: newId(), projectId: project.id, name: 'default', prefix: issued.prefix, secretHash: issued.hash, status: 'active', lastUsedAt: null, createdAt: now };
     await this.ctx.db.transaction(async (tx) => {
@@ -110,17 +111,40 @@ export class ProjectsService {
   }
 
   /**
-   * The owner names the event queue that receives the project's payment-intent events, or null for none.
-   * The queue must be this project's (the events module answers 404 queue_not_found otherwise).
+   * The owner's changes; an omitted field is unchanged. `intentEventsQueueId`: the event queue that receives the
+   * project's payment-intent events, or null for none; it must be this project's (the events module answers 404
+   * queue_not_found otherwise). `refundWalletId`: the wallet that pays its refunds, or null; the owner proves the
+   * right to pay from it with one of its wallet credentials, whose id is kept (refunds are that credential's
+   * payments) and whose secret is not.
    */
-  async setIntentEventsQueue(userId: string, projectId: string, queueId: string | null | undefined): Promise<ProjectView> {
+  async update(userId: string, projectId: string, change: ProjectChange): Promise<ProjectView> {
     let project = await this.requireOwned(userId, projectId);
+    const queueId = change.intentEventsQueueId;
     if (queueId !== undefined) {
       if (queueId !== null) await this.ctx.services.events.queues.get(projectId, queueId);
       project = (await this.store.setIntentEventsQueue(projectId, queueId, this.ctx.clock.now())) ?? project;
     }
+    if (change.refundWalletId !== undefined) {
+      const wallet = change.refundWalletId === null ? null : await this.provenWallet(change.refundWalletId, change.refundWalletCredential ?? '');
+      project = (await this.store.setRefundWallet(projectId, wallet, this.ctx.clock.now())) ?? project;
+    }
     const [keys, merchantRows] = await Promise.all([this.store.apiKeysOf([projectId]), this.store.merchantsOf([projectId])]);
     return projectView(project, keys, merchantRows);
+  }
+
+  /** The wallet credential's wallet, when it is `walletId` and active: 404 for anything else, whatever it is. */
+  private async provenWallet(walletId: string, credentialSecret: string): Promise<{ walletId: string; credentialId: string }> {
+    const principal = credentialSecret.startsWith('svc_wallet_') ? await this.ctx.keyRotation.find(credentialSecret, this.ctx.services.wallets.resolveCredential) : null;
+    if (!principal || principal.walletId !== walletId) throw projectErrors.refundWalletNotFound();
+    const wallet = await this.ctx.services.wallets.walletOf(walletId);
+    if (wallet.status !== 'active') throw projectErrors.refundWalletNotActive(wallet.status);
+    return { walletId, credentialId: principal.credentialId };
+  }
+
+  /** The wallet (and credential) that pays the project's refunds; null when it names none. */
+  async refundWallet(projectId: string): Promise<{ walletId: string; credentialId: string } | null> {
+    const project = await this.store.project(projectId);
+    return project?.refundWalletId && project.refundWalletCredentialId ? { walletId: project.refundWalletId, credentialId: project.refundWalletCredentialId } : null;
   }
 
   /**
@@ -205,6 +229,18 @@ export class ProjectsService {
     return result;
   }
 
+  /**
+   * The project's audit trail for its owner: the owner's own changes and the operator's switches on the project,
+   * its keys and merchants. The operator appears as `operator` (their login is the operator's business).
+   */
+  async auditTrail(userId: string, projectId: string, page: { limit: number; before?: number }): Promise<AuditRecord[]> {
+    await this.requireOwned(userId, projectId);
+    const entries = await this.ctx.audit.list({ projectId, limit: page.limit, before: page.before });
+    return entries.map((entry) =>
+      entry.actor.kind === 'operator' ? { ...entry, actor: { kind: 'operator', id: 'operator' }, detail: entry.detail && { ...entry.detail, error: undefined } } : entry,
+    );
+  }
+
   /** The user's project; 404 project_not_found otherwise (another module's owner-only routes use it too). */
   async requireOwned(userId: string, projectId: string): Promise<ProjectRow> {
     const project = await this.store.ownedProject(userId, projectId);
@@ -238,6 +274,7 @@ const projectView = (row: ProjectRow, keys: ApiKeyRow[], merchantRows: MerchantR
   name: row.name,
   status: row.status,
   intentEventsQueueId: row.intentEventsQueueId,
+  refundWalletId: row.refundWalletId,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
   apiKeys: keys.map(apiKeyView),

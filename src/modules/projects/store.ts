@@ -128,14 +128,30 @@ export class ProjectsStore {
     return row;
   }
 
-  async setKeyStatus(keyId: string, status: string): Promise<boolean> {
-    const rows = await this.db.update(projectApiKeys).set({ status }).where(eq(projectApiKeys.id, keyId)).returning({ id: projectApiKeys.id });
-    return rows.length > 0;
+  /** The key's project, or null when there is no such key. */
+  async setKeyStatus(keyId: string, status: string): Promise<string | null> {
+    const [row] = await this.db.update(projectApiKeys).set({ status }).where(eq(projectApiKeys.id, keyId)).returning({ projectId: projectApiKeys.projectId });
+    return row?.projectId ?? null;
   }
 
   /** Sets the project's intent-events queue; the project after. */
   async setIntentEventsQueue(projectId: string, queueId: string | null, now: Date): Promise<ProjectRow | undefined> {
     const [row] = await this.db.update(projects).set({ intentEventsQueueId: queueId, updatedAt: now }).where(eq(projects.id, projectId)).returning();
+    return row;
+  }
+
+  /** Sets (or clears) the project's refund wallet and the credential that pays from it; the project after. */
+  async setRefundWallet(projectId: string, wallet: { walletId: string; credentialId: string } | null, now: Date): Promise<ProjectRow | undefined> {
+    const [row] = await this.db
+      .update(projects)
+      .set({ refundWalletId: wallet?.walletId ?? null, refundWalletCredentialId: wallet?.credentialId ?? null, updatedAt: now })
+      .where(eq(projects.id, projectId))
+      .returning();
+    return row;
+  }
+
+  async project(projectId: string): Promise<ProjectRow | undefined> {
+    const [row] = await this.db.select().from(projects).where(eq(projects.id, projectId));
     return row;
   }
 
@@ -164,8 +180,9 @@ export class ProjectsStore {
     return row;
   }
 
-  async setMerchantEnabled(merchantId: string, enabled: boolean, now: Date): Promise<boolean> {
-    const rows = await this.db.update(merchants).set({ enabled, updatedAt: now }).where(eq(merchants.id, merchantId)).returning({ id: merchants.id });
-    return rows.length > 0;
+  /** The merchant's project, or null when there is no such merchant. */
+  async setMerchantEnabled(merchantId: string, enabled: boolean, now: Date): Promise<string | null> {
+    const [row] = await this.db.update(merchants).set({ enabled, updatedAt: now }).where(eq(merchants.id, merchantId)).returning({ projectId: merchants.projectId });
+    return row?.projectId ?? null;
   }
 }

@@ -11,6 +11,7 @@ import { StorageReconciler, storageLoops } from './reconcile.js';
 import { storageRoutes } from './routes.js';
 import { StorageStore } from './store.js';
 import { UploadService } from './upload.js';
+import { uploadOrders } from './tables.js';
 
 export interface StorageModuleOptions {
   /** Replace the image store (tests wrap it to inject failures). */
@@ -32,6 +33,7 @@ function payToOf(ctx: AppContext): string | null {
 export function createStorageModule(options: StorageModuleOptions = {}): ModuleFactory {
   return (ctx) => {
     const store = new StorageStore(ctx.db);
+    ctx.keyRotation.hashedColumn({ name: 'upload_orders.key_hash', table: uploadOrders, key: [uploadOrders.id], column: uploadOrders.keyHash });
     const images = (options.images ?? defaultImageStore)(ctx);
     const payTo = payToOf(ctx);
     const availability = new Availability(ctx, images, payTo);

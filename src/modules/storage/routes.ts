@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { envelope } from '../../platform/http/render.js';
-import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import { envelopeErrorSchema, envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import type { ZodApp } from '../module.js';
 import type { Availability } from './availability.js';
@@ -13,7 +13,7 @@ import { readSingleFile } from './multipart.js';
 import type { StorageReconciler } from './reconcile.js';
 import { configSchema, orderParams, orderSchema, reconcileBody, STORAGE_LIMITS, uploadQuery } from './schemas.js';
 import type { OrderRow, StorageStore } from './store.js';
-import { keyHashOf, type UploadService } from './upload.js';
+import { orderOfKey, type UploadService } from './upload.js';
 import { orderView } from './views.js';
 
 const tags = ['storage'];
@@ -31,7 +31,7 @@ export function storageRoutes({ ctx, store, uploads, reconciler, availability }:
   const view = (row: OrderRow) => orderView(row, ctx.urls, ctx.clock.now());
   /** The order the key authorizes, if it is this one: otherwise 404, never a hint that the id exists. */
   const orderFor = async (request: FastifyRequest, id: string) => {
-    const row = await store.byKeyHash(keyHashOf(ctx, headerOf(request.headers['idempotency-key'])));
+    const row = await orderOfKey(ctx, store, headerOf(request.headers['idempotency-key']));
     if (!row || row.id !== id) throw storageErrors.orderNotFound();
     return row;
   };
@@ -39,7 +39,7 @@ export function storageRoutes({ ctx, store, uploads, reconciler, availability }:
   return async (app: ZodApp) => {
     app.get(
       '/v1/ipfs/config',
-      { schema: { tags, summary: 'Upload configuration; check `available` before uploading', response: { 200: envelopeSchema(configSchema) } } },
+      { schema: { tags, summary: 'Upload configuration; check `available` before uploading', response: { 200: envelopeSchema(configSchema), 500: envelopeErrorSchema } } },
       async () =>
         envelope({
           available: await availability.available(),

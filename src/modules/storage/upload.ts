@@ -41,8 +41,17 @@ export interface UploadDeps {
 
 /** The key is stored only as its keyed hash: a leaked table cannot be used to read or redeem orders. */
 export function keyHashOf(ctx: AppContext, key: string | null): string {
+  return ctx.hasher.hash(keySecretOf(key));
+}
+
+/** The order the key names, under whichever pepper hashed it (a rotation: docs/operations.md#key-rotation). */
+export async function orderOfKey(ctx: AppContext, store: StorageStore, key: string | null): Promise<KeyedOrder | undefined> {
+  return (await ctx.keyRotation.find(keySecretOf(key), (hash) => store.byKeyHash(hash))) ?? undefined;
+}
+
+function keySecretOf(key: string | null): string {
   if (!key || !UUID_PATTERN.test(key.trim())) throw storageErrors.invalidKey();
-  return ctx.hasher.hash(`ipfs-upload:${key.trim().toLowerCase()}`);
+  return `ipfs-upload:${key.trim().toLowerCase()}`;
 }
 
 /**
@@ -65,7 +74,7 @@ export class UploadService {
     if (bytes.length === 0) throw storageErrors.invalidFile('The file is empty');
     const sha256 = createHash('sha256').update(bytes).digest('hex');
 
-    let order = await this.deps.store.byKeyHash(keyHash);
+    let order = await orderOfKey(this.deps.ctx, this.deps.store, request.idempotencyKey);
     if (request.orderId !== null && order?.id !== request.orderId) throw storageErrors.orderNotFound();
     if (!order) order = await this.createOrder(keyHash, sha256, bytes, declaredType);
     if (order.fileSha256 !== sha256) throw storageErrors.changedFile();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isEmbeddedChain } from '../../config.js';
 import type { AppContext } from '../../context.js';
-import { envelopeSchema } from '../../platform/http/schemas.js';
+import { directErrorSchema, envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
 import { envelope } from '../../platform/http/render.js';
 import type { Module, ZodApp } from '../module.js';
@@ -17,6 +17,8 @@ const checkSchema = z.object({
 const devTokenBody = z.object({ sub: z.string().regex(/^[A-Za-z0-9._@:-]{1,200}$/, 'sub: 1-200 of A-Z a-z 0-9 . _ @ : -') });
 const devTokenResult = z.object({ token: z.string(), sub: z.string(), expiresAt: z.string() });
 const DEV_TOKEN_TTL_SECONDS = 3600;
+/** The content type Fastify gives a serialized object: a JSON string sent with it is sent as it is. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 const readyData = z.object({
   ready: z.boolean().describe('false only when a check critical for one of this node\'s roles fails'),
   status: z.enum(['ready', 'degraded', 'unready']).describe('degraded: only non-critical checks fail, the node still serves (200)'),
@@ -33,12 +35,17 @@ export const devTokenRouteEnabled = (ctx: AppContext) => ctx.devIdentity !== nul
 
 /** Health and readiness on every origin, the dev identity JWKS when the embedded issuer runs, rate-limit upkeep. */
 export function systemModule(ctx: AppContext): Module {
-  const health = (app: ZodApp) => {
+  // An origin's errors are in its family's shape: the api's envelope, the direct shape elsewhere.
+  const healthBody = JSON.stringify(envelope(ctx.build));
+  const health = (app: ZodApp, errorSchema: z.ZodType = directErrorSchema) => {
     app.get(
       '/health',
       // Liveness answers from memory, logs nothing of its own: no request scope (src/platform/request-context.ts).
-      { config: { requestContext: false }, schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData) } } },
-      async () => envelope(ctx.build),
+      // Its body never changes, so it is serialized once; a plain (not async) handler makes no promise.
+      { config: { requestContext: false }, schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData), 500: errorSchema } } },
+      (_request, reply) => {
+        reply.type(JSON_TYPE).send(healthBody);
+      },
     );
     app.get(
       '/ready',
@@ -66,13 +73,16 @@ export function systemModule(ctx: AppContext): Module {
   return {
     name: 'system',
     // Counters of ended windows are dead weight; a day covers every window the service uses.
-    loops: [{ name: 'rate-limit-prune', intervalMs: 10 * 60_000, leader: true, run: async () => void (await ctx.rateLimiter.prune(86_400)) }],
+    loops: [
+      { name: 'rate-limit-prune', intervalMs: 10 * 60_000, leader: true, run: async () => void (await ctx.rateLimiter.prune(86_400)) },
+      { name: 'idempotency-prune', intervalMs: 10 * 60_000, leader: true, run: async () => void (await ctx.idempotency.prune()) },
+    ],
     routes: {
       api: (app) => {
-        health(app);
+        health(app, envelopeErrorSchema);
         const issuer = ctx.devIdentity;
         if (issuer) {
-          app.get('/dev/identity/jwks.json', { schema: { tags: ['dev'], summary: 'JWKS of the dev identity issuer' } }, async () => issuer.jwks());
+          app.get('/dev/identity/jwks.json', { schema: { tags: ['dev'], summary: 'JWKS of the dev identity issuer', response: { 200: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }), 500: directErrorSchema } } }, async () => issuer.jwks());
           // The dashboard's sign-in in embedded mode.
           if (devTokenRouteEnabled(ctx)) {
             app.post(
@@ -82,7 +92,7 @@ export function systemModule(ctx: AppContext): Module {
                   tags: ['dev'],
                   summary: 'An identity token for any user from the dev issuer (embedded devchain only; the dashboard signs in with it)',
                   body: devTokenBody,
-                  response: { 200: devTokenResult },
+                  response: { 200: devTokenResult, 400: directErrorSchema, 500: directErrorSchema },
                 },
               },
               async (request, reply) => {
@@ -97,6 +107,7 @@ export function systemModule(ctx: AppContext): Module {
       facilitator: health,
       relay: health,
       assets: health,
+      worker: health,
     },
   };
 }

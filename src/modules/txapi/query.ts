@@ -7,8 +7,10 @@ import { attestationQuerySchema, listQuerySchema } from './schemas.js';
 export type ChainFilter = number | 'all';
 
 export type ListQuery =
-  | { mode: 'page'; chain: ChainFilter; recipient: Address | null; page: number; pageSize: number }
-  | { mode: 'cursor'; chain: number; recipient: Address; afterSequence: number; pageSize: number };
+  /** Newest first; `before` (a paymentId) starts after that record instead of at the newest. */
+  | { mode: 'page'; chain: ChainFilter; recipient: Address | null; page: number; pageSize: number; before: string | null }
+  | { mode: 'cursor'; chain: number; recipient: Address; afterSequence: number; pageSize: number }
+  | { mode: 'transaction'; chain: ChainFilter; recipient: Address | null; transactionHash: string; page: number; pageSize: number };
 
 interface Issue {
   in: 'querystring';
@@ -35,6 +37,14 @@ export function parseListQuery(raw: unknown, chains: { primary: number; indexed:
     if (q.chain === undefined || chain === 'all') issues.push(issue('afterSequence', "afterSequence requires a specific chain (e.g. chain=eip155:4663), not 'all' or the default"));
     if (q.page !== 1) issues.push(issue('page', 'page cannot be combined with afterSequence (the cursor is the position)'));
   }
+  if (q.before !== undefined) {
+    if (q.afterSequence !== undefined) issues.push(issue('before', 'before cannot be combined with afterSequence: use one cursor'));
+    if (q.transactionHash !== undefined) issues.push(issue('before', 'before cannot be combined with transactionHash'));
+    if (q.page !== 1) issues.push(issue('page', 'page cannot be combined with before (the cursor is the position)'));
+  }
+  if (q.transactionHash !== undefined && q.afterSequence !== undefined) {
+    issues.push(issue('transactionHash', 'transactionHash cannot be combined with afterSequence'));
+  }
   // Deep offsets make one public request scan the index; the cursor reads any depth cheaply.
   if ((q.page - 1) * q.pageSize >= MAX_PAGE_OFFSET) {
     issues.push(issue('page', `page × pageSize must stay within the newest ${MAX_PAGE_OFFSET} records; use afterSequence to read further`));
@@ -44,7 +54,10 @@ export function parseListQuery(raw: unknown, chains: { primary: number; indexed:
   if (q.afterSequence !== undefined) {
     return { mode: 'cursor', chain: chain as number, recipient: recipient!, afterSequence: q.afterSequence, pageSize: q.pageSize };
   }
-  return { mode: 'page', chain, recipient, page: q.page, pageSize: q.pageSize };
+  if (q.transactionHash !== undefined) {
+    return { mode: 'transaction', chain, recipient, transactionHash: q.transactionHash.toLowerCase(), page: q.page, pageSize: q.pageSize };
+  }
+  return { mode: 'page', chain, recipient, page: q.page, pageSize: q.pageSize, before: q.before?.toLowerCase() ?? null };
 }
 
 /** The attestation query's `chain` (validated like the list's: a repeated parameter is an array, refused). */
@@ -72,7 +85,7 @@ export function resolveChain(
 export const invalid = (issues: Issue[]) =>
   badRequest(`Invalid query: ${issues.map((i) => i.message).join('; ')}`, issues);
 
-const issue = (name: string, message: string): Issue => ({ in: 'querystring', path: `/${name}`, message });
+export const issue = (name: string, message: string): Issue => ({ in: 'querystring', path: `/${name}`, message });
 
 function toIssue(zodIssue: z.core.$ZodIssue): Issue {
   const name = zodIssue.path.join('/');

@@ -69,7 +69,7 @@ function routes(app: ZodApp, service: TransactionService) {
       attachValidation: true,
       schema: {
         tags,
-        summary: 'Indexed payments, newest first, or after a recipientSequence cursor',
+        summary: 'Indexed payments: newest first (paged, or after a record with before), after a recipientSequence cursor, or those of one transaction',
         querystring: listQuerySchema,
         response: { 200: z.array(transactionRecordSchema), ...errors },
       },

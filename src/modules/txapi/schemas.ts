@@ -29,6 +29,18 @@ export const listQuerySchema = z.object({
   afterSequence: integerParam('afterSequence', 0)
     .optional()
     .describe('Exclusive recipientSequence cursor; needs recipient and a specific chain; ascending and contiguous'),
+  before: z
+    .string()
+    .regex(BYTES32, { error: 'before must be a paymentId (0x and 64 hex digits)' })
+    .optional()
+    .describe(
+      'Cursor of the newest-first listing: the paymentId of the last record already read; answers the records after it in that order (older ones). Unlike page, it neither repeats nor skips a record while new ones are published',
+    ),
+  transactionHash: z
+    .string()
+    .regex(BYTES32, { error: 'transactionHash must be 0x and 64 hex digits' })
+    .optional()
+    .describe('Only the payments this transaction carried (usually one; a batched settlement carries several), in log order'),
 });
 export type ListQueryInput = z.input<typeof listQuerySchema>;
 

@@ -7,7 +7,7 @@ import {
   attestationDomain,
   attestationTypes,
 } from './attestation.js';
-import { invalid, parseAttestationChain, parseListQuery, resolveChain } from './query.js';
+import { invalid, issue, parseAttestationChain, parseListQuery, resolveChain, type ListQuery } from './query.js';
 import type { TransactionRecord } from './schemas.js';
 import { TransactionStore, type PublishedRow } from './store.js';
 
@@ -41,11 +41,31 @@ export class TransactionService {
 
   async list(rawQuery: unknown): Promise<TransactionRecord[]> {
     const q = parseListQuery(rawQuery, this.chains);
-    const rows =
-      q.mode === 'cursor'
-        ? await this.store.afterSequence(q.chain, q.recipient, q.afterSequence, q.pageSize)
-        : await this.store.page(q.chain, q.recipient, (q.page - 1) * q.pageSize, q.pageSize);
-    return rows.map((row) => this.render(row));
+    return (await this.rows(q)).map((row) => this.render(row));
+  }
+
+  private async rows(q: ListQuery): Promise<PublishedRow[]> {
+    switch (q.mode) {
+      case 'cursor':
+        return this.store.afterSequence(q.chain, q.recipient, q.afterSequence, q.pageSize);
+      case 'transaction': {
+        // A transaction carries at most one settlement batch: filtered here rather than one statement per filter.
+        const rows = (await this.store.inTransaction(q.transactionHash)).filter(
+          (row) => (q.chain === 'all' || row.chainId === q.chain) && (q.recipient === null || row.recipient === q.recipient),
+        );
+        const offset = (q.page - 1) * q.pageSize;
+        return rows.slice(offset, offset + q.pageSize);
+      }
+      case 'page': {
+        if (q.before === null) return this.store.page(q.chain, q.recipient, (q.page - 1) * q.pageSize, q.pageSize);
+        // The cursor must be a record of this very listing: a position in another order means nothing here.
+        const position = await this.store.positionOf(q.before);
+        if (!position || (q.chain !== 'all' && position.chainId !== q.chain) || (q.recipient !== null && position.recipient !== q.recipient)) {
+          throw invalid([issue('before', 'before must be the paymentId of a published record of this listing (same chain and recipient)')]);
+        }
+        return this.store.after(q.chain, q.recipient, position, q.pageSize);
+      }
+    }
   }
 
   async get(paymentId: string): Promise<TransactionRecord> {

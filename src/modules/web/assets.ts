@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { projectPath } from '../../platform/project-root.js';
 
-/** web/dist, built by bin/build.js from web/ (this file sits at the same depth in src/ and dist/). */
-export const WEB_DIST = fileURLToPath(new URL('../../../web/dist', import.meta.url));
+/** web/dist, built by bin/build.js from web/. */
+export const WEB_DIST = projectPath('web', 'dist');
 
 export interface WebAsset {
   body: Buffer;

@@ -6,6 +6,7 @@ import { ApiError } from '../../platform/http/errors.js';
 import type { Module } from '../module.js';
 import { devTokenRouteEnabled } from '../system/routes.js';
 import { loadWebAssets } from './assets.js';
+import { envelopeErrorSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 
 /**
  * The pages on the api origin (docs/web.md): the dashboard and explorer under /app/, and the hosted
@@ -73,7 +74,7 @@ export function webModule(ctx: AppContext): Module {
               tags: ['web'],
               summary: 'How the dashboard signs in on this deployment: dev (the dev issuer), oidc (the OpenID provider named), or token (pasted)',
               description: 'Public: it names nothing secret (the OpenID client is a public client). docs/web.md#signing-in.',
-              response: { 200: signInSchema },
+              response: { 200: signInSchema, 500: envelopeErrorSchema },
             },
           },
           async (_request, reply) => {
@@ -95,6 +96,7 @@ export function webModule(ctx: AppContext): Module {
                 'Public. Answers the HTML page that reads the intent and pays it with the browser wallet through POST on this same URL: 200, or 404 (the same page, ' +
                 'which then says the payment request does not exist) for an unknown intent. Without Accept: text/html: 406. Every answer carries Vary: Accept.',
               params: z.object({ intentId: z.string().min(1).max(200) }),
+              response: { 200: z.string().describe('the checkout page (HTML)'), 404: z.string().describe('the same page, saying the payment request does not exist'), 406: intentErrorSchema },
             },
           },
           async (request, reply) => {

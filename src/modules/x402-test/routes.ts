@@ -1,6 +1,9 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { devReceiver } from '../../chain/dev-receiver.js';
+import { devReceiverBinding, sharedDevReceiver } from '../../chain/dev-receiver.js';
+import { createKeySealer } from '../../platform/master-key.js';
+import { devReceivers } from '../../platform/tables.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { PricedResource } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
@@ -8,13 +11,24 @@ import { paymentRequiredSchema, requirementSchema } from '../../x402/schemas.js'
 
 /** 0.0001 USDG: the spec's price of the test endpoints. */
 export const TEST_PRICE = '100';
+/** 0.01 USDG: the most one call of /x402-test/metered may cost (its upto maximum). */
+export const METERED_MAX = '10000';
+
+/**
+ * What one call of /x402-test/metered "used": a random share of the maximum, 1% to 100% in whole percents, drawn
+ * from the payment's record id (random per payment), so a settle retried for the same payment asks the same amount.
+ */
+export const meteredUse = (maximum: bigint, recordId: string): bigint => (maximum * BigInt((createHash('sha256').update(recordId).digest().readUInt32BE(0) % 100) + 1)) / 100n;
 
 /**
  * The paid test endpoints (api origin, direct family). Both answer 402 with an x402 challenge when
  * unpaid and settle before answering; /demo also shows what was required and how it settled.
  */
-export function x402TestModule(ctx: AppContext): Module {
-  const payTo = ctx.config.x402TestPayTo ?? devReceiver(ctx.config.dataDir, 'x402-test-receiver-key');
+export async function x402TestModule(ctx: AppContext): Promise<Module> {
+  // X402_TEST_PAY_TO, else the deployment's one dev receiver: every node of a cluster pays the same address.
+  const sealer = createKeySealer(ctx.config);
+  ctx.keyRotation.sealedColumn({ name: 'dev_receivers.sealed_key', table: devReceivers, key: [devReceivers.name], column: devReceivers.sealedKey, associatedData: (key) => devReceiverBinding(key.name!) });
+  const payTo = ctx.config.x402TestPayTo ?? (await sharedDevReceiver({ db: ctx.db, dataDir: ctx.config.dataDir, sealer }, 'x402-test-receiver-key'));
   const priced = (url: string, description: string): PricedResource => ({
     url,
     description,
@@ -75,6 +89,37 @@ export function x402TestModule(ctx: AppContext): Module {
               settlement: result.settlement,
               payer: result.payer,
             };
+          },
+        );
+
+        app.get(
+          '/x402-test/metered',
+          {
+            schema: {
+              tags: ['x402-test'],
+              summary: 'Metered: pays the use (upto, at most 0.01 USDG) on eip155:4663',
+              description:
+                'Unpaid: 402 with an `upto` challenge (a Permit2 permit of at most 10000 atomic units, naming the facilitator ' +
+                'that may settle it). Paid: the call "uses" a random share of the maximum (1% to 100%, drawn per payment), ' +
+                'settles that much, and answers what was used and the settlement (its `amount` is what moved).',
+              response: {
+                200: z.object({
+                  message: z.literal('metered'),
+                  maximum: z.string(),
+                  used: z.string(),
+                  settlement: z.object({ success: z.boolean(), transaction: z.string(), network: z.string(), payer: z.string().optional(), amount: z.string().optional() }),
+                  payer: z.string(),
+                }),
+                ...errors,
+              },
+            },
+          },
+          async (request, reply) => {
+            const resource = { ...priced(ctx.x402.resourceUrl(request), 'x402 metered: pays a random share of the maximum'), amount: METERED_MAX };
+            const result = await ctx.x402.chargeUsage(request, resource, meteredUse);
+            if (!result.paid) return ctx.x402.sendPaymentRequired(reply, result.paymentRequired, result.settlement);
+            ctx.x402.writePaymentResponse(reply, result.settlement);
+            return { message: 'metered' as const, maximum: METERED_MAX, used: result.used, settlement: result.settlement, payer: result.payer };
           },
         );
       },
