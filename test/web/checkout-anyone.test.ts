@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
 import { balanceOf, buildPayApp, fundedPayer, getIntent, signedHeader } from '../intents/harness.js';
-import { createWallet, freePort } from '../wallets/helpers.js';
+import { createWallet, freePort, settledPayment, type PaidPayment } from '../wallets/helpers.js';
 import { browserMissing, injectWallet, launchChromium, screenshot, type TestWalletOptions } from './browser.js';
 
 const run = promisify(execFile);
@@ -119,8 +119,8 @@ describe.skipIf(browserMissing)('a checkout anyone can pay, in Chromium', () => 
 
     await page.getByRole('button', { name: 'Copy the transaction hash' }).click();
     await expect.poll(() => clipboard(page)).toBe(hash);
-    // Once indexed, the link opens the explorer at this payment: the recipient's payments from this one on.
-    await expect.poll(() => transaction.getAttribute('href'), { timeout: 15_000 }).toMatch(new RegExp(`^/app/#/explorer\\?recipient=${shop.payTo}&after=\\d+$`));
+    // The link names the payment by its transaction (to this payee): the explorer finds it there once indexed.
+    expect(await transaction.getAttribute('href')).toBe(`/app/#/explorer?${new URLSearchParams({ transaction: hash, recipient: shop.payTo })}`);
     expect(await scrollWidth(page)).toBeLessThanOrEqual(390);
     await screenshot(page, 'checkout-paid-phone');
 
@@ -141,13 +141,16 @@ describe.skipIf(browserMissing)('a checkout anyone can pay, in Chromium', () => 
     const snippet = (await page.getByTestId('snippet-pay-and-call').textContent())!;
     expect(snippet).toContain(`${app.urls.api}/v1/wallets/me/pay-and-call`);
     const { stdout } = await run('bash', ['-c', snippet], { env: { ...process.env, TOLLGATE_WALLET_KEY: secret }, timeout: 60_000 });
-    const answer = JSON.parse(stdout) as { data: { upstream: { status: number }; payment: { status: string; transaction: string; amount: string } } };
+    const answer = JSON.parse(stdout) as { data: { upstream: { status: number }; payment: PaidPayment & { settlement: { transaction: string } } } };
     expect(answer.data.upstream.status).toBe(200);
-    expect(answer.data.payment).toMatchObject({ status: 'settled', amount: '2500000' });
+    // Answered on the intent's settlement (pending, its transaction in settlement); the wallet's record is then settled by the chain.
+    expect(answer.data.payment).toMatchObject({ status: 'pending', amount: '2500000' });
+    const transaction = answer.data.payment.settlement.transaction;
+    expect((await settledPayment(app, secret, answer.data.payment)).transaction).toBe(transaction);
 
     await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 10_000 }).toBe('settled');
-    expect(await page.getByTestId('transaction').textContent()).toBe(answer.data.payment.transaction);
-    expect((await getIntent(app, shop.apiKey, intent.id)).transactionHash).toBe(answer.data.payment.transaction);
+    expect(await page.getByTestId('transaction').textContent()).toBe(transaction);
+    expect((await getIntent(app, shop.apiKey, intent.id)).transactionHash).toBe(transaction);
     await context.close();
   });
 
@@ -265,20 +268,26 @@ describe.skipIf(browserMissing)('a checkout anyone can pay, in Chromium', () => 
     const intent = await newIntent(100);
     const { page, context } = await openPage();
     const expiresAt = Date.parse(intent.expiresAt);
-    // The browser's clock only (its timers keep running): the page says times from the payer's clock.
-    await page.clock.setFixedTime(expiresAt - 90_000);
+    // The service's clock as the page reads it, the Date of the answers it polls, moved here (the payer's own
+    // clock does not count: checkout-clock.test.ts); the page's timers keep running.
+    let serviceNow = expiresAt - 100_000;
+    await page.route('**/v1/payment-intents/*/checkout', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, headers: { ...response.headers(), date: new Date(serviceNow).toUTCString() } });
+    });
     await page.goto(intent.paymentUrl);
     await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
     expect(await page.getByTestId('expiry').textContent()).toBe('Expires in 2 min');
     await page.evaluate('window.__sameDocument = true');
 
-    await page.clock.setFixedTime(expiresAt + 10_000);
-    await expect.poll(() => page.getByTestId('status').textContent()).toBe('expired');
-    await expect.poll(() => page.getByTestId('expiry').textContent()).toBe('Expired 10 s ago');
+    serviceNow = expiresAt + 9_500; // Date has whole seconds: the page takes the middle of this one
+    // Read at the page's next poll (every 2 s).
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 10_000 }).toBe('expired');
+    await expect.poll(() => page.getByTestId('expiry').textContent(), { timeout: 3000 }).toBe('Expired 10 s ago');
     expect(await page.getByRole('alert').textContent()).toContain('This payment request has expired');
     expect(await page.getByRole('button').count()).toBe(0);
-    await page.clock.setFixedTime(expiresAt + 130_000);
-    await expect.poll(() => page.getByTestId('expiry').textContent()).toBe('Expired 2 min ago');
+    serviceNow = expiresAt + 129_500;
+    await expect.poll(() => page.getByTestId('expiry').textContent(), { timeout: 10_000 }).toBe('Expired 2 min ago');
     expect(await page.evaluate('window.__sameDocument')).toBe(true);
     await context.close();
   });

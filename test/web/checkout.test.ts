@@ -123,6 +123,35 @@ describe.skipIf(browserMissing)('hosted checkout in Chromium', () => {
     await page.close();
   });
 
+  it('says in words why the last payment did not go through, live, and still offers to pay', async () => {
+    const intent = await newIntent(600);
+    const { page } = await payerPage('10');
+    await page.goto(intent.paymentUrl);
+    await expect.poll(() => page.getByTestId('status').textContent()).toBe('pending');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    // Recorded as the intents module leaves it after a settle that moved nothing (docs/intents.md,
+    // lastPaymentError): a payment from another tab that the balance no longer covered, then a facilitator
+    // that sent nothing. The open page follows it without a reload.
+    const cases: [string, string][] = [
+      ['invalid_exact_evm_insufficient_balance', 'did not hold enough USDG'],
+      ['facilitator_unavailable', 'could not settle it at that moment and sent nothing'],
+    ];
+    for (const [code, words] of cases) {
+      await app.ctx.db.update(paymentIntents).set({ lastPaymentErrorCode: code, lastPaymentErrorMessage: code, lastPaymentErrorAt: new Date() }).where(eq(paymentIntents.id, intent.id));
+      await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 10_000 }).toContain(words);
+      expect(await page.getByRole('alert').textContent()).toContain('Nothing was charged for it, and this request can still be paid.');
+      expect(await page.getByTestId('status').textContent()).toBe('pending');
+      expect(await page.getByRole('button', { name: 'Pay $6.00 with your wallet' }).count()).toBe(1);
+    }
+    await screenshot(page, 'checkout-last-payment-error');
+
+    // Paying now settles it, and the note goes with the pay button.
+    await page.getByRole('button', { name: 'Pay $6.00 with your wallet' }).click();
+    await expect.poll(() => page.getByTestId('status').textContent(), { timeout: 30_000 }).toBe('settled');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.close();
+  });
+
   it('tells a payer without a browser wallet how to pay, and an unknown link that it is unknown', async () => {
     const intent = await newIntent(100);
     const page = await browser.newPage();

@@ -3,9 +3,11 @@
 // create merchants (a bad checksum refused in the server's words), list and filter intents, see queue
 // depth, wallets and credits; then find a real settled payment in the explorer with its attestation
 // verified in the page, and a tampered one shown as a mismatch.
+import { eq } from 'drizzle-orm';
 import type { Browser, Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { paymentIntents } from '../../src/modules/intents/tables.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { uniqueExternalId } from '../intents/fixtures.js';
 import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
@@ -85,9 +87,11 @@ describe.skipIf(browserMissing)('dashboard in Chromium', () => {
   it('lists the project’s intents with status filters, and queue depth', async () => {
     const projects = (await body(api('/v1/projects', await app.identityToken('dana')))).data;
     const merchantId = projects[0].merchants[0].id;
+    const made: Record<number, { id: string }> = {};
     for (const cents of [250, 990]) {
-      const made = await api('/v1/payment-intents', projectKey, { method: 'POST', body: JSON.stringify({ merchantId, amountUsdCents: cents, externalId: uniqueExternalId() }) });
-      expect(made.status).toBe(201);
+      const response = await api('/v1/payment-intents', projectKey, { method: 'POST', body: JSON.stringify({ merchantId, amountUsdCents: cents, externalId: uniqueExternalId() }) });
+      expect(response.status).toBe(201);
+      made[cents] = (await response.json()) as { id: string };
     }
     const queue = await body(api('/v1/event-queues', projectKey, { method: 'POST', body: JSON.stringify({ name: 'orders' }) }));
     for (let i = 0; i < 3; i++) expect((await api(`/v1/event-queues/${queue.data.id}/events`, projectKey, { method: 'POST', body: JSON.stringify({ payload: { i } }) })).status).toBe(201);
@@ -107,6 +111,19 @@ describe.skipIf(browserMissing)('dashboard in Chromium', () => {
     await expect.poll(() => page.getByText('No intents match.').count()).toBe(1);
     await page.getByLabel('Status').selectOption('pending');
     await expect.poll(() => page.getByRole('cell', { name: '$9.90' }).count()).toBe(1);
+
+    // A pending intent whose last payment did not go through says what happened (as the intents module records
+    // a settle that moved nothing: docs/intents.md, lastPaymentError).
+    expect(await page.getByTestId('last-payment-error').count()).toBe(0);
+    const message = "the payer's balance does not cover the amount";
+    await app.ctx.db
+      .update(paymentIntents)
+      .set({ lastPaymentErrorCode: 'invalid_exact_evm_insufficient_balance', lastPaymentErrorMessage: message, lastPaymentErrorAt: new Date() })
+      .where(eq(paymentIntents.id, made[990]!.id));
+    await page.reload();
+    await expect.poll(() => page.locator(`[data-intent-id="${made[990]!.id}"]`).getByTestId('last-payment-error').textContent()).toContain(`Last payment not settled`);
+    expect(await page.getByTestId('last-payment-error').textContent()).toContain(message);
+    expect(await page.getByTestId('last-payment-error').count()).toBe(1);
   });
 
   it('shows credits and agents, and wallets for a management credential', async () => {

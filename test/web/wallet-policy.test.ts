@@ -9,7 +9,7 @@ import { ASSETS } from '../../src/chain/registry.js';
 import { KNOWN_ASSETS, tokenAmount } from '../../web/src/shared/format.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { randomAddress } from '../txapi/seed.js';
-import { buildWalletsApp, call, createWallet, freePort } from '../wallets/helpers.js';
+import { buildWalletsApp, call, createWallet, freePort, settledPayment } from '../wallets/helpers.js';
 import { browserMissing, launchChromium, screenshot } from './browser.js';
 
 let app: TestApp;
@@ -140,7 +140,8 @@ describe.skipIf(browserMissing)('wallet spend policies in Chromium', () => {
 
     const paid = await payPing(approved);
     expect(paid.status).toBe(200);
-    expect(paid.body.data.payment).toMatchObject({ status: 'settled', amount: '100' });
+    expect(paid.body.data.payment).toMatchObject({ status: 'pending', amount: '100' });
+    await settledPayment(app, agent.secret, paid.body.data.payment);
     await agentPanel.getByRole('button', { name: 'Refresh Agent one' }).click();
     await expect.poll(() => row.getByRole('cell').nth(0).innerText(), soon).toBe('consumed');
     expect(await row.innerText()).toContain(paid.body.data.payment.id);

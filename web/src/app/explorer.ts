@@ -1,7 +1,8 @@
-// The payment explorer over the transaction API: payments by recipient, each attestation verified here
-// in the browser (EIP-712 recover of its signature must give the attestation signer the API publishes,
-// and the record the row shows must agree with what was signed), and cursor paging by recipient
-// sequence (or newest-first pages across recipients).
+// The payment explorer over the transaction API: payments by recipient, the payments of one transaction
+// (where the checkout links a paid intent), or the newest payments, each attestation verified here in the
+// browser (EIP-712 recover of its signature must give the attestation signer the API publishes, and the
+// record the row shows must agree with what was signed). Paging is by cursor only, never by page number:
+// recipient sequence for a recipient, the last paymentId shown (`before`) for the newest payments.
 import { recoverTypedDataAddress, type Hex, type TypedDataDomain } from 'viem';
 import { dataTable, field, h, mount, notice } from '../shared/dom.js';
 import { shortHex, units, when } from '../shared/format.js';
@@ -24,6 +25,9 @@ interface TxRecord {
 interface AttestationInfo { domain: TypedDataDomain; types: Record<string, { name: string; type: string }[]>; primaryType: string; signer: string }
 
 const PAGE_SIZE = 10;
+/** A transaction's payments not published yet: looked for again this often, this many times (a minute). */
+const LOOK_AGAIN_MS = 3000;
+const LOOKS = 20;
 
 /** The record's fields a row shows that the attestation signs, each beside its name in the attestation. */
 const SIGNED = [
@@ -58,18 +62,30 @@ function badge(v: { signed: boolean; differs: string[]; recovered: string }): HT
   return h('span', { class: 'badge verified', title: `recovered ${v.recovered}` }, 'verified');
 }
 
-export async function explorerPage(root: HTMLElement, query: URLSearchParams): Promise<void> {
+export async function explorerPage(root: HTMLElement, query: URLSearchParams, looks = 0): Promise<void> {
   const recipient = query.get('recipient') ?? '';
   const after = query.get('after');
-  const page = Number(query.get('page') ?? '1');
+  const before = query.get('before');
+  const transaction = query.get('transaction');
   const info = await json<AttestationInfo>('GET', '/x402scan/attestation');
   const chain = String(info.domain.chainId);
   const params = new URLSearchParams({ pageSize: String(PAGE_SIZE), chain });
-  if (recipient) {
+  if (transaction) {
+    // One transaction's payments (to `recipient` when named), found by hash whatever their age; a
+    // transaction carries one payment, or a batch's.
+    params.set('transactionHash', transaction);
+    params.set('pageSize', '100');
+    if (recipient) params.set('recipient', recipient);
+  } else if (recipient) {
     params.set('recipient', recipient);
     params.set('afterSequence', after ?? '0');
-  } else params.set('page', String(page));
+  } else if (before) params.set('before', before);
   const records = await json<TxRecord[]>('GET', `/x402scan/transactions?${params}`);
+  // Settled moments ago, a payment is published once its block is final: look again for a while.
+  if (transaction && records.length === 0 && looks < LOOKS) {
+    const shown = location.hash;
+    setTimeout(() => void (location.hash === shown && explorerPage(root, query, looks + 1).catch(() => {})), LOOK_AGAIN_MS);
+  }
 
   const input = h('input', { name: 'recipient', value: recipient, pattern: '0x[0-9a-fA-F]{40}', spellcheck: 'false', autocomplete: 'off', size: 44, placeholder: '0x…' });
   const go = (next: Record<string, string>) => (location.hash = `#/explorer?${new URLSearchParams(next)}`);
@@ -85,7 +101,14 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
     ),
     h('p', { class: 'muted' }, 'Attestations are signed by ', h('code', {}, info.signer), ` (${info.domain.name} v${info.domain.version}). Each row is checked in this browser: its payer, recipient, token and amount must be the signed ones. The transaction hash and time are not covered by the attestation.`),
     rows.length === 0
-      ? notice('info', recipient ? 'No payments to this address after this point yet.' : 'No payments indexed yet.')
+      ? notice(
+          'info',
+          transaction
+            ? `No published payment in transaction ${transaction} yet. A payment is published once its block is final, a few seconds after it settles${looks < LOOKS ? '; this page looks again by itself' : ''}.`
+            : recipient
+              ? 'No payments to this address after this point yet.'
+              : 'No payments indexed yet.',
+        )
       : dataTable(
           ['#', 'Time', 'From', 'To', 'Amount', 'Transaction', 'Attestation'],
           rows.map(({ r, v }) => ({
@@ -100,20 +123,23 @@ export async function explorerPage(root: HTMLElement, query: URLSearchParams): P
               badge(v),
             ],
           })),
-          recipient ? `Payments to ${recipient}` : 'Newest payments',
+          transaction ? `Payments in transaction ${transaction}${recipient ? ` to ${recipient}` : ''}` : recipient ? `Payments to ${recipient}` : 'Newest payments',
         ),
     h(
       'div',
       { class: 'row pager' },
-      recipient
-        ? [
-            after && after !== '0' ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient }) }, 'From the first') : null,
-            records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient, after: records.at(-1)!.attestation.recipientSequence }) }, 'Next payments') : null,
-          ]
-        : [
-            page > 1 ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ page: String(page - 1) }) }, 'Newer') : null,
-            records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ page: String(page + 1) }) }, 'Older') : null,
-          ],
+      transaction
+        ? null
+        : recipient
+          ? [
+              after && after !== '0' ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient }) }, 'From the first') : null,
+              records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ recipient, after: records.at(-1)!.attestation.recipientSequence }) }, 'Next payments') : null,
+            ]
+          : [
+              // Older pages continue after the last row shown, so payments arriving meanwhile neither repeat nor hide a row.
+              before ? h('button', { type: 'button', class: 'secondary', onclick: () => go({}) }, 'Newest') : null,
+              records.length === PAGE_SIZE ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ before: records.at(-1)!.attestation.paymentId }) }, 'Older') : null,
+            ],
     ),
   );
 }

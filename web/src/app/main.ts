@@ -4,6 +4,7 @@ import { h, mount, notice } from '../shared/dom.js';
 import { HttpError } from '../shared/http.js';
 import { agentsPage } from './agents.js';
 import { explorerPage } from './explorer.js';
+import { authorizePage, connectedAppsPage } from './oauth.js';
 import { forgetProjectKeys, projectPage, projectsPage } from './projects.js';
 import { session, signIn } from './session.js';
 import { tradingPage } from './trading.js';
@@ -25,6 +26,9 @@ const routes: Route[] = [
   { path: /^\/wallets$/, title: 'Wallets', signedIn: true, render: (root) => walletsPage(root) },
   { path: /^\/agents$/, title: 'Agents and credits', signedIn: true, render: (root) => agentsPage(root) },
   { path: /^\/trading$/, title: 'Trading', signedIn: true, render: (root) => tradingPage(root) },
+  { path: /^\/connected-apps$/, title: 'Connected apps', signedIn: true, render: (root) => connectedAppsPage(root) },
+  // Where an application's authorization request lands (GET /oauth/authorize sends the browser here).
+  { path: /^\/authorize$/, title: 'Connect an application', signedIn: true, render: (root, _m, q) => authorizePage(root, q) },
   { path: /^\/explorer$/, title: 'Payment explorer', signedIn: false, render: (root, _m, q) => explorerPage(root, q) },
 ];
 
@@ -33,6 +37,7 @@ const links = [
   ['#/wallets', 'Wallets'],
   ['#/agents', 'Agents and credits'],
   ['#/trading', 'Trading'],
+  ['#/connected-apps', 'Connected apps'],
   ['#/explorer', 'Payment explorer'],
 ] as const;
 

@@ -3,13 +3,32 @@
 import { copyButton, dataTable, field, h, liveTime, mount, notice } from '../shared/dom.js';
 import { expiry, shortHex, usd, usdCents, when } from '../shared/format.js';
 import { HttpError, json } from '../shared/http.js';
+import { refundsPanel, refundWalletForm } from './refunds.js';
 import { shownOnce } from './secret.js';
 import { session } from './session.js';
 
 interface ApiKey { id: string; name: string; prefix: string; status: string; lastUsedAt: string | null; createdAt: string }
 interface Merchant { id: string; name: string; enabled: boolean; payTo: string; network: string; createdAt: string }
-interface Project { id: string; name: string; status: string; intentEventsQueueId?: string | null; createdAt: string; apiKeys: ApiKey[]; merchants: Merchant[] }
-interface Intent { id: string; merchantId: string; externalId: string; status: string; amountUsdCents: number; paymentUrl: string; createdAt: string; expiresAt: string; transactionHash: string | null }
+interface Project { id: string; name: string; status: string; intentEventsQueueId?: string | null; refundWalletId?: string | null; createdAt: string; apiKeys: ApiKey[]; merchants: Merchant[] }
+interface Intent {
+  id: string;
+  merchantId: string;
+  externalId: string;
+  status: string;
+  amountUsdCents: number;
+  paymentUrl: string;
+  createdAt: string;
+  expiresAt: string;
+  transactionHash: string | null;
+  /** The last payment that verified but did not pay it; it stayed payable (docs/intents.md). */
+  lastPaymentError?: { code: string; message: string; at: string } | null;
+  payTo: string;
+  payer?: string | null;
+  paidVia?: 'x402' | 'deposit' | null;
+  receivedUsdCents?: number;
+  refundedUsdCents?: number;
+}
+interface Totals { count: number; settledCount: number; settledUsdCents: number; receivedUsdCents: number; refundedUsdCents: number }
 interface Queue { id: string; name: string; depth?: Record<string, number> }
 
 const INTENT_STATUSES = ['pending', 'settling', 'settled', 'failed', 'expired'];
@@ -107,7 +126,8 @@ export async function projectPage(root: HTMLElement, projectId: string, query: U
     merchantsSection(project, reload),
     newIntentSection(project, showIntents),
     intents,
-    await queuesSection(project),
+    h('section', { class: 'card', 'aria-labelledby': 'refunds' }, h('h2', { id: 'refunds' }, 'Refunds'), h('p', {}, 'Refunds are paid back to the payer from a Tollgate wallet of yours; refund an intent from its row above.'), refundWalletForm(project)),
+    await queuesSection(project, reload),
   );
 }
 
@@ -332,35 +352,68 @@ function newIntentSection(project: Project, showIntents: () => Promise<void>): H
 async function intentsSection(section: HTMLElement, project: Project, query: URLSearchParams): Promise<void> {
   const merchantId = query.get('merchant') ?? '';
   const status = query.get('status') ?? '';
+  const search = query.get('externalId') ?? '';
   const before = query.get('before') ?? '';
-  const params = new URLSearchParams({ limit: '20', ...(merchantId ? { merchantId } : {}), ...(status ? { status } : {}), ...(before ? { before } : {}) });
-  const intents = await api<Intent[]>('GET', `/v1/projects/${project.id}/payment-intents?${params}`);
+  const filters = { ...(merchantId ? { merchantId } : {}), ...(status ? { status } : {}), ...(search ? { externalId: search } : {}) };
+  const params = new URLSearchParams({ limit: '20', ...filters, ...(before ? { before } : {}) });
+  const [intents, totals] = await Promise.all([
+    api<Intent[]>('GET', `/v1/projects/${project.id}/payment-intents?${params}`),
+    api<Totals>('GET', `/v1/projects/${project.id}/payment-intents/totals?${new URLSearchParams(filters)}`),
+  ]);
   const merchantName = new Map(project.merchants.map((m) => [m.id, m.name]));
   const go = (changes: Record<string, string>) => {
-    const next = new URLSearchParams({ ...(merchantId ? { merchant: merchantId } : {}), ...(status ? { status } : {}), ...changes });
+    const next = new URLSearchParams({ ...(merchantId ? { merchant: merchantId } : {}), ...(status ? { status } : {}), ...(search ? { externalId: search } : {}), ...changes });
     for (const [k, v] of [...next]) if (!v) next.delete(k);
     location.hash = `#/projects/${project.id}?${next}`;
   };
   const merchantSelect = h('select', { name: 'merchant', onchange: (e: Event) => go({ merchant: (e.target as HTMLSelectElement).value, before: '' }) }, h('option', { value: '' }, 'All merchants'), project.merchants.map((m) => h('option', { value: m.id, selected: m.id === merchantId }, m.name)));
   const statusSelect = h('select', { name: 'status', onchange: (e: Event) => go({ status: (e.target as HTMLSelectElement).value, before: '' }) }, h('option', { value: '' }, 'Any status'), INTENT_STATUSES.map((s) => h('option', { value: s, selected: s === status }, s)));
+  const searchInput = h('input', { name: 'externalId', type: 'search', maxlength: 200, autocomplete: 'off', value: search, placeholder: 'order-1001' });
+  const reloadIntents = () => intentsSection(section, project, query);
   mount(
     section,
     h('h2', { id: 'intents' }, 'Payment intents'),
-    h('div', { class: 'inline row' }, field('Merchant', merchantSelect), field('Status', statusSelect)),
+    h(
+      'form',
+      { class: 'inline row', role: 'search', 'aria-label': 'Filter payment intents', onsubmit: (e: Event) => (e.preventDefault(), go({ externalId: searchInput.value.trim(), before: '' })) },
+      field('Merchant', merchantSelect),
+      field('Status', statusSelect),
+      field('External id starts with', searchInput),
+      h('button', { type: 'submit', class: 'secondary' }, 'Search'),
+    ),
+    h(
+      'p',
+      { 'data-testid': 'intent-totals' },
+      `${totals.count} intent${totals.count === 1 ? '' : 's'}; ${totals.settledCount} settled for ${usd(totals.settledUsdCents)}; received ${usd(totals.receivedUsdCents)}; refunded ${usd(totals.refundedUsdCents)}. `,
+      h('button', { type: 'button', class: 'secondary', onclick: () => void exportCsv(project, filters, merchantName) }, 'Export CSV'),
+    ),
     intents.length === 0
       ? h('p', {}, 'No intents match.')
       : dataTable(
-          ['Created', 'Merchant', 'External id', 'Amount', 'Status', 'Expires', 'Transaction', 'Pay URL'],
+          ['Created', 'Merchant', 'External id', 'Amount', 'Status', 'Expires', 'Paid by', 'Transaction', 'Refunds', 'Pay URL'],
           intents.map((i) => ({
             attrs: { 'data-intent-id': i.id },
             cells: [
               when(i.createdAt),
               merchantName.get(i.merchantId) ?? i.merchantId,
               i.externalId,
-              usd(i.amountUsdCents),
-              h('span', { class: `badge ${i.status}` }, i.status),
+              [usd(i.amountUsdCents), i.receivedUsdCents && i.receivedUsdCents !== (i.status === 'settled' ? i.amountUsdCents : 0) ? h('p', { class: 'muted' }, `received ${usd(i.receivedUsdCents)}`) : null],
+              [
+                h('span', { class: `badge ${i.status}` }, i.status),
+                i.paidVia ? h('p', { class: 'muted' }, i.paidVia === 'deposit' ? 'by deposit' : 'by x402') : null,
+                // Still payable after a payment that did not go through: what happened, and when.
+                i.status === 'pending' && i.lastPaymentError
+                  ? h('p', { class: 'muted', 'data-testid': 'last-payment-error', title: i.lastPaymentError.code }, `Last payment not settled (${when(i.lastPaymentError.at)}): ${i.lastPaymentError.message}`)
+                  : null,
+              ],
               i.status === 'pending' ? liveTime(i.expiresAt, expiry, when(i.expiresAt)) : '—',
-              i.transactionHash ? h('code', { title: i.transactionHash }, shortHex(i.transactionHash)) : '—',
+              i.payer ? h('code', { title: i.payer, 'data-testid': 'payer' }, shortHex(i.payer)) : '—',
+              i.transactionHash
+                ? i.paidVia === 'deposit'
+                  ? h('code', { title: i.transactionHash }, shortHex(i.transactionHash))
+                  : h('a', { href: `#/explorer?${new URLSearchParams({ transaction: i.transactionHash, recipient: i.payTo })}`, title: i.transactionHash }, h('code', {}, shortHex(i.transactionHash)))
+                : '—',
+              (i.receivedUsdCents ?? 0) > 0 || (i.refundedUsdCents ?? 0) > 0 ? refundsPanel(project.id, i, reloadIntents) : '—',
               h(
                 'div',
                 { class: 'row' },
@@ -375,7 +428,34 @@ async function intentsSection(section: HTMLElement, project: Project, query: URL
   );
 }
 
-async function queuesSection(project: Project): Promise<HTMLElement> {
+/** Every intent the filters select (all pages, 100 a request), as CSV the browser downloads. */
+async function exportCsv(project: Project, filters: Record<string, string>, merchantName: Map<string, string>): Promise<void> {
+  const rows: Intent[] = [];
+  for (let before = ''; ; ) {
+    const page = await api<Intent[]>('GET', `/v1/projects/${project.id}/payment-intents?${new URLSearchParams({ limit: '100', ...filters, ...(before ? { before } : {}) })}`);
+    rows.push(...page);
+    if (page.length < 100) break;
+    before = page.at(-1)!.id;
+  }
+  const cell = (value: unknown) => {
+    const text = value === null || value === undefined ? '' : String(value);
+    // Quoted when it must be; a leading = + - @ is kept as text by spreadsheets (no formula injection).
+    const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+    return /[",\n\r]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+  };
+  const head = ['id', 'createdAt', 'merchant', 'externalId', 'amountUsd', 'status', 'paidVia', 'payer', 'transactionHash', 'receivedUsd', 'refundedUsd', 'settledAt'];
+  const lines = rows.map((i) =>
+    [i.id, i.createdAt, merchantName.get(i.merchantId) ?? i.merchantId, i.externalId, (i.amountUsdCents / 100).toFixed(2), i.status, i.paidVia ?? '', i.payer ?? '', i.transactionHash ?? '', ((i.receivedUsdCents ?? 0) / 100).toFixed(2), ((i.refundedUsdCents ?? 0) / 100).toFixed(2), (i as { settledAt?: string | null }).settledAt ?? ''].map(cell).join(','),
+  );
+  const url = URL.createObjectURL(new Blob([[head.join(','), ...lines].join('\r\n') + '\r\n'], { type: 'text/csv' }));
+  const link = h('a', { href: url, download: `intents-${project.id}.csv` });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+async function queuesSection(project: Project, reload: () => Promise<void>): Promise<HTMLElement> {
   const queues = await api<Queue[]>('GET', `/v1/projects/${project.id}/event-queues`);
   const states = [...new Set(queues.flatMap((q) => Object.keys(q.depth ?? {})))];
   return h(
@@ -383,7 +463,7 @@ async function queuesSection(project: Project): Promise<HTMLElement> {
     { class: 'card', 'aria-labelledby': 'queues' },
     h('h2', { id: 'queues' }, 'Event queues'),
     queues.length === 0
-      ? h('p', {}, 'No event queues. Create them with this project’s API key (POST /v1/event-queues).')
+      ? h('p', {}, 'No event queues yet.')
       : [
           dataTable(
             ['Queue', ...states],
@@ -391,6 +471,30 @@ async function queuesSection(project: Project): Promise<HTMLElement> {
           ),
           intentEventsForm(project, queues),
         ],
+    newQueueForm(project, queues.length === 0, reload),
+  );
+}
+
+/**
+ * A new event queue, made as a merchant's server makes one: POST /v1/event-queues with the project's API key (from
+ * this tab's memory, or typed here). The first queue of a project is named to receive its payment-intent events.
+ */
+function newQueueForm(project: Project, first: boolean, reload: () => Promise<void>): HTMLElement {
+  const held = projectKeys.get(project.id);
+  const name = h('input', { name: 'queueName', required: true, maxlength: 100, autocomplete: 'off', value: first ? 'intent-events' : '' });
+  const key = h('input', { name: 'queueProjectApiKey', type: 'password', required: !held, autocomplete: 'off', placeholder: held ? 'kept in this tab' : 'svc_api_…' });
+  return h(
+    'div',
+    {},
+    h('h3', {}, 'New queue'),
+    actionForm('New event queue', [field('Queue name', name), field('Key that creates the queue', key, held ? 'Leave empty to use the API key this tab holds for this project.' : 'Queues are made with one of this project’s API keys (svc_api_…). Kept in this tab only.')], 'Create queue', async () => {
+      const secret = key.value.trim() || projectKeys.get(project.id);
+      if (!secret) throw new Error('Project API key: required');
+      const made = await json<{ data: Queue }>('POST', '/v1/event-queues', { token: secret, body: { name: name.value.trim() } });
+      projectKeys.set(project.id, secret);
+      if (first) await api<Project>('PATCH', `/v1/projects/${project.id}`, { intentEventsQueueId: made.data.id });
+      await reload();
+    }),
   );
 }
 

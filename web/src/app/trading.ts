@@ -1,23 +1,24 @@
-// The user's trading runtimes (docs/trading.md): each one's book, its equity over its recent ticks, its
-// executions page by page, and the controls that protect it: pause, resume, and flatten (close every position).
+// The user's trading runtimes (docs/trading.md): each one's book, its equity over its recent ticks, the prices
+// it read with its entries and exits marked, its trades after fees, its executions page by page (a blocked one
+// naming its limit), and the controls that protect it: pause, resume, flatten (close every position), and each
+// account's kill switch (halt, reduce only, release).
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { dataTable, h, lazyPanel, mount, notice } from '../shared/dom.js';
 import { when } from '../shared/format.js';
 import { json } from '../shared/http.js';
 import { session } from './session.js';
+import { dollars, positionsTable, priceCharts, riskText, tradesTable, type HeldPosition, type PricedExecution, type Trade } from './trading-trades.js';
 
-interface Position { symbol: string; qty: number; avgPrice: number; price: number; stopLoss?: number; takeProfit?: number }
-interface Book { cashUsd: number; equityUsd: number; pnlUsd: number; drawdownPercent: number; trades: number; positions: Position[]; markedAt: string }
-interface Runtime { id: string; name: string; status: string; statusReason: string | null; fundLimitUsd: number; book: Book; createdAt: string }
-interface Order { symbol: string; side: string; size: string; status: string; price: number | null }
-interface Execution {
+interface Book { cashUsd: number; equityUsd: number; pnlUsd: number; drawdownPercent: number; trades: number; positions: HeldPosition[]; markedAt: string }
+interface Runtime { id: string; name: string; accountId: string; status: string; statusReason: string | null; fundLimitUsd: number; book: Book; createdAt: string }
+interface Account { id: string; name: string; killSwitch: 'off' | 'halt' | 'reduce_only' }
+interface Order { symbol: string; side: string; size: string; status: string; price: number | null; referencePrice?: number }
+interface Execution extends PricedExecution {
   id: string;
   triggerType: string;
-  scheduledAt: string;
-  status: string;
-  decision: { kind?: string; action?: string; outcome?: string } | null;
-  riskAssessment: { equityUsd?: number } | null;
+  decision: (PricedExecution['decision'] & { action?: string; outcome?: string }) | null;
+  riskAssessment: (PricedExecution['riskAssessment'] & { equityUsd?: number }) | null;
   order: Order | null;
   error: { message: string } | null;
 }
@@ -31,13 +32,16 @@ const OPEN_PANELS = 3;
 const said = new Map<string, string>();
 
 const api = <T>(method: string, path: string, body?: unknown) => json<{ data: T }>(method, path, { token: session.token, body }).then((r) => r.data);
-const dollars = (n: number) => n.toLocaleString('en-US', { style: 'currency', currency: 'USD' });
+/** What the kill switch does in each mode, as its buttons and notices say it. */
+const KILL_SWITCH: Record<Account['killSwitch'], string> = { off: 'off', halt: 'halt: no order is placed', reduce_only: 'reduce only: only orders that shrink a position are placed' };
 
 export async function tradingPage(root: HTMLElement): Promise<void> {
-  const runtimes = await api<Runtime[]>('GET', '/agentic-trading/runtimes?limit=100');
+  const [runtimes, accounts] = await Promise.all([api<Runtime[]>('GET', '/agentic-trading/runtimes?limit=100'), api<Account[]>('GET', '/agentic-trading/accounts?limit=100')]);
+  const accountOf = new Map(accounts.map((a) => [a.id, a]));
   mount(
     root,
     h('h1', {}, 'Trading'),
+    accounts.length ? accountsCard(root, accounts) : null,
     h(
       'section',
       { class: 'card', 'aria-labelledby': 'runtimes' },
@@ -52,17 +56,83 @@ export async function tradingPage(root: HTMLElement): Promise<void> {
             })),
           ),
     ),
-    runtimes.map((r) => runtimePanel(root, r, runtimes.length <= OPEN_PANELS)),
+    runtimes.map((r) => runtimePanel(root, r, accountOf.get(r.accountId), runtimes.length <= OPEN_PANELS)),
   );
 }
 
-/** One runtime: its positions, equity curve, executions and controls; loads when first opened. */
-function runtimePanel(root: HTMLElement, runtime: Runtime, open: boolean): HTMLDetailsElement {
+/** What the account's kill switch said last, shown once the page is drawn again. */
+let killSwitchSaid: string | null = null;
+
+/** Each account with its kill switch (every runtime of it, from the next tick) and the buttons that move it. */
+function accountsCard(root: HTMLElement, accounts: Account[]): HTMLElement {
+  const feedback = h('div', { 'data-slot': 'feedback' });
+  if (killSwitchSaid) mount(feedback, notice('success', killSwitchSaid));
+  killSwitchSaid = null;
+  const button = (account: Account, mode: Account['killSwitch'], label: string, danger: boolean) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: danger ? 'danger' : 'secondary',
+        'aria-label': `${label} (${account.name})`,
+        onclick: async (event: Event) => {
+          if (mode === 'halt' && !confirm(`Halt every runtime of ${account.name}? Their ticks still run but place no order.`)) return;
+          const clicked = event.currentTarget as HTMLButtonElement;
+          clicked.disabled = true;
+          try {
+            await api<Account>('PUT', `/agentic-trading/accounts/${encodeURIComponent(account.id)}/kill-switch`, { mode });
+            killSwitchSaid = `Kill switch of ${account.name}: ${KILL_SWITCH[mode]}.`;
+            await tradingPage(root);
+          } catch (error) {
+            mount(feedback, notice('error', (error as Error).message));
+            clicked.disabled = false;
+          }
+        },
+      },
+      label,
+    );
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'accounts' },
+    h('h2', { id: 'accounts' }, 'Accounts'),
+    dataTable(
+      ['Account', 'Kill switch', 'Controls'],
+      accounts.map((a) => ({
+        attrs: { 'data-account-id': a.id },
+        cells: [
+          a.name,
+          h('span', { class: `badge ${a.killSwitch === 'off' ? 'active' : 'halted'}` }, a.killSwitch),
+          h(
+            'div',
+            { class: 'inline' },
+            a.killSwitch !== 'halt' ? button(a, 'halt', 'Halt trading', true) : null,
+            a.killSwitch !== 'reduce_only' ? button(a, 'reduce_only', 'Reduce only', false) : null,
+            a.killSwitch !== 'off' ? button(a, 'off', 'Release kill switch', false) : null,
+          ),
+        ],
+      })),
+      'Kill switches',
+    ),
+    feedback,
+  );
+}
+
+/** One runtime: its positions, charts, trades, executions and controls; loads when first opened. */
+function runtimePanel(root: HTMLElement, runtime: Runtime, account: Account | undefined, open: boolean): HTMLDetailsElement {
   const base = `/agentic-trading/runtimes/${encodeURIComponent(runtime.id)}`;
   const summary = [h('h2', {}, runtime.name), h('span', { class: `badge ${runtime.status}` }, runtime.status)];
   return lazyPanel({ class: 'card runtime', 'data-runtime-id': runtime.id }, summary, open, async (body) => {
-    const [current, executions] = await Promise.all([api<Runtime>('GET', base), api<Execution[]>('GET', `${base}/executions?limit=${CURVE_TICKS}`)]);
-    mount(body, controls(root, current, base), positionsOf(current), equityChart(current, executions), executionsSection(current, base, executions.slice(0, PAGE)));
+    const [current, executions, trades] = await Promise.all([api<Runtime>('GET', base), api<Execution[]>('GET', `${base}/executions?limit=${CURVE_TICKS}`), api<Trade[]>('GET', `${base}/trades`)]);
+    mount(
+      body,
+      account && account.killSwitch !== 'off' ? notice('info', `The kill switch of ${account.name} is on (${KILL_SWITCH[account.killSwitch]}).`) : null,
+      controls(root, current, base),
+      positionsTable(current.name, current.book.positions, trades),
+      equityChart(current, executions),
+      priceCharts(current.name, [...executions].reverse(), trades),
+      tradesTable(current.name, trades),
+      executionsSection(current, base, executions.slice(0, PAGE)),
+    );
   }).details;
 }
 
@@ -115,15 +185,6 @@ function controls(root: HTMLElement, runtime: Runtime, base: string): HTMLElemen
   );
 }
 
-function positionsOf(runtime: Runtime): HTMLElement {
-  if (runtime.book.positions.length === 0) return h('p', { class: 'muted' }, 'No open position.');
-  return dataTable(
-    ['Symbol', 'Quantity', 'Average price', 'Price', 'Stop-loss', 'Take-profit'],
-    runtime.book.positions.map((p) => ({ cells: [p.symbol, String(p.qty), dollars(p.avgPrice), dollars(p.price), p.stopLoss ? dollars(p.stopLoss) : '—', p.takeProfit ? dollars(p.takeProfit) : '—'] })),
-    'Open positions',
-  );
-}
-
 /** Equity before each recent tick (its risk assessment's), then as the book is marked now: uPlot draws it. */
 function equityChart(runtime: Runtime, executions: Execution[]): HTMLElement {
   const points = executions
@@ -156,7 +217,7 @@ function executionsSection(runtime: Runtime, base: string, first: Execution[]): 
       shown.length === 0
         ? h('p', { class: 'muted' }, 'No executions yet.')
         : dataTable(
-            ['Due', 'Trigger', 'Status', 'Decision', 'Order', 'Error'],
+            ['Due', 'Trigger', 'Status', 'Decision', 'Order', 'Risk', 'Error'],
             shown.map((e) => ({
               attrs: { 'data-execution-id': e.id },
               cells: [
@@ -165,6 +226,7 @@ function executionsSection(runtime: Runtime, base: string, first: Execution[]): 
                 h('span', { class: `badge ${e.status}` }, e.status),
                 [e.decision?.kind, e.decision?.outcome, e.decision?.action].filter(Boolean).join(' · ') || '—',
                 e.order ? `${e.order.side} ${e.order.size} ${e.order.symbol} ${e.order.status}${e.order.price ? ` at ${dollars(e.order.price)}` : ''}` : '—',
+                riskText(e),
                 e.error?.message ?? '—',
               ],
             })),

@@ -53,10 +53,13 @@ curl -sS -X POST '${t.api}/v1/wallets/me/pay-and-call' \\
 `;
 }
 
-/** A snippet takes the card's whole width (it scrolls sideways in its own box); its Copy button sits by its title. */
-function snippet(title: string, text: string, testId: string, what: string): HTMLElement[] {
+/**
+ * A snippet takes the card's whole width (it scrolls sideways in its own box); its Copy button sits by its title, a
+ * heading one level below the section's (an h2 when folded under a summary, which is no heading: no level skipped).
+ */
+function snippet(title: string, text: string, testId: string, what: string, level: 'h2' | 'h3'): HTMLElement[] {
   const pre = h('pre', { 'data-testid': testId, tabindex: 0 }, h('code', {}, text));
-  return [h('div', { class: 'snippet-head' }, h('h3', {}, title), copyButton(text, `Copy ${what}`, pre)), pre];
+  return [h('div', { class: 'snippet-head' }, h(level, {}, title), copyButton(text, `Copy ${what}`, pre)), pre];
 }
 
 /** The pay URL to copy and the snippets, with what they pay; open (no wallet) or folded under the pay button. */
@@ -66,8 +69,8 @@ export function otherWays(t: PayTarget, open: boolean): HTMLElement {
     copyable(h('code', { 'data-testid': 'pay-url' }, t.payUrl), t.payUrl, 'the pay URL'),
     ...(snippetSafe(t)
       ? [
-          ...snippet('With @x402/fetch (Node.js)', x402FetchSnippet(t), 'snippet-x402-fetch', 'the @x402/fetch snippet'),
-          ...snippet('With a Tollgate wallet (curl)', payAndCallSnippet(t), 'snippet-pay-and-call', 'the curl snippet'),
+          ...snippet('With @x402/fetch (Node.js)', x402FetchSnippet(t), 'snippet-x402-fetch', 'the @x402/fetch snippet', open ? 'h3' : 'h2'),
+          ...snippet('With a Tollgate wallet (curl)', payAndCallSnippet(t), 'snippet-pay-and-call', 'the curl snippet', open ? 'h3' : 'h2'),
         ]
       : []),
     h('p', { class: 'muted' }, 'This page follows the payment and shows it settled, wherever it was paid from.'),

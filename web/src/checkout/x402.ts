@@ -72,9 +72,12 @@ export function transferTypedData(requirement: Requirement, authorization: Recor
   };
 }
 
-/** Signs the requirement with the wallet's account `from`; answers the PAYMENT-SIGNATURE header value. */
-export async function signPayment(wallet: Eip1193, from: string, challenge: Challenge, requirement: Requirement): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
+/**
+ * Signs the requirement with the wallet's account `from`; answers the PAYMENT-SIGNATURE header value. `now`
+ * (Unix seconds) is the service's time, which the facilitator's checks follow: validBefore is now +
+ * maxTimeoutSeconds, valid only as far ahead as that.
+ */
+export async function signPayment(wallet: Eip1193, from: string, challenge: Challenge, requirement: Requirement, now: number): Promise<string> {
   const authorization = {
     from,
     to: requirement.payTo,

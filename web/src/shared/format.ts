@@ -61,3 +61,12 @@ export function duration(seconds: number): string {
   for (const [size, unit] of [[86_400, 'd'], [3_600, 'h'], [60, 'min']] as const) if (seconds % size === 0) return `${seconds / size} ${unit}`;
   return `${seconds} s`;
 }
+
+/**
+ * Networks the pages name in words (the server's list is src/chain/registry.ts, NETWORKS, which the pages do not
+ * bundle); an unknown one is said as its CAIP-2 id.
+ */
+export const KNOWN_NETWORKS: readonly { network: string; name: string }[] = [{ network: 'eip155:4663', name: 'Robinhood Chain' }];
+
+/** "eip155:4663" → "Robinhood Chain". */
+export const networkName = (network: string) => KNOWN_NETWORKS.find((n) => n.network === network)?.name ?? network;

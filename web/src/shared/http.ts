@@ -1,6 +1,8 @@
 // fetch for the pages: same origin, JSON in and out, errors as one readable message whatever the
 // response family (envelope `{code, message}`, intent `{code, message}`, direct `{error: {code, message}}`).
 
+import { learnServerTime } from './server-time.js';
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -17,6 +19,7 @@ export async function request<T>(method: string, path: string, options: { token?
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), cache: 'no-store' });
+  learnServerTime(response);
   const text = await response.text();
   let body: unknown = null;
   try {
