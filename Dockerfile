@@ -10,6 +10,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
 COPY templates/paid-server/package.json templates/paid-server/
+# The `tollgate` bin's workspace (its package.json and the two-line bin): npm links it into node_modules/.bin.
+COPY packages/cli packages/cli
 # All dependencies to build (Vite builds the web pages), then only the production ones are kept.
 RUN npm ci --no-audit --no-fund
 COPY bin bin
@@ -32,14 +34,17 @@ COPY --from=build /app/dist dist
 COPY --from=build /app/web/dist web/dist
 COPY package.json ./
 COPY bin bin
+# node_modules/.bin/tollgate points here: `docker exec … npx tollgate status` runs bin/tollgate.js at once.
+COPY packages/cli packages/cli
 COPY migrations migrations
-COPY contracts/USDG.json contracts/Multicall3.json contracts/
+COPY contracts/USDG.json contracts/Multicall3.json contracts/x402-contracts.json contracts/
 # No src/ in the image: bin/tollgate.js then runs dist/ as built above, never rebuilding.
 RUN mkdir /data && chown node:node /data
 USER node
 VOLUME /data
-EXPOSE 8402 8403 8404 8405
-HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
-  CMD node -e "fetch('http://127.0.0.1:' + (process.env.API_PORT || 8402) + '/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+EXPOSE 8402 8403 8404 8405 8406
+# /ready of whichever listener this container's roles run (an api, facilitator, relay or assets origin, or a
+# worker-only node's WORKER_PORT), found in the instance record in the data dir: bin/healthcheck.js.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s CMD ["node", "bin/healthcheck.js"]
 ENTRYPOINT ["node", "bin/tollgate.js"]
 CMD ["serve"]

@@ -3,7 +3,9 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import type { AppContext } from '../context.js';
+import { randomUUID } from 'node:crypto';
 import type { AdminCommand } from '../modules/module.js';
+import { errorText } from '../platform/log-redaction.js';
 import { AdminCommandError } from './commands.js';
 
 export interface AdminSocket {
@@ -13,6 +15,15 @@ export interface AdminSocket {
 
 export const adminSocketPath = (dataDir: string) => path.join(dataDir, 'admin.sock');
 const MAX_BODY = 64 * 1024;
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Who calls: the CLI's request id and the operator's login, sent as headers and kept in the audit row. */
+export interface AdminCaller {
+  requestId: string;
+  operator: string;
+}
+
+const headerOf = (value: string | string[] | undefined) => (typeof value === 'string' ? value : undefined);
 
 /**
  * The running instance's operator endpoint: a Unix socket with mode 0600, so file permissions
@@ -38,11 +49,15 @@ export async function startAdminSocket(ctx: AppContext, commands: Record<string,
     request.on('end', async () => {
       try {
         const args = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
-        reply(200, { result: await command(args) });
+        const requestId = headerOf(request.headers['x-request-id']);
+        const operator = headerOf(request.headers['x-tollgate-operator'])?.slice(0, 200) || 'unknown';
+        const call = { requestId: requestId && REQUEST_ID.test(requestId) ? requestId : randomUUID(), operator, concerns: () => {} };
+        reply(200, { result: await command(args, call) });
       } catch (error) {
         if (error instanceof AdminCommandError || error instanceof SyntaxError) return reply(400, { error: error.message });
         ctx.log.error({ err: error, command: name }, 'admin command failed');
-        reply(500, { error: (error as Error).message });
+        // The CLI prints it: a library's error may quote an RPC URL with its key (log-redaction.ts).
+        reply(500, { error: errorText(error) });
       }
     });
   });
@@ -75,11 +90,11 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
 }
 
 /** Sends a command to a running instance; null when none is listening on the data dir. */
-export async function callAdminSocket(dataDir: string, command: string, args: Record<string, unknown>): Promise<unknown | null> {
+export async function callAdminSocket(dataDir: string, command: string, args: Record<string, unknown>, caller?: AdminCaller): Promise<unknown | null> {
   const socketPath = adminSocketPath(dataDir);
   if (!fs.existsSync(socketPath)) return null;
   return new Promise((resolve, reject) => {
-    const request = http.request({ socketPath, path: `/${encodeURIComponent(command)}`, method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
+    const request = http.request({ socketPath, path: `/${encodeURIComponent(command)}`, method: 'POST', headers: { 'content-type': 'application/json', ...(caller ? { 'x-request-id': caller.requestId, 'x-tollgate-operator': caller.operator } : {}) } }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {
