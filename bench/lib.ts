@@ -34,13 +34,16 @@ export async function load(url: string, options: { connections?: number; seconds
   };
 }
 
-/** Starts a child process and resolves with the first stdout line matching `ready`. */
-export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+/**
+ * Starts a child process and resolves with the first line matching `ready` on `readyOn` (the other stream is
+ * passed through): `tollgate serve` prints its banner on stderr, stdout being its JSON log.
+ */
+export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, readyOn: 'stdout' | 'stderr' = 'stdout'): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(command, args, { env, stdio: readyOn === 'stdout' ? ['ignore', 'pipe', 'inherit'] : ['ignore', 'inherit', 'pipe'] });
     let buffer = '';
     const timer = setTimeout(() => reject(new Error(`${command} did not become ready`)), 120_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child[readyOn]!.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       const match = buffer.match(ready);
       if (match) {

@@ -26,6 +26,19 @@ function paidCall<R extends { data: object }>(step: string, result: { data?: R; 
   return answer as Exclude<R['data'], { approval: unknown }>;
 }
 
+/**
+ * A pay-and-call payment once the chain has decided it. Pay-and-call answers as soon as the seller says it settled: the
+ * payment is `pending` then, the seller's transaction in `settlement`; the service confirms it on chain right after.
+ */
+async function confirmed(wallet: ReturnType<typeof createTollgateClient>, id: string) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 200))) {
+    const listed = ok('list payments', await wallet.GET('/v1/wallets/me/payments', { params: { query: { limit: 20 } } }));
+    const payment = listed.find((p) => p.id === id);
+    if (payment && payment.status !== 'pending' && payment.status !== 'unknown') return payment;
+  }
+  return fail(`payment ${id} was not confirmed on chain within 30 s`);
+}
+
 /** The devchain's network and token, for pay-and-call's `maxPayment`. */
 async function chainAsset() {
   const { data } = await createTollgateClient({ baseUrl }).GET('/dev/chain');
@@ -46,7 +59,10 @@ async function ping() {
   const maxPayment = { ...(await chainAsset()), amount: '100' };
   const paid = paidCall('pay-and-call', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: `${baseUrl}/x402-test/ping`, maxPayment } }));
   console.log(`upstream ${paid.upstream.status} ${JSON.stringify(paid.upstream.body)}`);
-  console.log(`payment ${paid.payment?.status} ${paid.payment?.amount} units, transaction ${paid.payment?.transaction}`);
+  if (!paid.payment) fail('pay-and-call: the endpoint asked for no payment');
+  console.log(`answered with payment ${paid.payment.status}, the seller's transaction ${String(paid.payment.settlement?.transaction)}`);
+  const payment = await confirmed(wallet, paid.payment.id);
+  console.log(`payment ${payment.status} ${payment.amount} units, transaction ${payment.transaction}`);
 }
 
 async function intent() {
@@ -71,7 +87,9 @@ async function intent() {
   const wallet = createTollgateClient({ baseUrl, token: need('WALLET_SECRET') });
   const maxPayment = { ...(await chainAsset()), amount: String(created.amountUsdCents * 10_000) };
   const paid = paidCall('pay intent', await wallet.POST('/v1/wallets/me/pay-and-call', { body: { url: created.paymentUrl, method: 'POST', maxPayment } }));
-  console.log(`payment ${paid.payment?.status}, transaction ${paid.payment?.transaction}`);
+  if (!paid.payment) fail('pay intent: the intent asked for no payment');
+  const payment = await confirmed(wallet, paid.payment.id);
+  console.log(`payment ${payment.status}, transaction ${payment.transaction}`);
   const { data: after } = await shop.GET('/v1/payment-intents/{intentId}', { params: { path: { intentId: created.id } } });
   console.log(`intent ${after?.id} ${after?.status}`);
 }

@@ -67,7 +67,7 @@ try {
     return {
       id: randomUUID(), walletId: w.id, credentialId: w.credentialId, status: 'pending', x402Version: 2, scheme: 'exact', network, asset, amount: '100', payTo,
       nonce: `0x${randomBytes(32).toString('hex')}`, validBefore: String(Math.floor(now.getTime() / 1000) + 60), method: 'GET', resource: 'GET http://127.0.0.1:1/x402-test/ping',
-      upstreamStatus: null, transaction: null, settlement: null, error: null, createdAt: now, updatedAt: now,
+      upstreamStatus: null, transaction: null, settlement: null, error: null, requestId: null, createdAt: now, updatedAt: now,
     };
   };
   const settle = (id: string) => db.execute(sql`update wallet_payments set status = 'settled' where id = ${id}`);

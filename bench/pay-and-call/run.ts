@@ -7,7 +7,7 @@
 // Every iteration makes the three calls, one after another, in an order that cycles through all six permutations,
 // so drift (chain growth, GC, other load on the machine) hits every side alike. Rounds are reported one by one.
 // Run: npx tsx bench/pay-and-call/run.ts   (BENCH_ROUNDS=3, BENCH_ITERATIONS=200 per side per round, BENCH_WARMUP=20,
-//      BENCH_DATABASE_URL=postgres://… to use PostgreSQL)
+//      BENCH_GAP_MS=0 idle after each timed call, BENCH_DATABASE_URL=postgres://… to use PostgreSQL)
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +20,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 200);
 const warmup = Number(process.env.BENCH_WARMUP ?? 20);
+// Idle time after each timed call (default 0: back to back). Pay-and-call confirms a payment on chain after answering,
+// so back to back that work overlaps the next call, whichever side it is; a gap lets it finish first.
+const gapMs = Number(process.env.BENCH_GAP_MS ?? 0);
 const TARGET_MS = 10;
 const POLICY_TARGET_MS = 2;
 
@@ -65,17 +68,21 @@ try {
       throw new Error(`direct paid call failed: ${paid.status} ${JSON.stringify(body)}`);
     }
   };
-  // The same payment through a wallet.
+  // The same payment through a wallet. It answers on the seller's success, `pending` with the seller's transaction in
+  // `settlement`, and confirms on chain after the answer: every payment is checked `settled` at the end of the run.
+  const answered: Record<string, string[]> = {};
   const viaWallet = (secret: string) => async () => {
     const response = await fetch(`${ready.api}/v1/wallets/me/pay-and-call`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ url: ping, maxPayment }),
     });
-    const body = (await response.json()) as { data?: { payment?: { status: string }; upstream?: { body?: { message?: string } } } };
-    if (response.status !== 200 || body.data?.payment?.status !== 'settled' || body.data.upstream?.body?.message !== 'paid pong') {
+    const body = (await response.json()) as { data?: { payment?: { id: string; status: string; settlement?: { success?: boolean; transaction?: string } }; upstream?: { body?: { message?: string } } } };
+    const payment = body.data?.payment;
+    if (response.status !== 200 || !['pending', 'settled'].includes(payment?.status ?? '') || payment?.settlement?.success !== true || !payment.settlement.transaction || body.data?.upstream?.body?.message !== 'paid pong') {
       throw new Error(`pay-and-call failed: ${response.status} ${JSON.stringify(body)}`);
     }
+    (answered[secret] ??= []).push(payment.id);
   };
   const calls: Record<Side, () => Promise<void>> = { direct, plain: viaWallet(ready.secret), policy: viaWallet(ready.policyWallet.secret) };
 
@@ -103,13 +110,34 @@ try {
     const loadBefore = os.loadavg()[0];
     const samples: Samples = { direct: [], plain: [], policy: [] };
     for (let i = 0; i < iterations; i += 1) {
-      for (const side of ORDERS[step % ORDERS.length]) samples[side].push(await time(calls[side]));
+      for (const side of ORDERS[step % ORDERS.length]) {
+        samples[side].push(await time(calls[side]));
+        if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+      }
       step += 1;
     }
     perRound.push({ samples, load: [loadBefore, os.loadavg()[0]] });
     for (const side of SIDES) all[side].push(...samples[side]);
     console.error(`round ${r + 1}/${rounds} done`);
   }
+
+  // Every pay-and-call payment of the run is confirmed on chain (the service does it after answering).
+  const confirmedBy = Date.now() + 60_000;
+  for (const [secret, ids] of Object.entries(answered)) {
+    for (;;) {
+      const open = new Set(ids);
+      for (let before: string | undefined; open.size > 0; ) {
+        const page = ((await (await fetch(`${ready.api}/v1/wallets/me/payments?limit=100${before ? `&before=${before}` : ''}`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { data: { id: string; status: string }[] }).data;
+        if (page.length === 0) break;
+        for (const p of page) if (p.status === 'settled') open.delete(p.id);
+        before = page.at(-1)!.id;
+      }
+      if (open.size === 0) break;
+      if (Date.now() > confirmedBy) throw new Error(`${open.size} pay-and-call payments not settled 60 s after the run`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  console.error(`all ${Object.values(answered).flat().length} pay-and-call payments settled on chain`);
 
   // What the policy wallet's windows held at the end: the window sums grow with every payment counted.
   const budget = ((await (await fetch(`${ready.api}/v1/wallets/me/budget`, { headers: { authorization: `Bearer ${ready.policyWallet.secret}` } })).json()) as { data: { window: string; spent: string; reserved: string }[] }).data;
@@ -121,7 +149,7 @@ try {
   const policyAdded = diff(all, 'policy', 'plain');
   const walletAdded = diff(all, 'plain', 'direct');
   const lines = [
-    `machine: ${machine()}; database ${ready.database}; ${rounds} rounds × ${iterations} sequential iterations per side after ${warmup} warm-up iterations; each iteration makes the three calls in a rotating order`,
+    `machine: ${machine()}; database ${ready.database}; ${rounds} rounds × ${iterations} sequential iterations per side after ${warmup} warm-up iterations; each iteration makes the three calls in a rotating order${gapMs > 0 ? `, ${gapMs} ms idle after each timed call` : ', back to back'}`,
     `policy wallet's windows at the end: ${inWindow}`,
     '',
     '| round | load avg (1 min) start→end | direct median | pay-and-call, no policy, median | pay-and-call, policy, median | policy − no policy (medians) | policy − no policy (paired median) | pay-and-call − direct (medians) |',

@@ -11,7 +11,16 @@ import { startBenchServer } from '../bench-server.js';
 
 const apiPort = process.env.BENCH_API_PORT!;
 const server = await startBenchServer('pay', {
-  env: { API_PORT: apiPort, PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort}` },
+  env: {
+    API_PORT: apiPort,
+    PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort}`,
+    // The facilitator's settle budgets (per payer 120 a minute by default) are not what this measures: the `bench` key
+    // pays twice per iteration, ~300 times a minute, and would be refused (503 facilitator_unavailable) within a round.
+    FACILITATOR_SETTLE_LIMIT_PER_PAYER: '1000000',
+    FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000',
+    FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: '1000000',
+    FACILITATOR_SETTLE_LIMIT_PER_OWNER: '1000000',
+  },
 });
 
 const api = server.urls.api;

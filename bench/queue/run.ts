@@ -1,7 +1,8 @@
 // Queue throughput on PostgreSQL, same server, same run: publish N events, then claim + ack them all,
 // each phase C wide. Contenders:
-//   - Tollgate over HTTP (a real server process, keep-alive node:http client), single-event calls and
-//     batches (publish 100 per request, claim maxEvents 100, batch ack);
+//   - Tollgate over HTTP (a real server process, keep-alive node:http client), single-event calls (each ack
+//     claims the next event in the same request: one request per event) and batches (publish 100 per
+//     request, claim maxEvents 100, batch ack);
 //   - pg-boss 12 and graphile-worker 0.18, in their own process driving the library directly
 //     (bench/queue/competitors, installed on demand: both declare Node >= 22 but run on Node 20),
 //     with their single-job APIs and their batch APIs (pg-boss insert/fetch batchSize/complete ids;
@@ -141,10 +142,13 @@ function tollgate(ready: { api: string; apiKey: string }, batched: boolean): Con
                 if (!results.every((r) => r.ok)) throw new Error('a batch ack was refused');
                 acked += results.length;
               } else {
-                const claimed = await post(`/v1/event-queues/${queueId}/claim`, { waitSeconds: 0 });
-                if (!claimed) continue;
-                await post(`/v1/events/${claimed.event.id}/ack`, { leaseToken: claimed.leaseToken });
-                acked += 1;
+                // One request per event: each ack claims the next (ack-and-next), a claim only to start or restart.
+                let claimed = await post(`/v1/event-queues/${queueId}/claim`, { waitSeconds: 0 });
+                while (claimed) {
+                  const answer = await post(`/v1/events/${claimed.event.id}/ack`, { leaseToken: claimed.leaseToken, next: { queueId } });
+                  acked += 1;
+                  claimed = answer.next;
+                }
               }
             }
           }),

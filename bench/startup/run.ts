@@ -46,7 +46,7 @@ async function asAfterClone<T>(variant: Variant, run: (extraEnv: NodeJS.ProcessE
 /** Spawn → the api origin's GET /ready answers 200, then a clean stop. */
 async function timeRestart(variant: Variant, extraEnv: NodeJS.ProcessEnv = {}): Promise<number> {
   const started = performance.now();
-  const { child, match } = await startProcess(process.execPath, [...variants[variant], 'serve'], { ...env, ...extraEnv }, /^api\s+(http:\/\/\S+)$/m);
+  const { child, match } = await startProcess(process.execPath, [...variants[variant], 'serve'], { ...env, ...extraEnv }, /^api\s+(http:\/\/\S+)$/m, 'stderr');
   try {
     for (;;) {
       const response = await fetch(`${match[1]}/ready`).catch(() => null);
@@ -85,7 +85,7 @@ try {
       record('restart → /ready 200', variant, await timeRestart(variant));
     }
     // A command answered by a running instance through its admin socket.
-    const { child } = await startProcess(process.execPath, [...variants.compiled, 'serve'], env, /^api\s+http/m);
+    const { child } = await startProcess(process.execPath, [...variants.compiled, 'serve'], env, /^api\s+http/m, 'stderr');
     try {
       for (const variant of ['compiled', 'tsx'] as Variant[]) record('tollgate status (running)', variant, timeCommand(variant, ['status']));
       for (const variant of ['compiled', 'tsx'] as Variant[]) record('tollgate mgmt-credential create (running)', variant, timeCommand(variant, ['mgmt-credential', 'create', '--name', `bench-${round}-${variant}`]));

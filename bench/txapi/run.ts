@@ -51,6 +51,7 @@ try {
     [path.join(root, 'bin/tollgate.js'), 'serve', '--roles', 'api'],
     { ...process.env, TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', DEVCHAIN_PORT: '0', LOG_LEVEL: 'warn', DATABASE_URL: dbUrl },
     /^api\s+(http:\/\/\S+)$/m,
+    'stderr',
   );
   const base = server.match[1];
   // BENCH_NICE (e.g. -10, needs root) raises server and client priority: on a shared machine this

@@ -35,6 +35,19 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -167,7 +180,28 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            keys: {
+                                [key: string]: unknown;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -217,6 +251,36 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -257,6 +321,8 @@ export interface paths {
                                 status: string;
                                 /** @description The event queue receiving payment_intent.* events (extension), or null */
                                 intentEventsQueueId: string | null;
+                                /** @description The wallet that pays the project's refunds (extension), or null */
+                                refundWalletId: string | null;
                                 createdAt: string;
                                 updatedAt: string;
                                 apiKeys: {
@@ -278,6 +344,19 @@ export interface paths {
                                     updatedAt: string;
                                 }[];
                             }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -316,6 +395,8 @@ export interface paths {
                                     status: string;
                                     /** @description The event queue receiving payment_intent.* events (extension), or null */
                                     intentEventsQueueId: string | null;
+                                    /** @description The wallet that pays the project's refunds (extension), or null */
+                                    refundWalletId: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                     apiKeys: {
@@ -350,6 +431,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -372,8 +479,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a project (owner only, extension): the event queue that receives its payment-intent events
-         * @description intentEventsQueueId: one of this project's event queues (404 queue_not_found otherwise), or null for none; omitted: unchanged. Every move of the project's intents to settled, failed or expired then publishes one payment_intent.* event into it (docs/intents.md#intent-events). 404 when the project is not yours.
+         * Change a project (owner only, extension): the event queue that receives its payment-intent events, the wallet that pays its refunds
+         * @description intentEventsQueueId: one of this project's event queues (404 queue_not_found otherwise), or null for none; omitted: unchanged. Every move of the project's intents to settled, failed or expired then publishes one payment_intent.* event into it (docs/intents.md#intent-events). refundWalletId: the Tollgate wallet that pays refunds, with refundWalletCredential, a wallet credential of it (404 refund_wallet_not_found when it is not one, 409 wallet_not_active), or null for none. 404 when the project is not yours.
          */
         patch: {
             parameters: {
@@ -389,6 +496,10 @@ export interface paths {
                     "application/json": {
                         /** @description One of this project's event queues to receive its payment_intent.* events, or null for none; omitted: unchanged */
                         intentEventsQueueId?: string | null;
+                        /** @description The Tollgate wallet that pays the project's refunds (docs/intents.md#refunds), or null for none; omitted: unchanged */
+                        refundWalletId?: string | null;
+                        /** @description A wallet credential (svc_wallet_…) of that wallet, required with a refundWalletId: it proves the right to pay from the wallet, and refunds are its payments (revoking it stops them). Never stored or shown */
+                        refundWalletCredential?: string;
                     };
                 };
             };
@@ -408,6 +519,8 @@ export interface paths {
                                 status: string;
                                 /** @description The event queue receiving payment_intent.* events (extension), or null */
                                 intentEventsQueueId: string | null;
+                                /** @description The wallet that pays the project's refunds (extension), or null */
+                                refundWalletId: string | null;
                                 createdAt: string;
                                 updatedAt: string;
                                 apiKeys: {
@@ -471,6 +584,19 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -520,6 +646,45 @@ export interface paths {
                                 createdAt: string;
                                 secret: string;
                             };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -737,6 +902,115 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{projectId}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's audit trail, newest first (owner only, extension)
+         * @description One entry per change of the project, its API keys and merchants: the owner's own through this API and the operator's switches (project, key and merchant disable/enable/revoke), each with when, who (kind and id; the operator appears as `operator`), what, the target, the request id (the `x-request-id` of the call) and the outcome. Entries are append-only. Paging: `limit` (1-200, default 50) and `before` (the last `seq` seen). 404 when the project is not yours.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    before?: number;
+                };
+                header?: never;
+                path: {
+                    projectId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description Position in the trail; pass it as `before` for the next page */
+                                seq: number;
+                                /** @description When (the database clock) */
+                                at: string;
+                                actor: {
+                                    /** @description operator, identity, mgmt, project_key, wallet or oauth */
+                                    kind: string;
+                                    /** @description The user or credential id; `operator` for the service's operator */
+                                    id: string;
+                                };
+                                action: string;
+                                target: string | null;
+                                requestId: string;
+                                /** @enum {string} */
+                                via: "api" | "cli";
+                                /** @enum {string} */
+                                outcome: "ok" | "refused" | "error";
+                                status: number | null;
+                                detail: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{projectId}/merchants/{merchantId}": {
         parameters: {
             query?: never;
@@ -919,6 +1193,21 @@ export interface paths {
                             failureMessage: string | null;
                             /** @description Extension: the link the settled checkout offers back to the merchant, or null */
                             returnUrl: string | null;
+                            /** @description Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none */
+                            lastPaymentError: {
+                                /** @description A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired */
+                                code: string;
+                                message: string;
+                                at: string;
+                            } | null;
+                            /** @description Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled */
+                            paidVia: ("x402" | "deposit") | null;
+                            /** @description Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back */
+                            receivedUsdCents: number;
+                            /** @description Extension: cents of its refunds that succeeded or are pending */
+                            refundedUsdCents: number;
+                            /** @description Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                            payer: string | null;
                         };
                     };
                 };
@@ -954,6 +1243,21 @@ export interface paths {
                             failureMessage: string | null;
                             /** @description Extension: the link the settled checkout offers back to the merchant, or null */
                             returnUrl: string | null;
+                            /** @description Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none */
+                            lastPaymentError: {
+                                /** @description A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired */
+                                code: string;
+                                message: string;
+                                at: string;
+                            } | null;
+                            /** @description Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled */
+                            paidVia: ("x402" | "deposit") | null;
+                            /** @description Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back */
+                            receivedUsdCents: number;
+                            /** @description Extension: cents of its refunds that succeeded or are pending */
+                            refundedUsdCents: number;
+                            /** @description Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                            payer: string | null;
                         };
                     };
                 };
@@ -1081,6 +1385,21 @@ export interface paths {
                             failureMessage: string | null;
                             /** @description Extension: the link the settled checkout offers back to the merchant, or null */
                             returnUrl: string | null;
+                            /** @description Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none */
+                            lastPaymentError: {
+                                /** @description A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired */
+                                code: string;
+                                message: string;
+                                at: string;
+                            } | null;
+                            /** @description Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled */
+                            paidVia: ("x402" | "deposit") | null;
+                            /** @description Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back */
+                            receivedUsdCents: number;
+                            /** @description Extension: cents of its refunds that succeeded or are pending */
+                            refundedUsdCents: number;
+                            /** @description Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                            payer: string | null;
                         };
                     };
                 };
@@ -1199,6 +1518,21 @@ export interface paths {
                             failureMessage: string | null;
                             /** @description Extension: the link the settled checkout offers back to the merchant, or null */
                             returnUrl: string | null;
+                            /** @description Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none */
+                            lastPaymentError: {
+                                /** @description A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired */
+                                code: string;
+                                message: string;
+                                at: string;
+                            } | null;
+                            /** @description Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled */
+                            paidVia: ("x402" | "deposit") | null;
+                            /** @description Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back */
+                            receivedUsdCents: number;
+                            /** @description Extension: cents of its refunds that succeeded or are pending */
+                            refundedUsdCents: number;
+                            /** @description Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                            payer: string | null;
                         };
                     };
                 };
@@ -1327,6 +1661,24 @@ export interface paths {
                             failureCode: string | null;
                             /** @description A failed intent's money: none (refused before any transfer, or it reverted), not_for_this_intent (a transfer happened that did not pay it), unknown; null unless failed */
                             failureMoneyMoved: ("none" | "not_for_this_intent" | "unknown") | null;
+                            /** @description The last payment that verified but did not pay this intent, which stayed payable (nothing was charged for it): its code, for the page to say in words, and when; null when there was none */
+                            lastPaymentError: {
+                                code: string;
+                                at: string;
+                            } | null;
+                            /** @description How the settled intent was paid (x402 or deposit); null until settled */
+                            paidVia: ("x402" | "deposit") | null;
+                            /** @description Who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                            payer: string | null;
+                            /** @description The deposit address, made on the first read of a pending intent; null for an intent that never had one */
+                            deposit: {
+                                /** @description The intent's own deposit address: any wallet or exchange pays it with a plain USDG transfer */
+                                address: string;
+                                /** @description Atomic units still due (0 once paid, or when it can no longer be paid) */
+                                due: string;
+                                /** @description EIP-681 URI of a transfer of what is due to the address (the QR code encodes it) */
+                                uri: string;
+                            } | null;
                         };
                     };
                 };
@@ -1382,6 +1734,8 @@ export interface paths {
                 query?: {
                     merchantId?: string;
                     status?: "pending" | "settling" | "settled" | "failed" | "expired";
+                    /** @description Intents whose externalId starts with this (case-sensitive) */
+                    externalId?: string;
                     limit?: number;
                     /** @description The last id of the previous page */
                     before?: string;
@@ -1429,6 +1783,21 @@ export interface paths {
                                 failureMessage: string | null;
                                 /** @description Extension: the link the settled checkout offers back to the merchant, or null */
                                 returnUrl: string | null;
+                                /** @description Extension: the last payment that verified but did not pay this intent (a settle that moved nothing, an authorization used elsewhere or expired unused, a facilitator that sent nothing); the intent stayed payable. Kept after later moves; null when there was none */
+                                lastPaymentError: {
+                                    /** @description A facilitator reason code (e.g. invalid_exact_evm_insufficient_balance), or one of ours: facilitator_unavailable, authorization_expired */
+                                    code: string;
+                                    message: string;
+                                    at: string;
+                                } | null;
+                                /** @description Extension: how the settled intent was paid: x402 (the pay endpoint) or deposit (transfers to its deposit address); null until settled */
+                                paidVia: ("x402" | "deposit") | null;
+                                /** @description Extension: whole cents received for this intent in all: its x402 payment and every transfer to its deposit address (short, over or after expiry); what refunds may pay back */
+                                receivedUsdCents: number;
+                                /** @description Extension: cents of its refunds that succeeded or are pending */
+                                refundedUsdCents: number;
+                                /** @description Extension: who paid it (the x402 payer, or the sender of the deposit that completed it); null until settled */
+                                payer: string | null;
                             }[];
                         };
                     };
@@ -1482,6 +1851,535 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{projectId}/payment-intents/totals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Totals of a project's intents under the listing's filters (identity token, extension)
+         * @description merchantId, status and externalId as the listing takes them; every page. 404 when the project is not yours.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    merchantId?: string;
+                    status?: "pending" | "settling" | "settled" | "failed" | "expired";
+                    /** @description Intents whose externalId starts with this (case-sensitive) */
+                    externalId?: string;
+                };
+                header?: never;
+                path: {
+                    projectId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                count: number;
+                                settledCount: number;
+                                /** @description Amounts of the settled intents */
+                                settledUsdCents: number;
+                                /** @description Everything received (x402 payments and deposits, over and late ones too), whole cents */
+                                receivedUsdCents: number;
+                                refundedUsdCents: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment-intents/{intentId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An intent's refunds, newest first (project API key, extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    intentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            intentId: string;
+                            amountUsdCents: number;
+                            /**
+                             * @description pending (sent, not yet final), succeeded, failed (nothing was paid; its cents may be refunded again)
+                             * @enum {string}
+                             */
+                            status: "pending" | "succeeded" | "failed";
+                            /** @description The transaction that paid it back, once succeeded */
+                            transaction: string | null;
+                            /** @description Who is paid back: the payer */
+                            recipient: string;
+                            failureCode: string | null;
+                            failureMessage: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Refund an intent to its payer (project API key, Idempotency-Key required, extension)
+         * @description Pays amountUsdCents back to the payer (the x402 payer, or the sender of the deposit that paid it) from the project's refund wallet (PATCH /v1/projects/{projectId} refundWalletId). At most what was received for the intent (its payment, over- and late payments) less what is refunded: 409 refund_exceeds_refundable otherwise, also for the loser of two refunds racing for the last cents. 201 with the refund: succeeded, failed (nothing was paid; its cents may be refunded again), or pending (the transfer is not final yet; GET …/refunds follows it). payment_intent.refunded goes into the intent-events queue when it succeeds. Idempotency-Key required (400 idempotency_key_required).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Required: 8 to 200 printable ASCII characters; a repeat gets the first answer */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    intentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description At most what was received less what is refunded (409 refund_exceeds_refundable) */
+                        amountUsdCents: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            intentId: string;
+                            amountUsdCents: number;
+                            /**
+                             * @description pending (sent, not yet final), succeeded, failed (nothing was paid; its cents may be refunded again)
+                             * @enum {string}
+                             */
+                            status: "pending" | "succeeded" | "failed";
+                            /** @description The transaction that paid it back, once succeeded */
+                            transaction: string | null;
+                            /** @description Who is paid back: the payer */
+                            recipient: string;
+                            failureCode: string | null;
+                            failureMessage: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{projectId}/payment-intents/{intentId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Refunds of one of your project's intents, newest first (identity token, owner, extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    projectId: string;
+                    intentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                intentId: string;
+                                amountUsdCents: number;
+                                /**
+                                 * @description pending (sent, not yet final), succeeded, failed (nothing was paid; its cents may be refunded again)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "succeeded" | "failed";
+                                /** @description The transaction that paid it back, once succeeded */
+                                transaction: string | null;
+                                /** @description Who is paid back: the payer */
+                                recipient: string;
+                                failureCode: string | null;
+                                failureMessage: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Refund one of your project's intents (identity token, owner; Idempotency-Key required, extension)
+         * @description Pays amountUsdCents back to the payer (the x402 payer, or the sender of the deposit that paid it) from the project's refund wallet (PATCH /v1/projects/{projectId} refundWalletId). At most what was received for the intent (its payment, over- and late payments) less what is refunded: 409 refund_exceeds_refundable otherwise, also for the loser of two refunds racing for the last cents. 201 with the refund: succeeded, failed (nothing was paid; its cents may be refunded again), or pending (the transfer is not final yet; GET …/refunds follows it). payment_intent.refunded goes into the intent-events queue when it succeeds. Idempotency-Key required (400 idempotency_key_required). 404 when the project is not yours.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Required: 8 to 200 printable ASCII characters; a repeat gets the first answer */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    projectId: string;
+                    intentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description At most what was received less what is refunded (409 refund_exceeds_refundable) */
+                        amountUsdCents: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                intentId: string;
+                                amountUsdCents: number;
+                                /**
+                                 * @description pending (sent, not yet final), succeeded, failed (nothing was paid; its cents may be refunded again)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "succeeded" | "failed";
+                                /** @description The transaction that paid it back, once succeeded */
+                                transaction: string | null;
+                                /** @description Who is paid back: the payer */
+                                recipient: string;
+                                failureCode: string | null;
+                                failureMessage: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payment-intents/{intentId}/pay": {
         parameters: {
             query?: never;
@@ -1504,12 +2402,36 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description the checkout page (HTML) */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description the same page, saying the payment request does not exist */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description Default Response */
+                406: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
                 };
             };
         };
@@ -2242,6 +3164,166 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/{walletId}/approval-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event queue a wallet's approval requests are published into, or null (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                projectId: string;
+                                queueId: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Publish a wallet's approval requests into a project's event queue (null: stop) (extension)
+         * @description Body `{ projectId, queueId, projectApiKey }`: the management credential belongs to no project, so an active API key of the queue's project proves the right to publish into it (checked, never stored or shown). Each new approval request then publishes `{ type: "wallet_approval.requested", approvalId, walletId, approval }` in the transaction that asks for it; consume it with the queue's claim/ack API (docs/events.md) to page a person. A key that is not an active key of that project, or a queue not of it: 404 `queue_not_found`.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            /** @description null: publish no more */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description the project of the queue
+                         */
+                        projectId: string;
+                        /**
+                         * Format: uuid
+                         * @description one of that project's event queues
+                         */
+                        queueId: string;
+                        /** @description an active API key (svc_api_…) of that project: proves the right to publish into its queue; never stored or shown */
+                        projectApiKey: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                projectId: string;
+                                queueId: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/wallets/{walletId}/approvals/{approvalId}/approve": {
         parameters: {
             query?: never;
@@ -2537,6 +3619,159 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/me/permit2-approval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve Permit2 for the chain's asset from the wallet, so it can pay upto (extension)
+         * @description Sends `approve(Permit2, amount)` on the chain's asset from the wallet, which pays its gas in the chain's native coin (the gas limit is decided before sending, at most 100000). Idempotency-Key is required: a repeat with the same key answers the first answer and sends nothing. 200 `confirmed` (mined; `allowance` read after it) or `unchanged` (the allowance already was `amount`, nothing sent); 202 `pending` (sent, not seen mined within 30 s). 400: invalid body or missing Idempotency-Key; 409: wallet not active, `insufficient_gas` (the wallet's native balance is below the limit × fee: `data.required`, `data.balance`), `gas_over_ceiling`, `approval_reverted` (mined and reverted: the key keeps this answer, so a retry never sends another); 502: the token or the node refused it before it was sent.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the allowance Permit2 gets over the chain's asset, atomic units (it replaces the current one; at least the largest upto maximum to pay) */
+                        amount: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                network: string;
+                                /** @description the token approved: the chain's asset */
+                                asset: string;
+                                /** @description Permit2 (0x000000000022D473030F116dDEE9F6B43aC78BA3) */
+                                spender: string;
+                                /** @description the allowance asked for */
+                                amount: string;
+                                /**
+                                 * @description `confirmed`: mined, `allowance` read after it; `pending`: sent, not seen mined yet; `unchanged`: the allowance already was `amount`, nothing sent
+                                 * @enum {string}
+                                 */
+                                status: "confirmed" | "pending" | "unchanged";
+                                /** @description Permit2's allowance as the chain reads it (after the transaction when confirmed, else before) */
+                                allowance: string;
+                                /** @description the approve transaction the wallet sent; null when nothing was sent */
+                                transaction: string | null;
+                                /** @description its gas limit, decided before sending (at most the ceiling); null when nothing was sent */
+                                gasLimit: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                network: string;
+                                /** @description the token approved: the chain's asset */
+                                asset: string;
+                                /** @description Permit2 (0x000000000022D473030F116dDEE9F6B43aC78BA3) */
+                                spender: string;
+                                /** @description the allowance asked for */
+                                amount: string;
+                                /**
+                                 * @description `confirmed`: mined, `allowance` read after it; `pending`: sent, not seen mined yet; `unchanged`: the allowance already was `amount`, nothing sent
+                                 * @enum {string}
+                                 */
+                                status: "confirmed" | "pending" | "unchanged";
+                                /** @description Permit2's allowance as the chain reads it (after the transaction when confirmed, else before) */
+                                allowance: string;
+                                /** @description the approve transaction the wallet sent; null when nothing was sent */
+                                transaction: string | null;
+                                /** @description its gas limit, decided before sending (at most the ceiling); null when nothing was sent */
+                                gasLimit: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -2914,6 +4149,10 @@ export interface paths {
                                     error: string | null;
                                     method: string;
                                     resource: string;
+                                    /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                    host: string | null;
+                                    /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                    requestId: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                 } | null;
@@ -3088,6 +4327,10 @@ export interface paths {
                                 error: string | null;
                                 method: string;
                                 resource: string;
+                                /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                host: string | null;
+                                /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                requestId: string | null;
                                 createdAt: string;
                                 updatedAt: string;
                             }[];
@@ -3174,6 +4417,117 @@ export interface paths {
                                 createdAt: string;
                                 updatedAt: string;
                             };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A wallet's payments (pay-and-call and transfers), newest first: host, payTo, amount, status, transaction, request id (extension)
+         * @description Page with `before` = the last payment id of the previous page; an empty page is the end.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description payment id: list payments older than this one */
+                    before?: string;
+                };
+                header?: never;
+                path: {
+                    walletId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "pending" | "settled" | "failed" | "unknown";
+                                x402Version: number;
+                                scheme: string;
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                transaction: string | null;
+                                settlement: {
+                                    [key: string]: unknown;
+                                } | null;
+                                error: string | null;
+                                method: string;
+                                resource: string;
+                                /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                host: string | null;
+                                /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                requestId: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -3430,6 +4784,413 @@ export interface paths {
                                 lastUsedAt: string | null;
                                 expiresAt: string | null;
                                 createdAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/consent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The authorization request the consent page shows: the application, where the answer goes, the asset of the ceiling (extension)
+         * @description The query is the authorization request as the application sent it to /oauth/authorize. 400 `invalid_authorization_request` (its OAuth error in `data.error`) when it cannot be answered.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    response_type?: string;
+                    client_id?: string;
+                    redirect_uri?: string;
+                    code_challenge?: string;
+                    code_challenge_method?: string;
+                    scope?: string;
+                    resource?: string;
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                client: {
+                                    id: string;
+                                    /** @description as the application registered it: anyone may register any name */
+                                    name: string;
+                                    uri: string | null;
+                                };
+                                redirectUri: string;
+                                /** @description where the answer goes: the page shows it, as the MCP specification asks */
+                                redirectHost: string;
+                                /** @description the answer goes to a program on this computer (localhost): the page warns that any local program could have asked */
+                                loopback: boolean;
+                                scope: string;
+                                /** @description the MCP endpoint the tokens are for */
+                                resource: string;
+                                /** @description the asset the ceiling is counted in */
+                                asset: {
+                                    network: string;
+                                    asset: string;
+                                    symbol: string;
+                                    decimals: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * The user's answer to an authorization request: the application's redirect URI with the code, or with access_denied (extension)
+         * @description approve: `walletId`, `managementCredential` (the one that owns the wallet) and `ceiling` (atomic units) make a grant of that wallet to the application, paying under a new wallet credential named `OAuth: <application>`; the answer is the redirect URI with `code`, `state` and `iss`. deny: the redirect URI with `error=access_denied`. 403 `management_credential_refused`; 404 `wallet_not_found`; 409 `wallet_not_active`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        request: {
+                            response_type?: string;
+                            client_id?: string;
+                            redirect_uri?: string;
+                            code_challenge?: string;
+                            code_challenge_method?: string;
+                            scope?: string;
+                            resource?: string;
+                            state?: string;
+                        };
+                        /** @enum {string} */
+                        decision: "approve" | "deny";
+                        /** @description approve: the wallet to connect */
+                        walletId?: string;
+                        /** @description approve: the management credential (svc_api_…) that owns the wallet: wallets belong to the application that made them */
+                        managementCredential?: string;
+                        /** @description approve: what the application may pay in all through this grant, atomic units of the asset */
+                        ceiling?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description where the browser goes next: the application, with the code (or the error) and the state */
+                                redirectTo: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Connected apps: your grants of a wallet to an application, newest first, each with its ceiling and what it paid (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "active" | "revoked";
+                                /** @description wallet_credential_revoked: the wallet’s owner revoked the credential the grant pays under */
+                                revokedReason: ("user" | "code_reused" | "refresh_token_reused" | "wallet_credential_revoked") | null;
+                                client: {
+                                    id: string;
+                                    name: string;
+                                    uri: string | null;
+                                    redirectHosts: string[];
+                                };
+                                wallet: {
+                                    id: string;
+                                    name: string;
+                                    address: string | null;
+                                };
+                                /** @description the wallet credential its payments are recorded under (GET /v1/wallets/{walletId}/credentials lists it) */
+                                walletCredentialId: string;
+                                ceiling: {
+                                    network: string;
+                                    asset: string;
+                                    /** @description the ceiling, atomic units */
+                                    amount: string;
+                                    /** @description settled payments of the grant */
+                                    spent: string;
+                                    /** @description payments of the grant not final yet */
+                                    reserved: string;
+                                    remaining: string;
+                                };
+                                scope: string;
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                revokedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/grants/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a grant: its tokens are refused by every node from the next request on, and its wallet credential is revoked (extension) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    grantId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "active" | "revoked";
+                                /** @description wallet_credential_revoked: the wallet’s owner revoked the credential the grant pays under */
+                                revokedReason: ("user" | "code_reused" | "refresh_token_reused" | "wallet_credential_revoked") | null;
+                                client: {
+                                    id: string;
+                                    name: string;
+                                    uri: string | null;
+                                    redirectHosts: string[];
+                                };
+                                wallet: {
+                                    id: string;
+                                    name: string;
+                                    address: string | null;
+                                };
+                                /** @description the wallet credential its payments are recorded under (GET /v1/wallets/{walletId}/credentials lists it) */
+                                walletCredentialId: string;
+                                ceiling: {
+                                    network: string;
+                                    asset: string;
+                                    /** @description the ceiling, atomic units */
+                                    amount: string;
+                                    /** @description settled payments of the grant */
+                                    spent: string;
+                                    /** @description payments of the grant not final yet */
+                                    reserved: string;
+                                    remaining: string;
+                                };
+                                scope: string;
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                revokedAt: string | null;
                             };
                         };
                     };
@@ -4711,7 +6472,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Acknowledge (complete) a leased event */
+        /** Acknowledge (complete) a leased event; with `next` (extension), claim the next event in the same request (data.next) */
         post: {
             parameters: {
                 query?: never;
@@ -4725,6 +6486,14 @@ export interface paths {
                 content: {
                     "application/json": {
                         leaseToken: string;
+                        /** @description claim the next event of this queue in the same request (extension): the answer's data.next is it, as the claim answers it, or null */
+                        next?: {
+                            queueId: string;
+                            /** @description default: the queue's defaultLeaseSeconds */
+                            leaseSeconds?: number;
+                            /** @default 0 */
+                            waitSeconds?: number;
+                        };
                     };
                 };
             };
@@ -4762,6 +6531,37 @@ export interface paths {
                                 /** @description ISO 8601 */
                                 updatedAt: string;
                                 finishedAt: string | null;
+                                /** @description present when the request asked for next: the claimed event, or null when none was available */
+                                next?: {
+                                    event: {
+                                        id: string;
+                                        queueId: string;
+                                        scheduleId: string | null;
+                                        /** @enum {string} */
+                                        status: "available" | "leased" | "acked" | "dead" | "expired" | "superseded";
+                                        /** @description JSON object, at most 65536 bytes serialized */
+                                        payload: {
+                                            [key: string]: unknown;
+                                        };
+                                        attempts: number;
+                                        maxAttempts: number;
+                                        deduplicationKey: string | null;
+                                        /** @description ISO 8601 */
+                                        availableAt: string;
+                                        leaseExpiresAt: string | null;
+                                        scheduledFor: string | null;
+                                        expiresAt: string | null;
+                                        lastError: string | null;
+                                        /** @description ISO 8601 */
+                                        createdAt: string;
+                                        /** @description ISO 8601 */
+                                        updatedAt: string;
+                                        finishedAt: string | null;
+                                    };
+                                    leaseToken: string;
+                                    /** @description ISO 8601 */
+                                    leaseExpiresAt: string;
+                                } | null;
                             };
                         };
                     };
@@ -4848,7 +6648,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Report a failed delivery: retried after retryDelaySeconds (default backoff), dead after maxAttempts */
+        /** Report a failed delivery: retried after retryDelaySeconds (default backoff), dead after maxAttempts; with `next` (extension), claim the next event in the same request */
         post: {
             parameters: {
                 query?: never;
@@ -4864,6 +6664,14 @@ export interface paths {
                         leaseToken: string;
                         error?: string;
                         retryDelaySeconds?: number;
+                        /** @description claim the next event of this queue in the same request (extension): the answer's data.next is it, as the claim answers it, or null */
+                        next?: {
+                            queueId: string;
+                            /** @description default: the queue's defaultLeaseSeconds */
+                            leaseSeconds?: number;
+                            /** @default 0 */
+                            waitSeconds?: number;
+                        };
                     };
                 };
             };
@@ -4901,6 +6709,37 @@ export interface paths {
                                 /** @description ISO 8601 */
                                 updatedAt: string;
                                 finishedAt: string | null;
+                                /** @description present when the request asked for next: the claimed event, or null when none was available */
+                                next?: {
+                                    event: {
+                                        id: string;
+                                        queueId: string;
+                                        scheduleId: string | null;
+                                        /** @enum {string} */
+                                        status: "available" | "leased" | "acked" | "dead" | "expired" | "superseded";
+                                        /** @description JSON object, at most 65536 bytes serialized */
+                                        payload: {
+                                            [key: string]: unknown;
+                                        };
+                                        attempts: number;
+                                        maxAttempts: number;
+                                        deduplicationKey: string | null;
+                                        /** @description ISO 8601 */
+                                        availableAt: string;
+                                        leaseExpiresAt: string | null;
+                                        scheduledFor: string | null;
+                                        expiresAt: string | null;
+                                        lastError: string | null;
+                                        /** @description ISO 8601 */
+                                        createdAt: string;
+                                        /** @description ISO 8601 */
+                                        updatedAt: string;
+                                        finishedAt: string | null;
+                                    };
+                                    leaseToken: string;
+                                    /** @description ISO 8601 */
+                                    leaseExpiresAt: string;
+                                } | null;
                             };
                         };
                     };
@@ -5133,6 +6972,14 @@ export interface paths {
                             leaseToken: string;
                             error?: string;
                             retryDelaySeconds?: number;
+                            /** @description claim the next event of this queue in the same request (extension): the answer's data.next is it, as the claim answers it, or null */
+                            next?: {
+                                queueId: string;
+                                /** @description default: the queue's defaultLeaseSeconds */
+                                leaseSeconds?: number;
+                                /** @default 0 */
+                                waitSeconds?: number;
+                            };
                             eventId: string;
                         }[];
                     };
@@ -6811,6 +8658,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/x402-test/metered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metered: pays the use (upto, at most 0.01 USDG) on eip155:4663
+         * @description Unpaid: 402 with an `upto` challenge (a Permit2 permit of at most 10000 atomic units, naming the facilitator that may settle it). Paid: the call "uses" a random share of the maximum (1% to 100%, drawn per payment), settles that much, and answers what was used and the settlement (its `amount` is what moved).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "metered";
+                            maximum: string;
+                            used: string;
+                            settlement: {
+                                success: boolean;
+                                transaction: string;
+                                network: string;
+                                payer?: string;
+                                amount?: string;
+                            };
+                            payer: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {number} */
+                            x402Version: 2;
+                            resource: {
+                                url: string;
+                                description: string;
+                                mimeType: string;
+                                serviceName: string;
+                            };
+                            accepts: {
+                                /** @enum {string} */
+                                scheme: "exact";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                maxTimeoutSeconds: number;
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            error?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dev/chain": {
         parameters: {
             query?: never;
@@ -6849,6 +8812,21 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                            };
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -6866,7 +8844,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Indexed payments, newest first, or after a recipientSequence cursor */
+        /** Indexed payments: newest first (paged, or after a record with before), after a recipientSequence cursor, or those of one transaction */
         get: {
             parameters: {
                 query?: {
@@ -6880,6 +8858,10 @@ export interface paths {
                     pageSize?: number;
                     /** @description Exclusive recipientSequence cursor; needs recipient and a specific chain; ascending and contiguous */
                     afterSequence?: number;
+                    /** @description Cursor of the newest-first listing: the paymentId of the last record already read; answers the records after it in that order (older ones). Unlike page, it neither repeats nor skips a record while new ones are published */
+                    before?: string;
+                    /** @description Only the payments this transaction carried (usually one; a batched settlement carries several), in log order */
+                    transactionHash?: string;
                 };
                 header?: never;
                 path?: never;
@@ -7170,6 +9152,19 @@ export interface paths {
                                     renewalsAvailable: boolean;
                                 };
                             };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
@@ -7991,6 +9986,21 @@ export interface paths {
                                     lastError: string | null;
                                     createdAt: string;
                                     updatedAt: string;
+                                    runtimeInstance: {
+                                        id: string;
+                                        appName: string;
+                                        /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                        url: string | null;
+                                        cpus: number;
+                                        memoryMb: number;
+                                        volumeSizeGb: number;
+                                        startedAt: string | null;
+                                        expiresAt: string | null;
+                                        stoppedAt: string | null;
+                                        removedAt: string | null;
+                                        /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                        removeAt: string | null;
+                                    } | null;
                                 };
                                 charge: {
                                     amountUsdCents: number;
@@ -8054,7 +10064,104 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The agent, as the list shows it (with its runtimeInstance) (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                userId: string;
+                                name: string;
+                                /** @enum {string} */
+                                type: "runtime_a" | "runtime_b";
+                                /** @enum {string} */
+                                spec: "monthly";
+                                /**
+                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                attempts: number;
+                                lastError: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                runtimeInstance: {
+                                    id: string;
+                                    appName: string;
+                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                    url: string | null;
+                                    cpus: number;
+                                    memoryMb: number;
+                                    volumeSizeGb: number;
+                                    startedAt: string | null;
+                                    expiresAt: string | null;
+                                    stoppedAt: string | null;
+                                    removedAt: string | null;
+                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                    removeAt: string | null;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
         put?: never;
         post?: never;
         /** Delete the agent: its runtime, volume and histories are removed; no refund; 409 while its wallet holds USDG (extension) */
@@ -8427,37 +10534,39 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
-                                id: string;
-                                userId: string;
-                                name: string;
-                                /** @enum {string} */
-                                type: "runtime_a" | "runtime_b";
-                                /** @enum {string} */
-                                spec: "monthly";
-                                /**
-                                 * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
-                                 * @enum {string}
-                                 */
-                                status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
-                                attempts: number;
-                                lastError: string | null;
-                                createdAt: string;
-                                updatedAt: string;
-                                runtimeInstance: {
+                                agent: {
                                     id: string;
-                                    appName: string;
-                                    /** @description where the runtime answers; null when that is an internal address only the service reaches */
-                                    url: string | null;
-                                    cpus: number;
-                                    memoryMb: number;
-                                    volumeSizeGb: number;
-                                    startedAt: string | null;
-                                    expiresAt: string | null;
-                                    stoppedAt: string | null;
-                                    removedAt: string | null;
-                                    /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
-                                    removeAt: string | null;
-                                } | null;
+                                    userId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "runtime_a" | "runtime_b";
+                                    /** @enum {string} */
+                                    spec: "monthly";
+                                    /**
+                                     * @description pending (deployment queued or retrying), running, stopped (by its user), expired (its month ended), failed (first deployment gave up; refunded), volume_lost (its data is gone; not started on an empty volume)
+                                     * @enum {string}
+                                     */
+                                    status: "pending" | "running" | "stopped" | "expired" | "failed" | "volume_lost" | "deleted";
+                                    attempts: number;
+                                    lastError: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                    runtimeInstance: {
+                                        id: string;
+                                        appName: string;
+                                        /** @description where the runtime answers; null when that is an internal address only the service reaches */
+                                        url: string | null;
+                                        cpus: number;
+                                        memoryMb: number;
+                                        volumeSizeGb: number;
+                                        startedAt: string | null;
+                                        expiresAt: string | null;
+                                        stoppedAt: string | null;
+                                        removedAt: string | null;
+                                        /** @description a stopped runtime: when its volume, and with it the agent's histories, is removed (export before then); null while it runs (extension) */
+                                        removeAt: string | null;
+                                    } | null;
+                                };
                                 charge: {
                                     amountUsdCents: number;
                                     balanceAfterUsdCents: number;
@@ -9057,6 +11166,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agentId}/providers/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove the agent's key for a provider; of those left, the one set last answers chats (extension) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                    provider: "openai" | "anthropic" | "openrouter";
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                provider: string;
+                                /** @enum {boolean} */
+                                deleted: true;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/{agentId}/chat": {
         parameters: {
             query?: never;
@@ -9262,9 +11457,57 @@ export interface paths {
                                     role: "system" | "user" | "assistant";
                                     content: string;
                                 }[];
-                                /** @description the whole transcript: messages, the tool calls a runtime_b agent made and their results */
+                                /** @description the whole transcript: messages, the tool calls a runtime_b agent made and their results, each entry with its turnId */
                                 raw: {
                                     [key: string]: unknown;
+                                }[];
+                                /** @description the session's turns, oldest first (extension) */
+                                turns: {
+                                    id: string;
+                                    /**
+                                     * @description running, completed, or failed (the provider, the budget, a shutdown, or the service died mid-turn)
+                                     * @enum {string}
+                                     */
+                                    status: "running" | "completed" | "failed";
+                                    error: string | null;
+                                    requestId: string | null;
+                                    /** @description model tokens the turn used; null when the runtime did not answer */
+                                    tokens: number | null;
+                                    createdAt: string;
+                                    finishedAt: string | null;
+                                    /** @description what the turn's tool calls paid (signed), whatever the turn's end */
+                                    payments: {
+                                        id: string;
+                                        /** @enum {string} */
+                                        status: "pending" | "settled" | "failed" | "unknown";
+                                        x402Version: number;
+                                        scheme: string;
+                                        network: string;
+                                        asset: string;
+                                        amount: string;
+                                        payTo: string;
+                                        transaction: string | null;
+                                        settlement: {
+                                            [key: string]: unknown;
+                                        } | null;
+                                        error: string | null;
+                                        method: string;
+                                        resource: string;
+                                        /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                        host: string | null;
+                                        /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                        requestId: string | null;
+                                        createdAt: string;
+                                        updatedAt: string;
+                                        /**
+                                         * @description paid by the tool (pay_and_call), or a withdrawal its user sent
+                                         * @enum {string}
+                                         */
+                                        kind: "tool" | "withdrawal";
+                                        /** @description the chat turn whose tool call paid */
+                                        turnId: string | null;
+                                        session: string | null;
+                                    }[];
                                 }[];
                             };
                         };
@@ -9804,20 +12047,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/{agentId}/wallet/withdraw": {
+    "/agents/{agentId}/payments": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
         /**
-         * runtime_b: send USDG from the agent's own wallet to an address you name (extension)
-         * @description The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says. Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one.
+         * runtime_b: the agent's wallet payments, newest first: its tool's (with the turn and session that paid) and withdrawals (extension)
+         * @description Page with `before` = the last payment id of the previous page; an empty page is the end. An agent without a wallet has none.
          */
-        post: {
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description a payment id: list payments older than this one (the last of the previous page) */
+                    before?: string;
+                };
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "pending" | "settled" | "failed" | "unknown";
+                                x402Version: number;
+                                scheme: string;
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                transaction: string | null;
+                                settlement: {
+                                    [key: string]: unknown;
+                                } | null;
+                                error: string | null;
+                                method: string;
+                                resource: string;
+                                /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                host: string | null;
+                                /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                requestId: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                /**
+                                 * @description paid by the tool (pay_and_call), or a withdrawal its user sent
+                                 * @enum {string}
+                                 */
+                                kind: "tool" | "withdrawal";
+                                /** @description the chat turn whose tool call paid */
+                                turnId: string | null;
+                                session: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** runtime_b: its wallet's spend policy, as a wallet's (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description rolling windows over open and settled payments, atomic units */
+                                limits?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    /** @enum {string} */
+                                    window: "1h" | "24h" | "7d" | "30d";
+                                }[];
+                                maxPerCall?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                /** @description when present, only these hosts may be paid */
+                                allowHosts?: string[];
+                                denyHosts?: string[];
+                                /** @description when present, only these recipients may be paid */
+                                allowPayTo?: string[];
+                                denyPayTo?: string[];
+                                /** @description a payment above this amount waits for a human approval */
+                                approvalAbove?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                approvalTimeoutSeconds: number;
+                                walletId: string;
+                                /** @description null: no policy was ever set (no rules) */
+                                updatedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * runtime_b: set its wallet's spend policy, replacing the previous one (extension)
+         * @description The wallets' policy shape (docs/wallets.md, Spend policies): limits over rolling windows, maxPerCall, allowed and denied hosts and recipients (payTo), approvalAbove. It applies to the agent's next tool payment; a refusal is told to the model with its reason and what remains. 409 `agent_has_no_wallet` for runtime_a, or before the first deployment.
+         */
+        put: {
             parameters: {
                 query?: never;
                 header?: never;
@@ -9829,9 +12298,33 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        to: string;
-                        /** @description atomic units of the chain's asset (USDG: 6 decimals) */
-                        amount: string;
+                        /** @description rolling windows over open and settled payments, atomic units */
+                        limits?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                            /** @enum {string} */
+                            window: "1h" | "24h" | "7d" | "30d";
+                        }[];
+                        maxPerCall?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                        /** @description when present, only these hosts may be paid */
+                        allowHosts?: string[];
+                        denyHosts?: string[];
+                        /** @description when present, only these recipients may be paid */
+                        allowPayTo?: string[];
+                        denyPayTo?: string[];
+                        /** @description a payment above this amount waits for a human approval */
+                        approvalAbove?: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                        /** @description default 3600 */
+                        approvalTimeoutSeconds?: number;
                     };
                 };
             };
@@ -9846,26 +12339,265 @@ export interface paths {
                             code: number;
                             message: string;
                             data: {
-                                transfer: {
-                                    id: string;
-                                    /** @enum {string} */
-                                    status: "pending" | "settled" | "failed" | "unknown";
-                                    x402Version: number;
-                                    scheme: string;
+                                /** @description rolling windows over open and settled payments, atomic units */
+                                limits?: {
                                     network: string;
                                     asset: string;
                                     amount: string;
-                                    payTo: string;
-                                    transaction: string | null;
-                                    settlement: {
-                                        [key: string]: unknown;
-                                    } | null;
-                                    error: string | null;
-                                    method: string;
-                                    resource: string;
-                                    createdAt: string;
-                                    updatedAt: string;
+                                    /** @enum {string} */
+                                    window: "1h" | "24h" | "7d" | "30d";
+                                }[];
+                                maxPerCall?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
                                 };
+                                /** @description when present, only these hosts may be paid */
+                                allowHosts?: string[];
+                                denyHosts?: string[];
+                                /** @description when present, only these recipients may be paid */
+                                allowPayTo?: string[];
+                                denyPayTo?: string[];
+                                /** @description a payment above this amount waits for a human approval */
+                                approvalAbove?: {
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                };
+                                approvalTimeoutSeconds: number;
+                                walletId: string;
+                                /** @description null: no policy was ever set (no rules) */
+                                updatedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** runtime_b: its wallet's approval requests, newest first (extension) */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "pending" | "approved" | "denied" | "consumed" | "expired";
+                };
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/approvals/{approvalId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** runtime_b: approve a pending payment; the agent pays it when it calls again (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
                             };
                         };
                     };
@@ -9930,6 +12662,460 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agentId}/wallet/approvals/{approvalId}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** runtime_b: deny a pending payment (extension) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                walletId: string;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                method: string;
+                                url: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                /** @description the management credential that approved or denied it */
+                                decidedBy: string | null;
+                                decidedAt: string | null;
+                                /** @description the payment that consumed it */
+                                paymentId: string | null;
+                                consumedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/approval-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** runtime_b: the event queue its wallet's approval requests are published into, or null (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                projectId: string;
+                                queueId: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * runtime_b: publish its wallet's approval requests into one of your projects' event queues (null: stop) (extension)
+         * @description Each new approval request publishes `{ type: "wallet_approval.requested", approvalId, walletId, approval }` in the transaction that asks for it; consume it with the queue's claim/ack API (docs/events.md) to page a person. Another user's project, or a queue not of that project, is 404.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            /** @description null: publish no more */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description one of your projects
+                         */
+                        projectId: string;
+                        /**
+                         * Format: uuid
+                         * @description one of that project's event queues
+                         */
+                        queueId: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                projectId: string;
+                                queueId: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/wallet/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * runtime_b: send USDG from the agent's own wallet to an address you name (extension)
+         * @description The transfer is a payment of the wallet: `status` settled with its transaction, failed with why, or unknown/pending until the chain says. Send an Idempotency-Key (8–200 printable ASCII): the same key again answers the same transfer and never sends a second one. Each transfer costs the service gas: an amount below AGENT_WITHDRAW_MIN_AMOUNT is 400 `withdrawal_below_minimum` unless it is the whole balance, and beyond AGENT_WITHDRAW_LIMIT_PER_HOUR new withdrawals per agent 429 `rate_limited` with Retry-After (a same-key retry is answered all the same).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        to: string;
+                        /** @description atomic units of the chain's asset (USDG: 6 decimals) */
+                        amount: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                transfer: {
+                                    id: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "settled" | "failed" | "unknown";
+                                    x402Version: number;
+                                    scheme: string;
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    transaction: string | null;
+                                    settlement: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    error: string | null;
+                                    method: string;
+                                    resource: string;
+                                    /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                    host: string | null;
+                                    /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                    requestId: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agentic-trading/strategies": {
         parameters: {
             query?: never;
@@ -9937,7 +13123,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Strategies you own and public ones, newest first, each with its latest version */
+        /**
+         * Strategies you own and public ones, newest first, each with its latest version
+         * @description Another user's priced strategy shows its description and each version's summary; its definitions are null (only its owner reads them).
+         */
         get: {
             parameters: {
                 query?: {
@@ -9964,6 +13153,7 @@ export interface paths {
                                 id: string;
                                 userId: string;
                                 name: string;
+                                description: string | null;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
                                 access: {
@@ -9978,11 +13168,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10074,7 +13277,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10086,7 +13289,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -10099,11 +13304,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10195,7 +13413,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10207,7 +13425,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -10259,13 +13479,15 @@ export interface paths {
                 content: {
                     "application/json": {
                         name: string;
+                        /** @description What every reader is told about the strategy (a priced one's definitions are yours alone) */
+                        description?: string;
                         /**
                          * @description private: only you; public: every signed-in user may read it and launch runtimes from it
                          * @default private
                          * @enum {string}
                          */
                         visibility?: "private" | "public";
-                        /** @description Paid access (x402, USDG): what another user's trading account pays you, once, to activate runtimes of this strategy */
+                        /** @description Paid access (x402, USDG): what another user's trading account pays you, once, to backtest this strategy or activate runtimes of it; others never read its definitions */
                         access?: {
                             priceUsd: string;
                             payTo: string;
@@ -10279,7 +13501,7 @@ export interface paths {
                                 /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                 instructions: string;
                                 universe: string[];
-                                /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                 dataSources: string[];
                                 /** @enum {string} */
                                 candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10377,7 +13599,7 @@ export interface paths {
                                 /** @description What the agent is told to do, put before each tick's data */
                                 instructions: string;
                                 universe: string[];
-                                /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                 dataSources: string[];
                                 /** @enum {string} */
                                 candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10389,6 +13611,8 @@ export interface paths {
                                 };
                                 /** @description Closed candles per symbol shown to the model (default 30) */
                                 lookback?: number;
+                                /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                allowShort?: boolean;
                             };
                         };
                     };
@@ -10408,6 +13632,7 @@ export interface paths {
                                 id: string;
                                 userId: string;
                                 name: string;
+                                description: string | null;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
                                 access: {
@@ -10422,11 +13647,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10518,7 +13756,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10530,7 +13768,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -10543,11 +13783,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10639,7 +13892,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10651,7 +13904,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -10703,7 +13958,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A strategy with all its versions */
+        /**
+         * A strategy with all its versions
+         * @description Another user's priced strategy answers its description and each version's summary, with every definition null: only its owner reads them.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -10728,6 +13986,7 @@ export interface paths {
                                 id: string;
                                 userId: string;
                                 name: string;
+                                description: string | null;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
                                 access: {
@@ -10742,11 +14001,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10838,7 +14110,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10850,7 +14122,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -10863,11 +14137,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10959,7 +14246,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -10971,7 +14258,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -11061,7 +14350,7 @@ export interface paths {
                             /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                             instructions: string;
                             universe: string[];
-                            /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                            /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                             dataSources: string[];
                             /** @enum {string} */
                             candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11159,7 +14448,7 @@ export interface paths {
                             /** @description What the agent is told to do, put before each tick's data */
                             instructions: string;
                             universe: string[];
-                            /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                            /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                             dataSources: string[];
                             /** @enum {string} */
                             candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11171,6 +14460,8 @@ export interface paths {
                             };
                             /** @description Closed candles per symbol shown to the model (default 30) */
                             lookback?: number;
+                            /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                            allowShort?: boolean;
                         };
                     };
                 };
@@ -11189,6 +14480,7 @@ export interface paths {
                                 id: string;
                                 userId: string;
                                 name: string;
+                                description: string | null;
                                 /** @enum {string} */
                                 visibility: "private" | "public";
                                 access: {
@@ -11203,11 +14495,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11299,7 +14604,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11311,7 +14616,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -11324,11 +14631,24 @@ export interface paths {
                                     kind: "quant_signal" | "llm_agent";
                                     /** @enum {number} */
                                     schemaVersion: 1;
-                                    definition: {
+                                    /** @description What anyone who may read the version sees of its definition: what it trades, on which candles and data, with which model */
+                                    summary: {
+                                        universe: string[];
+                                        dataSources: string[];
+                                        candleInterval: string;
+                                        /** @description An llm_agent's model: the provider a runtime's or backtest's account needs a key for */
+                                        model?: {
+                                            /** @enum {string} */
+                                            provider: "openai" | "anthropic" | "openrouter";
+                                            model: string;
+                                        };
+                                    };
+                                    /** @description null on another user's priced strategy: only its owner reads the definition (docs/trading.md#what-others-see) */
+                                    definition: ({
                                         /** @description Free text; `fast=`, `slow=`, `exposure=` and `short=` tokens set the signal unless `rules` is given (docs/trading.md) */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11420,7 +14740,7 @@ export interface paths {
                                         /** @description What the agent is told to do, put before each tick's data */
                                         instructions: string;
                                         universe: string[];
-                                        /** @description Market-data providers: `embedded` (computed prices) or `imported` (tollgate trading import) */
+                                        /** @description Market-data providers: `embedded` (computed prices), `imported` (tollgate trading import) or, on a deployment with a live venue, `venue` (its own prices: the only source its runtimes may read) */
                                         dataSources: string[];
                                         /** @enum {string} */
                                         candleInterval: "1m" | "5m" | "15m" | "30m" | "1h" | "4h" | "1d";
@@ -11432,7 +14752,9 @@ export interface paths {
                                         };
                                         /** @description Closed candles per symbol shown to the model (default 30) */
                                         lookback?: number;
-                                    };
+                                        /** @description Whether the model may sell a position below zero (default false: such a sell is cut to a close) */
+                                        allowShort?: boolean;
+                                    }) | null;
                                     /** @description sha256 of the canonical JSON of kind, schemaVersion and definition */
                                     contentHash: string;
                                     createdAt: string;
@@ -11499,7 +14821,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replay a version over the feed with the live code path (extension) */
+        /**
+         * Replay a version over the feed with the live code path (extension)
+         * @description Another user's priced strategy is replayed once the account named by accountId has paid its access (maxAccessPriceUsd at or above its price; once per account, shared with runtime activation), and its executions' decisions show what it did, not why. 409 access_price_not_accepted, access_payment_refused (the wallet could not pay); 503 access_payment_pending (try again).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -11529,9 +14854,11 @@ export interface paths {
                         cronExpression?: string;
                         /**
                          * Format: uuid
-                         * @description An llm_agent's backtest: the account whose provider key pays the model calls
+                         * @description The account whose provider key pays an llm_agent's model calls, and whose agent wallet pays the access to another user's priced strategy (required for either)
                          */
                         accountId?: string;
+                        /** @description Another user's priced strategy: the most the account agrees to pay for its access (access.priceUsd, charged once per account, at its first backtest or runtime activation) */
+                        maxAccessPriceUsd?: string;
                         /** @description An llm_agent's backtest (required): model calls at most; decisions kept from earlier ticks with the same inputs cost none */
                         maxModelCalls?: number;
                         /**
@@ -11544,6 +14871,16 @@ export interface paths {
                          * @default 0
                          */
                         executionsOffset?: number;
+                        /**
+                         * @description Trades answered in tradeList (one page); the report covers them all, and the CSV route answers every one
+                         * @default 1000
+                         */
+                        tradeListLimit?: number;
+                        /**
+                         * @description Trades skipped before the page
+                         * @default 0
+                         */
+                        tradeListOffset?: number;
                     };
                 };
             };
@@ -11578,16 +14915,19 @@ export interface paths {
                                     sharpe: number | null;
                                     /** @description As sharpe over the downside deviation; null when no tick lost */
                                     sortino: number | null;
-                                    /** @description Fills that closed (part of) a position */
+                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
                                     closedTrades: number;
+                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
                                     winRatePercent: number | null;
-                                    /** @description Gross realized profit over gross realized loss; null without a loss */
+                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
                                     profitFactor: number | null;
                                     /** @description Every fill */
                                     trades: number;
                                     feesUsd: number;
                                     /** @description Share of ticks that ended holding a position */
                                     exposurePercent: number;
+                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                    assumptions: string[];
                                 };
                                 /** @description The equity after each tick, thinned evenly to at most 1,000 points */
                                 equityCurve: {
@@ -11599,7 +14939,7 @@ export interface paths {
                                 executions: {
                                     scheduledAt: string;
                                     /**
-                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                     * @description completed; blocked: a risk limit stopped the order, or its re-check at a live venue's quote did (error.code price_moved, limit_at_quote); halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: nothing decided, for a scheduled tick run after its next was due (error.code stale_tick) or a live venue's price older than TRADING_MAX_PRICE_AGE_SECONDS (stale_price)
                                      * @enum {string}
                                      */
                                     status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
@@ -11625,12 +14965,58 @@ export interface paths {
                                         referencePrice?: number;
                                         /** @description A limit order's price, on the venue's tick (absent: a market order) */
                                         limitPrice?: string;
+                                        /** @description A live venue's executable quote the order was re-checked at right before it was sent (docs/trading.md#live-venues-trade-on-their-own-prices) */
+                                        quote?: {
+                                            bid: string;
+                                            ask: string;
+                                        };
                                         stopLoss?: number;
                                         takeProfit?: number;
+                                        /** @description A protective exit's: a stop fills from `price` (its level, or a bar's open past it) at the touch, a take-profit at `price` as a resting limit reached */
+                                        trigger?: {
+                                            /** @enum {string} */
+                                            kind: "stop" | "take_profit";
+                                            price: number;
+                                        };
                                         price: number | null;
                                         notionalUsd: number;
                                         feeUsd: number | null;
                                     } | null;
+                                }[];
+                                /** @description Trades the replay made; `tradeList` is the page asked for */
+                                tradeListTotal: number;
+                                tradeList: {
+                                    symbol: string;
+                                    /** @enum {string} */
+                                    side: "long" | "short";
+                                    /**
+                                     * @description open: still held at the end; its P&L marks the rest at markPrice
+                                     * @enum {string}
+                                     */
+                                    status: "open" | "closed";
+                                    /** @description The fill that opened it */
+                                    entryAt: string;
+                                    /** @description Volume-weighted price of the fills that opened or grew it */
+                                    entryPrice: number;
+                                    /** @description The fill that closed it; null while open */
+                                    exitAt: string | null;
+                                    /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                    exitPrice: number | null;
+                                    /** @description The largest quantity held during the trade */
+                                    size: string;
+                                    fills: number;
+                                    /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                    feesUsd: number;
+                                    /** @description Before fees */
+                                    pnlUsd: number;
+                                    /** @description After fees: what the trade added to the equity */
+                                    netPnlUsd: number;
+                                    /** @description netPnlUsd over what its entries paid */
+                                    returnPercent: number;
+                                    /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                    exitReason: string | null;
+                                    /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                    markPrice: number | null;
                                 }[];
                                 book: {
                                     cashUsd: number;
@@ -11697,7 +15083,33 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -12264,7 +15676,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /**
-                         * @description off; halt: no orders; reduce_only: only orders that shrink a position
+                         * @description off; halt: no new risk (the strategy places nothing; protective exits and the owner's flatten still go); reduce_only: only orders that shrink a position
                          * @enum {string}
                          */
                         mode: "off" | "halt" | "reduce_only";
@@ -12387,7 +15799,8 @@ export interface paths {
                             data: {
                                 id: string;
                                 accountId: string;
-                                runtimeId: string;
+                                /** @description null: strategy access bought by a backtest */
+                                runtimeId: string | null;
                                 /** @enum {string} */
                                 boundary: "strategy_access" | "activation" | "execution" | "market_data";
                                 /** @description What was bought: strategy:<id>, runtime:<id> or tick:<runtime id>:<trigger>:<scheduledAt> */
@@ -12561,8 +15974,8 @@ export interface paths {
         };
         put?: never;
         /**
-         * Launch a runtime (idempotent by idempotencyKey)
-         * @description 201 with the new runtime (provisioning); 200 with the runtime the same idempotencyKey made before; 409 when that key came with another definition.
+         * Launch a runtime (idempotent by idempotencyKey or the Idempotency-Key header)
+         * @description 201 with the new runtime (provisioning); 200 with the runtime the same key made before; 409 when that key came with another definition. 409 data_source_not_venue when the deployment trades on a live venue and the version does not read its prices (dataSources: ["venue"]); 409 market_data_not_current when its imported data lacks the candles a tick now reads. The key is the body's idempotencyKey or the Idempotency-Key header (8–200 printable ASCII); one is required, and both, when sent, must be equal.
          */
         post: {
             parameters: {
@@ -12585,8 +15998,9 @@ export interface paths {
                         name: string;
                         /** @description 5 fields, evaluated in UTC */
                         cronExpression: string;
-                        idempotencyKey: string;
-                        /** @description The most the account agrees to pay for another user's priced strategy (its access.priceUsd, charged once per account at activation); required to launch one */
+                        /** @description The launch key; or send it as the Idempotency-Key header (one of the two is required; both must agree) */
+                        idempotencyKey?: string;
+                        /** @description The most the account agrees to pay for another user's priced strategy (its access.priceUsd, charged once per account, at activation or at its first backtest); required to launch one */
                         maxAccessPriceUsd?: string;
                     };
                 };
@@ -13063,8 +16477,10 @@ export interface paths {
                                  */
                                 triggerType: "schedule" | "manual" | "flatten";
                                 scheduledAt: string;
+                                /** @description Which order of its tick: a tick places at most one order per symbol, each its own execution (0, 1, … in the order placed; docs/trading.md) */
+                                leg: number;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                 * @description completed; blocked: a risk limit stopped the order, or its re-check at a live venue's quote did (error.code price_moved, limit_at_quote); halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: nothing decided, for a scheduled tick run after its next was due (error.code stale_tick) or a live venue's price older than TRADING_MAX_PRICE_AGE_SECONDS (stale_price)
                                  * @enum {string}
                                  */
                                 status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
@@ -13092,15 +16508,26 @@ export interface paths {
                                     referencePrice?: number;
                                     /** @description A limit order's price, on the venue's tick (absent: a market order) */
                                     limitPrice?: string;
+                                    /** @description A live venue's executable quote the order was re-checked at right before it was sent (docs/trading.md#live-venues-trade-on-their-own-prices) */
+                                    quote?: {
+                                        bid: string;
+                                        ask: string;
+                                    };
                                     stopLoss?: number;
                                     takeProfit?: number;
+                                    /** @description A protective exit's: a stop fills from `price` (its level, or a bar's open past it) at the touch, a take-profit at `price` as a resting limit reached */
+                                    trigger?: {
+                                        /** @enum {string} */
+                                        kind: "stop" | "take_profit";
+                                        price: number;
+                                    };
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
                                 } | null;
                                 error: {
                                     message: string;
-                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick, stale_price: see status skipped; price_moved, limit_at_quote: a live venue's order not sent after its re-check at the quote (status blocked) */
                                     code?: string;
                                     reason?: string;
                                 } | null;
@@ -13185,8 +16612,10 @@ export interface paths {
                                  */
                                 triggerType: "schedule" | "manual" | "flatten";
                                 scheduledAt: string;
+                                /** @description Which order of its tick: a tick places at most one order per symbol, each its own execution (0, 1, … in the order placed; docs/trading.md) */
+                                leg: number;
                                 /**
-                                 * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                 * @description completed; blocked: a risk limit stopped the order, or its re-check at a live venue's quote did (error.code price_moved, limit_at_quote); halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: nothing decided, for a scheduled tick run after its next was due (error.code stale_tick) or a live venue's price older than TRADING_MAX_PRICE_AGE_SECONDS (stale_price)
                                  * @enum {string}
                                  */
                                 status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
@@ -13214,15 +16643,26 @@ export interface paths {
                                     referencePrice?: number;
                                     /** @description A limit order's price, on the venue's tick (absent: a market order) */
                                     limitPrice?: string;
+                                    /** @description A live venue's executable quote the order was re-checked at right before it was sent (docs/trading.md#live-venues-trade-on-their-own-prices) */
+                                    quote?: {
+                                        bid: string;
+                                        ask: string;
+                                    };
                                     stopLoss?: number;
                                     takeProfit?: number;
+                                    /** @description A protective exit's: a stop fills from `price` (its level, or a bar's open past it) at the touch, a take-profit at `price` as a resting limit reached */
+                                    trigger?: {
+                                        /** @enum {string} */
+                                        kind: "stop" | "take_profit";
+                                        price: number;
+                                    };
                                     price: number | null;
                                     notionalUsd: number;
                                     feeUsd: number | null;
                                 } | null;
                                 error: {
                                     message: string;
-                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
+                                    /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick, stale_price: see status skipped; price_moved, limit_at_quote: a live venue's order not sent after its re-check at the quote (status blocked) */
                                     code?: string;
                                     reason?: string;
                                 } | null;
@@ -13389,8 +16829,10 @@ export interface paths {
                                      */
                                     triggerType: "schedule" | "manual" | "flatten";
                                     scheduledAt: string;
+                                    /** @description Which order of its tick: a tick places at most one order per symbol, each its own execution (0, 1, … in the order placed; docs/trading.md) */
+                                    leg: number;
                                     /**
-                                     * @description completed; blocked: a risk limit stopped the order; halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: a scheduled tick run after its next was due (stale), nothing decided
+                                     * @description completed; blocked: a risk limit stopped the order, or its re-check at a live venue's quote did (error.code price_moved, limit_at_quote); halted: the kill switch did; failed; placing: the order is out at a live venue and its fill not recorded yet; rejected: the venue refused the order; skipped: nothing decided, for a scheduled tick run after its next was due (error.code stale_tick) or a live venue's price older than TRADING_MAX_PRICE_AGE_SECONDS (stale_price)
                                      * @enum {string}
                                      */
                                     status: "completed" | "blocked" | "halted" | "failed" | "placing" | "rejected" | "skipped";
@@ -13418,15 +16860,26 @@ export interface paths {
                                         referencePrice?: number;
                                         /** @description A limit order's price, on the venue's tick (absent: a market order) */
                                         limitPrice?: string;
+                                        /** @description A live venue's executable quote the order was re-checked at right before it was sent (docs/trading.md#live-venues-trade-on-their-own-prices) */
+                                        quote?: {
+                                            bid: string;
+                                            ask: string;
+                                        };
                                         stopLoss?: number;
                                         takeProfit?: number;
+                                        /** @description A protective exit's: a stop fills from `price` (its level, or a bar's open past it) at the touch, a take-profit at `price` as a resting limit reached */
+                                        trigger?: {
+                                            /** @enum {string} */
+                                            kind: "stop" | "take_profit";
+                                            price: number;
+                                        };
                                         price: number | null;
                                         notionalUsd: number;
                                         feeUsd: number | null;
                                     } | null;
                                     error: {
                                         message: string;
-                                        /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick: see status skipped */
+                                        /** @description payment_refused: the agent wallet could not pay a metered tick; order_rejected: the venue refused the order; stale_tick, stale_price: see status skipped; price_moved, limit_at_quote: a live venue's order not sent after its re-check at the quote (status blocked) */
                                         code?: string;
                                         reason?: string;
                                     } | null;
@@ -13510,6 +16963,3010 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agentic-trading/strategies/{strategyId}/backtest/trades.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A backtest's trade list as CSV: every round trip, its entry, exit, size, fees and P&L after fees (extension)
+         * @description The same body and the same replay as POST .../backtest (deterministic: the same trades as its tradeList), answered as text/csv with a header line: symbol, side, status, entry_at, entry_price, exit_at, exit_price, size, fills, fees_usd, pnl_usd, net_pnl_usd, return_percent, exit_reason, mark_price. Errors as the backtest route.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    strategyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /**
+                         * Format: uuid
+                         * @description Default: the latest version
+                         */
+                        versionId?: string;
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /** @default * * * * * */
+                        cronExpression?: string;
+                        /**
+                         * Format: uuid
+                         * @description The account whose provider key pays an llm_agent's model calls, and whose agent wallet pays the access to another user's priced strategy (required for either)
+                         */
+                        accountId?: string;
+                        /** @description Another user's priced strategy: the most the account agrees to pay for its access (access.priceUsd, charged once per account, at its first backtest or runtime activation) */
+                        maxAccessPriceUsd?: string;
+                        /** @description An llm_agent's backtest (required): model calls at most; decisions kept from earlier ticks with the same inputs cost none */
+                        maxModelCalls?: number;
+                        /**
+                         * @description Executions answered (one page); the report and the curve cover every tick
+                         * @default 100
+                         */
+                        executionsLimit?: number;
+                        /**
+                         * @description Executions skipped before the page: the replay is deterministic, so the same body with the next offset answers the next page
+                         * @default 0
+                         */
+                        executionsOffset?: number;
+                        /**
+                         * @description Trades answered in tradeList (one page); the report covers them all, and the CSV route answers every one
+                         * @default 1000
+                         */
+                        tradeListLimit?: number;
+                        /**
+                         * @description Trades skipped before the page
+                         * @default 0
+                         */
+                        tradeListOffset?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description One line per trade after the header */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/strategies/{strategyId}/optimise": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Optimise a rules strategy's numeric parameters: grid or random search, ranked by Sharpe, return or profit factor, with walk-forward (extension)
+         * @description Each trial is a backtest of the version with the parameters set (dot paths into its rules), from a fresh book over the same window, cron and limits. Without walkForward the trials over the whole window are ranked; with it, each fold ranks them in sample and replays the best out of sample, side by side. Your strategies and free public ones only (a priced one of another user is 400 invalid_backtest). Past 1,000,000 replayed ticks in all, 400 invalid_backtest_window: run it as a background job.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    strategyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /**
+                         * Format: uuid
+                         * @description Default: the latest version; a quant_signal version with rules
+                         */
+                        versionId?: string;
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /** @default * * * * * */
+                        cronExpression?: string;
+                        parameters: {
+                            /** @description A number in the rules, by its dot path: indicators.fast.period, entry.long.0.right, sizing.exposure, stopLossPercent (a protective level may be absent from the rules) */
+                            path: string;
+                            min: number;
+                            max: number;
+                            /** @description Grid: min, min + step, … up to max; random draws among the same values */
+                            step: number;
+                        }[];
+                        /**
+                         * @description grid: every combination (refused past `trials`); random: `trials` distinct combinations drawn with `seed`
+                         * @default grid
+                         * @enum {string}
+                         */
+                        method?: "grid" | "random";
+                        /** @default 100 */
+                        trials?: number;
+                        /**
+                         * @description The random search draws the same trials for the same seed
+                         * @default 1
+                         */
+                        seed?: number;
+                        /**
+                         * @description What ranks the trials: the report's sharpe, returnPercent or profitFactor (after fees); a trial without it (null) ranks last
+                         * @default sharpe
+                         * @enum {string}
+                         */
+                        objective?: "sharpe" | "return" | "profit_factor";
+                        /** @description Rolling walk-forward: out-of-sample parts follow each other to the end of the window, each after its in-sample part */
+                        walkForward?: {
+                            folds: number;
+                            /**
+                             * @description Each fold's in-sample share: the out-of-sample part after it is the rest
+                             * @default 75
+                             */
+                            inSamplePercent?: number;
+                        };
+                        /**
+                         * @description Trials answered per window, best first
+                         * @default 10
+                         */
+                        top?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                strategyVersionId: string;
+                                strategyVersionHash: string;
+                                /** @description The window's ticks */
+                                ticks: number;
+                                /** @enum {string} */
+                                objective: "sharpe" | "return" | "profit_factor";
+                                /** @enum {string} */
+                                method: "grid" | "random";
+                                /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                trialsRun: number;
+                                /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                trials: {
+                                    /** @description The value each parameter path took */
+                                    values: {
+                                        [key: string]: number;
+                                    };
+                                    /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                    objective: number | null;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    } | null;
+                                    /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                    invalid?: string;
+                                }[];
+                                best: {
+                                    /** @description The value each parameter path took */
+                                    values: {
+                                        [key: string]: number;
+                                    };
+                                    /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                    objective: number | null;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    } | null;
+                                    /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                    invalid?: string;
+                                } | null;
+                                /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                folds: {
+                                    fold: number;
+                                    inSample: {
+                                        from: string;
+                                        to: string;
+                                        ticks: number;
+                                        best: {
+                                            /** @description The value each parameter path took */
+                                            values: {
+                                                [key: string]: number;
+                                            };
+                                            /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                            /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                            invalid?: string;
+                                        } | null;
+                                        trials: {
+                                            /** @description The value each parameter path took */
+                                            values: {
+                                                [key: string]: number;
+                                            };
+                                            /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                            /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                            invalid?: string;
+                                        }[];
+                                    };
+                                    outOfSample: {
+                                        from: string;
+                                        to: string;
+                                        ticks: number;
+                                        /** @description The in-sample best's values, replayed here unseen */
+                                        values: {
+                                            [key: string]: number;
+                                        } | null;
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                    };
+                                }[];
+                                /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                walkForwardEfficiency: number | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/backtests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your background backtests and optimisations, newest first, without their results */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description The last id of the previous page */
+                    before?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                strategyId: string;
+                                /** @enum {string} */
+                                kind: "backtest" | "optimisation";
+                                /**
+                                 * @description queued → running → succeeded | failed | cancelled; a cancelled or failed job resumes (queued again) from its checkpoint
+                                 * @enum {string}
+                                 */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description Cancel asked while running: the worker stops at its next save */
+                                cancelRequested: boolean;
+                                progress: {
+                                    done: number;
+                                    total: number;
+                                    /**
+                                     * @description A backtest counts ticks; an optimisation its replays (trials, and out-of-sample replays)
+                                     * @enum {string}
+                                     */
+                                    unit: "ticks" | "replays";
+                                    percent: number;
+                                };
+                                /** @description The body it was created with */
+                                input: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Once succeeded (GET one job; lists leave it out) */
+                                result: ({
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    ticks: number;
+                                    /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
+                                    stoppedAt: string | null;
+                                    /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                    stopReason: ("risk_breach" | "max_model_calls") | null;
+                                    /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                    modelCalls: number;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    };
+                                    /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                    equityCurve: {
+                                        at: string;
+                                        equityUsd: number;
+                                    }[];
+                                    /** @description Executions the replay made; `executions` is the page asked for */
+                                    executionsTotal: number;
+                                    /** @description Trades the replay made; `tradeList` is the page asked for */
+                                    tradeListTotal: number;
+                                    tradeList: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "long" | "short";
+                                        /**
+                                         * @description open: still held at the end; its P&L marks the rest at markPrice
+                                         * @enum {string}
+                                         */
+                                        status: "open" | "closed";
+                                        /** @description The fill that opened it */
+                                        entryAt: string;
+                                        /** @description Volume-weighted price of the fills that opened or grew it */
+                                        entryPrice: number;
+                                        /** @description The fill that closed it; null while open */
+                                        exitAt: string | null;
+                                        /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                        exitPrice: number | null;
+                                        /** @description The largest quantity held during the trade */
+                                        size: string;
+                                        fills: number;
+                                        /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                        feesUsd: number;
+                                        /** @description Before fees */
+                                        pnlUsd: number;
+                                        /** @description After fees: what the trade added to the equity */
+                                        netPnlUsd: number;
+                                        /** @description netPnlUsd over what its entries paid */
+                                        returnPercent: number;
+                                        /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                        exitReason: string | null;
+                                        /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                        markPrice: number | null;
+                                    }[];
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                } | {
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    /** @description The window's ticks */
+                                    ticks: number;
+                                    /** @enum {string} */
+                                    objective: "sharpe" | "return" | "profit_factor";
+                                    /** @enum {string} */
+                                    method: "grid" | "random";
+                                    /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                    trialsRun: number;
+                                    /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                    trials: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    }[];
+                                    best: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    } | null;
+                                    /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                    folds: {
+                                        fold: number;
+                                        inSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            best: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            } | null;
+                                            trials: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            }[];
+                                        };
+                                        outOfSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            /** @description The in-sample best's values, replayed here unseen */
+                                            values: {
+                                                [key: string]: number;
+                                            } | null;
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                        };
+                                    }[];
+                                    /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                    walkForwardEfficiency: number | null;
+                                }) | null;
+                                error: string | null;
+                                /** @description Runs started (a resume, or a worker taking over a lapsed lease, starts another) */
+                                attempts: number;
+                                createdAt: string;
+                                updatedAt: string;
+                                finishedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Run a backtest or an optimisation in the background, with progress, cancel and resume (extension)
+         * @description kind backtest: the backtest's body (no paging) with strategyId, up to 250,000 ticks (several years of hourly candles); kind optimisation: the optimisation's body with strategyId, up to 100,000,000 replayed ticks. Checked as the answered routes check them (the same 400, 404, 409, 422 and 503), then queued: 201 with the job. A worker runs it; GET the job for its progress and, once succeeded, its result.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /**
+                         * Format: uuid
+                         * @description Default: the latest version
+                         */
+                        versionId?: string;
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /** @default * * * * * */
+                        cronExpression?: string;
+                        /**
+                         * Format: uuid
+                         * @description The account whose provider key pays an llm_agent's model calls, and whose agent wallet pays the access to another user's priced strategy (required for either)
+                         */
+                        accountId?: string;
+                        /** @description Another user's priced strategy: the most the account agrees to pay for its access (access.priceUsd, charged once per account, at its first backtest or runtime activation) */
+                        maxAccessPriceUsd?: string;
+                        /** @description An llm_agent's backtest (required): model calls at most; decisions kept from earlier ticks with the same inputs cost none */
+                        maxModelCalls?: number;
+                        /** @enum {string} */
+                        kind: "backtest";
+                        /** Format: uuid */
+                        strategyId: string;
+                    } | {
+                        /** @description The runtime's own capital: its paper book starts with it */
+                        fundLimitUsd: number;
+                        maxLeverage: number;
+                        maxDrawdownPercent: number;
+                        /**
+                         * Format: uuid
+                         * @description Default: the latest version; a quant_signal version with rules
+                         */
+                        versionId?: string;
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                        /** @default * * * * * */
+                        cronExpression?: string;
+                        parameters: {
+                            /** @description A number in the rules, by its dot path: indicators.fast.period, entry.long.0.right, sizing.exposure, stopLossPercent (a protective level may be absent from the rules) */
+                            path: string;
+                            min: number;
+                            max: number;
+                            /** @description Grid: min, min + step, … up to max; random draws among the same values */
+                            step: number;
+                        }[];
+                        /**
+                         * @description grid: every combination (refused past `trials`); random: `trials` distinct combinations drawn with `seed`
+                         * @default grid
+                         * @enum {string}
+                         */
+                        method?: "grid" | "random";
+                        /** @default 100 */
+                        trials?: number;
+                        /**
+                         * @description The random search draws the same trials for the same seed
+                         * @default 1
+                         */
+                        seed?: number;
+                        /**
+                         * @description What ranks the trials: the report's sharpe, returnPercent or profitFactor (after fees); a trial without it (null) ranks last
+                         * @default sharpe
+                         * @enum {string}
+                         */
+                        objective?: "sharpe" | "return" | "profit_factor";
+                        /** @description Rolling walk-forward: out-of-sample parts follow each other to the end of the window, each after its in-sample part */
+                        walkForward?: {
+                            folds: number;
+                            /**
+                             * @description Each fold's in-sample share: the out-of-sample part after it is the rest
+                             * @default 75
+                             */
+                            inSamplePercent?: number;
+                        };
+                        /**
+                         * @description Trials answered per window, best first
+                         * @default 10
+                         */
+                        top?: number;
+                        /** @enum {string} */
+                        kind: "optimisation";
+                        /** Format: uuid */
+                        strategyId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                strategyId: string;
+                                /** @enum {string} */
+                                kind: "backtest" | "optimisation";
+                                /**
+                                 * @description queued → running → succeeded | failed | cancelled; a cancelled or failed job resumes (queued again) from its checkpoint
+                                 * @enum {string}
+                                 */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description Cancel asked while running: the worker stops at its next save */
+                                cancelRequested: boolean;
+                                progress: {
+                                    done: number;
+                                    total: number;
+                                    /**
+                                     * @description A backtest counts ticks; an optimisation its replays (trials, and out-of-sample replays)
+                                     * @enum {string}
+                                     */
+                                    unit: "ticks" | "replays";
+                                    percent: number;
+                                };
+                                /** @description The body it was created with */
+                                input: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Once succeeded (GET one job; lists leave it out) */
+                                result: ({
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    ticks: number;
+                                    /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
+                                    stoppedAt: string | null;
+                                    /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                    stopReason: ("risk_breach" | "max_model_calls") | null;
+                                    /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                    modelCalls: number;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    };
+                                    /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                    equityCurve: {
+                                        at: string;
+                                        equityUsd: number;
+                                    }[];
+                                    /** @description Executions the replay made; `executions` is the page asked for */
+                                    executionsTotal: number;
+                                    /** @description Trades the replay made; `tradeList` is the page asked for */
+                                    tradeListTotal: number;
+                                    tradeList: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "long" | "short";
+                                        /**
+                                         * @description open: still held at the end; its P&L marks the rest at markPrice
+                                         * @enum {string}
+                                         */
+                                        status: "open" | "closed";
+                                        /** @description The fill that opened it */
+                                        entryAt: string;
+                                        /** @description Volume-weighted price of the fills that opened or grew it */
+                                        entryPrice: number;
+                                        /** @description The fill that closed it; null while open */
+                                        exitAt: string | null;
+                                        /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                        exitPrice: number | null;
+                                        /** @description The largest quantity held during the trade */
+                                        size: string;
+                                        fills: number;
+                                        /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                        feesUsd: number;
+                                        /** @description Before fees */
+                                        pnlUsd: number;
+                                        /** @description After fees: what the trade added to the equity */
+                                        netPnlUsd: number;
+                                        /** @description netPnlUsd over what its entries paid */
+                                        returnPercent: number;
+                                        /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                        exitReason: string | null;
+                                        /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                        markPrice: number | null;
+                                    }[];
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                } | {
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    /** @description The window's ticks */
+                                    ticks: number;
+                                    /** @enum {string} */
+                                    objective: "sharpe" | "return" | "profit_factor";
+                                    /** @enum {string} */
+                                    method: "grid" | "random";
+                                    /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                    trialsRun: number;
+                                    /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                    trials: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    }[];
+                                    best: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    } | null;
+                                    /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                    folds: {
+                                        fold: number;
+                                        inSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            best: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            } | null;
+                                            trials: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            }[];
+                                        };
+                                        outOfSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            /** @description The in-sample best's values, replayed here unseen */
+                                            values: {
+                                                [key: string]: number;
+                                            } | null;
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                        };
+                                    }[];
+                                    /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                    walkForwardEfficiency: number | null;
+                                }) | null;
+                                error: string | null;
+                                /** @description Runs started (a resume, or a worker taking over a lapsed lease, starts another) */
+                                attempts: number;
+                                createdAt: string;
+                                updatedAt: string;
+                                finishedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/backtests/{jobId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A background job: its status, progress and, once succeeded, its result */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                strategyId: string;
+                                /** @enum {string} */
+                                kind: "backtest" | "optimisation";
+                                /**
+                                 * @description queued → running → succeeded | failed | cancelled; a cancelled or failed job resumes (queued again) from its checkpoint
+                                 * @enum {string}
+                                 */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description Cancel asked while running: the worker stops at its next save */
+                                cancelRequested: boolean;
+                                progress: {
+                                    done: number;
+                                    total: number;
+                                    /**
+                                     * @description A backtest counts ticks; an optimisation its replays (trials, and out-of-sample replays)
+                                     * @enum {string}
+                                     */
+                                    unit: "ticks" | "replays";
+                                    percent: number;
+                                };
+                                /** @description The body it was created with */
+                                input: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Once succeeded (GET one job; lists leave it out) */
+                                result: ({
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    ticks: number;
+                                    /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
+                                    stoppedAt: string | null;
+                                    /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                    stopReason: ("risk_breach" | "max_model_calls") | null;
+                                    /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                    modelCalls: number;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    };
+                                    /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                    equityCurve: {
+                                        at: string;
+                                        equityUsd: number;
+                                    }[];
+                                    /** @description Executions the replay made; `executions` is the page asked for */
+                                    executionsTotal: number;
+                                    /** @description Trades the replay made; `tradeList` is the page asked for */
+                                    tradeListTotal: number;
+                                    tradeList: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "long" | "short";
+                                        /**
+                                         * @description open: still held at the end; its P&L marks the rest at markPrice
+                                         * @enum {string}
+                                         */
+                                        status: "open" | "closed";
+                                        /** @description The fill that opened it */
+                                        entryAt: string;
+                                        /** @description Volume-weighted price of the fills that opened or grew it */
+                                        entryPrice: number;
+                                        /** @description The fill that closed it; null while open */
+                                        exitAt: string | null;
+                                        /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                        exitPrice: number | null;
+                                        /** @description The largest quantity held during the trade */
+                                        size: string;
+                                        fills: number;
+                                        /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                        feesUsd: number;
+                                        /** @description Before fees */
+                                        pnlUsd: number;
+                                        /** @description After fees: what the trade added to the equity */
+                                        netPnlUsd: number;
+                                        /** @description netPnlUsd over what its entries paid */
+                                        returnPercent: number;
+                                        /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                        exitReason: string | null;
+                                        /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                        markPrice: number | null;
+                                    }[];
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                } | {
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    /** @description The window's ticks */
+                                    ticks: number;
+                                    /** @enum {string} */
+                                    objective: "sharpe" | "return" | "profit_factor";
+                                    /** @enum {string} */
+                                    method: "grid" | "random";
+                                    /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                    trialsRun: number;
+                                    /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                    trials: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    }[];
+                                    best: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    } | null;
+                                    /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                    folds: {
+                                        fold: number;
+                                        inSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            best: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            } | null;
+                                            trials: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            }[];
+                                        };
+                                        outOfSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            /** @description The in-sample best's values, replayed here unseen */
+                                            values: {
+                                                [key: string]: number;
+                                            } | null;
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                        };
+                                    }[];
+                                    /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                    walkForwardEfficiency: number | null;
+                                }) | null;
+                                error: string | null;
+                                /** @description Runs started (a resume, or a worker taking over a lapsed lease, starts another) */
+                                attempts: number;
+                                createdAt: string;
+                                updatedAt: string;
+                                finishedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/backtests/{jobId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a background job: a queued one at once, a running one at its next save (it keeps its checkpoint)
+         * @description 409 invalid_job_transition for a job already finished (succeeded, failed, cancelled).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                strategyId: string;
+                                /** @enum {string} */
+                                kind: "backtest" | "optimisation";
+                                /**
+                                 * @description queued → running → succeeded | failed | cancelled; a cancelled or failed job resumes (queued again) from its checkpoint
+                                 * @enum {string}
+                                 */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description Cancel asked while running: the worker stops at its next save */
+                                cancelRequested: boolean;
+                                progress: {
+                                    done: number;
+                                    total: number;
+                                    /**
+                                     * @description A backtest counts ticks; an optimisation its replays (trials, and out-of-sample replays)
+                                     * @enum {string}
+                                     */
+                                    unit: "ticks" | "replays";
+                                    percent: number;
+                                };
+                                /** @description The body it was created with */
+                                input: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Once succeeded (GET one job; lists leave it out) */
+                                result: ({
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    ticks: number;
+                                    /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
+                                    stoppedAt: string | null;
+                                    /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                    stopReason: ("risk_breach" | "max_model_calls") | null;
+                                    /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                    modelCalls: number;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    };
+                                    /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                    equityCurve: {
+                                        at: string;
+                                        equityUsd: number;
+                                    }[];
+                                    /** @description Executions the replay made; `executions` is the page asked for */
+                                    executionsTotal: number;
+                                    /** @description Trades the replay made; `tradeList` is the page asked for */
+                                    tradeListTotal: number;
+                                    tradeList: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "long" | "short";
+                                        /**
+                                         * @description open: still held at the end; its P&L marks the rest at markPrice
+                                         * @enum {string}
+                                         */
+                                        status: "open" | "closed";
+                                        /** @description The fill that opened it */
+                                        entryAt: string;
+                                        /** @description Volume-weighted price of the fills that opened or grew it */
+                                        entryPrice: number;
+                                        /** @description The fill that closed it; null while open */
+                                        exitAt: string | null;
+                                        /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                        exitPrice: number | null;
+                                        /** @description The largest quantity held during the trade */
+                                        size: string;
+                                        fills: number;
+                                        /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                        feesUsd: number;
+                                        /** @description Before fees */
+                                        pnlUsd: number;
+                                        /** @description After fees: what the trade added to the equity */
+                                        netPnlUsd: number;
+                                        /** @description netPnlUsd over what its entries paid */
+                                        returnPercent: number;
+                                        /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                        exitReason: string | null;
+                                        /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                        markPrice: number | null;
+                                    }[];
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                } | {
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    /** @description The window's ticks */
+                                    ticks: number;
+                                    /** @enum {string} */
+                                    objective: "sharpe" | "return" | "profit_factor";
+                                    /** @enum {string} */
+                                    method: "grid" | "random";
+                                    /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                    trialsRun: number;
+                                    /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                    trials: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    }[];
+                                    best: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    } | null;
+                                    /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                    folds: {
+                                        fold: number;
+                                        inSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            best: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            } | null;
+                                            trials: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            }[];
+                                        };
+                                        outOfSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            /** @description The in-sample best's values, replayed here unseen */
+                                            values: {
+                                                [key: string]: number;
+                                            } | null;
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                        };
+                                    }[];
+                                    /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                    walkForwardEfficiency: number | null;
+                                }) | null;
+                                error: string | null;
+                                /** @description Runs started (a resume, or a worker taking over a lapsed lease, starts another) */
+                                attempts: number;
+                                createdAt: string;
+                                updatedAt: string;
+                                finishedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/backtests/{jobId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a cancelled or failed job again: it resumes from its checkpoint
+         * @description 409 invalid_job_transition for a job queued, running or succeeded.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                strategyId: string;
+                                /** @enum {string} */
+                                kind: "backtest" | "optimisation";
+                                /**
+                                 * @description queued → running → succeeded | failed | cancelled; a cancelled or failed job resumes (queued again) from its checkpoint
+                                 * @enum {string}
+                                 */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description Cancel asked while running: the worker stops at its next save */
+                                cancelRequested: boolean;
+                                progress: {
+                                    done: number;
+                                    total: number;
+                                    /**
+                                     * @description A backtest counts ticks; an optimisation its replays (trials, and out-of-sample replays)
+                                     * @enum {string}
+                                     */
+                                    unit: "ticks" | "replays";
+                                    percent: number;
+                                };
+                                /** @description The body it was created with */
+                                input: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description Once succeeded (GET one job; lists leave it out) */
+                                result: ({
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    ticks: number;
+                                    /** @description The tick where the replay stopped (see stopReason); later ticks are not run */
+                                    stoppedAt: string | null;
+                                    /** @description risk_breach: where a runtime would have gone to review; max_model_calls: the next tick needed a model call past maxModelCalls */
+                                    stopReason: ("risk_breach" | "max_model_calls") | null;
+                                    /** @description An llm_agent's model calls made (decisions kept from earlier runs cost none) */
+                                    modelCalls: number;
+                                    report: {
+                                        startEquityUsd: number;
+                                        /** @description Marked at `to` */
+                                        endEquityUsd: number;
+                                        returnPercent: number;
+                                        /** @description The largest fall from a running peak of the ticks' equity */
+                                        maxDrawdownPercent: number;
+                                        /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                        sharpe: number | null;
+                                        /** @description As sharpe over the downside deviation; null when no tick lost */
+                                        sortino: number | null;
+                                        /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                        closedTrades: number;
+                                        /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                        winRatePercent: number | null;
+                                        /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                        profitFactor: number | null;
+                                        /** @description Every fill */
+                                        trades: number;
+                                        feesUsd: number;
+                                        /** @description Share of ticks that ended holding a position */
+                                        exposurePercent: number;
+                                        /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                        assumptions: string[];
+                                    };
+                                    /** @description The equity after each tick, thinned evenly to at most 1,000 points */
+                                    equityCurve: {
+                                        at: string;
+                                        equityUsd: number;
+                                    }[];
+                                    /** @description Executions the replay made; `executions` is the page asked for */
+                                    executionsTotal: number;
+                                    /** @description Trades the replay made; `tradeList` is the page asked for */
+                                    tradeListTotal: number;
+                                    tradeList: {
+                                        symbol: string;
+                                        /** @enum {string} */
+                                        side: "long" | "short";
+                                        /**
+                                         * @description open: still held at the end; its P&L marks the rest at markPrice
+                                         * @enum {string}
+                                         */
+                                        status: "open" | "closed";
+                                        /** @description The fill that opened it */
+                                        entryAt: string;
+                                        /** @description Volume-weighted price of the fills that opened or grew it */
+                                        entryPrice: number;
+                                        /** @description The fill that closed it; null while open */
+                                        exitAt: string | null;
+                                        /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                        exitPrice: number | null;
+                                        /** @description The largest quantity held during the trade */
+                                        size: string;
+                                        fills: number;
+                                        /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                        feesUsd: number;
+                                        /** @description Before fees */
+                                        pnlUsd: number;
+                                        /** @description After fees: what the trade added to the equity */
+                                        netPnlUsd: number;
+                                        /** @description netPnlUsd over what its entries paid */
+                                        returnPercent: number;
+                                        /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                        exitReason: string | null;
+                                        /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                        markPrice: number | null;
+                                    }[];
+                                    book: {
+                                        cashUsd: number;
+                                        equityUsd: number;
+                                        exposureUsd: number;
+                                        realizedPnlUsd: number;
+                                        unrealizedPnlUsd: number;
+                                        pnlUsd: number;
+                                        feesUsd: number;
+                                        peakEquityUsd: number;
+                                        drawdownPercent: number;
+                                        trades: number;
+                                        positions: {
+                                            symbol: string;
+                                            qty: number;
+                                            avgPrice: number;
+                                            price: number;
+                                            stopLoss?: number;
+                                            takeProfit?: number;
+                                        }[];
+                                        markedAt: string;
+                                    };
+                                } | {
+                                    strategyVersionId: string;
+                                    strategyVersionHash: string;
+                                    /** @description The window's ticks */
+                                    ticks: number;
+                                    /** @enum {string} */
+                                    objective: "sharpe" | "return" | "profit_factor";
+                                    /** @enum {string} */
+                                    method: "grid" | "random";
+                                    /** @description Replays of a trial over an in-sample part (or the whole window), out-of-sample replays not counted */
+                                    trialsRun: number;
+                                    /** @description Without walkForward: the best `top` trials over the whole window, best first */
+                                    trials: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    }[];
+                                    best: {
+                                        /** @description The value each parameter path took */
+                                        values: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                        objective: number | null;
+                                        report: {
+                                            startEquityUsd: number;
+                                            /** @description Marked at `to` */
+                                            endEquityUsd: number;
+                                            returnPercent: number;
+                                            /** @description The largest fall from a running peak of the ticks' equity */
+                                            maxDrawdownPercent: number;
+                                            /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                            sharpe: number | null;
+                                            /** @description As sharpe over the downside deviation; null when no tick lost */
+                                            sortino: number | null;
+                                            /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                            closedTrades: number;
+                                            /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                            winRatePercent: number | null;
+                                            /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                            profitFactor: number | null;
+                                            /** @description Every fill */
+                                            trades: number;
+                                            feesUsd: number;
+                                            /** @description Share of ticks that ended holding a position */
+                                            exposurePercent: number;
+                                            /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                            assumptions: string[];
+                                        } | null;
+                                        /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                        invalid?: string;
+                                    } | null;
+                                    /** @description With walkForward: each fold, in sample and out of sample side by side */
+                                    folds: {
+                                        fold: number;
+                                        inSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            best: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            } | null;
+                                            trials: {
+                                                /** @description The value each parameter path took */
+                                                values: {
+                                                    [key: string]: number;
+                                                };
+                                                /** @description The objective over the window the trial ran; null when the report has none (e.g. no loss: no profit factor) or the rules refused the values */
+                                                objective: number | null;
+                                                report: {
+                                                    startEquityUsd: number;
+                                                    /** @description Marked at `to` */
+                                                    endEquityUsd: number;
+                                                    returnPercent: number;
+                                                    /** @description The largest fall from a running peak of the ticks' equity */
+                                                    maxDrawdownPercent: number;
+                                                    /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                    sharpe: number | null;
+                                                    /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                    sortino: number | null;
+                                                    /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                    closedTrades: number;
+                                                    /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                    winRatePercent: number | null;
+                                                    /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                    profitFactor: number | null;
+                                                    /** @description Every fill */
+                                                    trades: number;
+                                                    feesUsd: number;
+                                                    /** @description Share of ticks that ended holding a position */
+                                                    exposurePercent: number;
+                                                    /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                    assumptions: string[];
+                                                } | null;
+                                                /** @description Why the rules refused these values (e.g. a period of 1); the trial did not run */
+                                                invalid?: string;
+                                            }[];
+                                        };
+                                        outOfSample: {
+                                            from: string;
+                                            to: string;
+                                            ticks: number;
+                                            /** @description The in-sample best's values, replayed here unseen */
+                                            values: {
+                                                [key: string]: number;
+                                            } | null;
+                                            objective: number | null;
+                                            report: {
+                                                startEquityUsd: number;
+                                                /** @description Marked at `to` */
+                                                endEquityUsd: number;
+                                                returnPercent: number;
+                                                /** @description The largest fall from a running peak of the ticks' equity */
+                                                maxDrawdownPercent: number;
+                                                /** @description Annualized by the ticks per year, risk-free rate 0; null under two returns or none varying */
+                                                sharpe: number | null;
+                                                /** @description As sharpe over the downside deviation; null when no tick lost */
+                                                sortino: number | null;
+                                                /** @description Trades (round trips, see tradeList) closed by the end of the window */
+                                                closedTrades: number;
+                                                /** @description Closed trades whose P&L after fees is positive, in percent; null without a closed trade */
+                                                winRatePercent: number | null;
+                                                /** @description The closed trades' profits over their losses, both after fees; null without a loss */
+                                                profitFactor: number | null;
+                                                /** @description Every fill */
+                                                trades: number;
+                                                feesUsd: number;
+                                                /** @description Share of ticks that ended holding a position */
+                                                exposurePercent: number;
+                                                /** @description How the replay fills: the paper venue's rules, limit orders immediate-or-cancel, protective levels checked against each bar's high and low (docs/trading.md#backtests) */
+                                                assumptions: string[];
+                                            } | null;
+                                        };
+                                    }[];
+                                    /** @description Out-of-sample objective over in-sample, averaged over the folds (1: held up unseen; near 0 or below: fitted to the in-sample noise) */
+                                    walkForwardEfficiency: number | null;
+                                }) | null;
+                                error: string | null;
+                                /** @description Runs started (a resume, or a worker taking over a lapsed lease, starts another) */
+                                attempts: number;
+                                createdAt: string;
+                                updatedAt: string;
+                                finishedAt: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/backtests/{jobId}/trades.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A succeeded background backtest's trades as CSV
+         * @description Its result's tradeList, as text/csv with a header line: symbol, side, status, entry_at, entry_price, exit_at, exit_price, size, fills, fees_usd, pnl_usd, net_pnl_usd, return_percent, exit_reason, mark_price. 409 invalid_job_transition for an optimisation or a job not succeeded.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    jobId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One line per trade after the header */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}/trades": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A runtime's trades: every round trip of its book, oldest first, with fees and P&L after fees; an open one marked at the feed's price now (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                symbol: string;
+                                /** @enum {string} */
+                                side: "long" | "short";
+                                /**
+                                 * @description open: still held at the end; its P&L marks the rest at markPrice
+                                 * @enum {string}
+                                 */
+                                status: "open" | "closed";
+                                /** @description The fill that opened it */
+                                entryAt: string;
+                                /** @description Volume-weighted price of the fills that opened or grew it */
+                                entryPrice: number;
+                                /** @description The fill that closed it; null while open */
+                                exitAt: string | null;
+                                /** @description Volume-weighted price of the fills that shrank or closed it; null while open */
+                                exitPrice: number | null;
+                                /** @description The largest quantity held during the trade */
+                                size: string;
+                                fills: number;
+                                /** @description The fees of its fills (a flipping fill's split by quantity between the trade it closes and the one it opens) */
+                                feesUsd: number;
+                                /** @description Before fees */
+                                pnlUsd: number;
+                                /** @description After fees: what the trade added to the equity */
+                                netPnlUsd: number;
+                                /** @description netPnlUsd over what its entries paid */
+                                returnPercent: number;
+                                /** @description signal, stop_loss, take_profit, trailing_stop or flatten; null while open */
+                                exitReason: string | null;
+                                /** @description An open trade's mark: the feed's price at the end of the window (a runtime: now) */
+                                markPrice: number | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentic-trading/runtimes/{runtimeId}/trades.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A runtime's trades as CSV (extension)
+         * @description The same trades as GET .../trades, as text/csv with a header line: symbol, side, status, entry_at, entry_price, exit_at, exit_price, size, fills, fees_usd, pnl_usd, net_pnl_usd, return_percent, exit_reason, mark_price.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    runtimeId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One line per trade after the header */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/sign-in.json": {
         parameters: {
             query?: never;
@@ -13547,6 +20004,19 @@ export interface paths {
                             scope: string;
                             /** @enum {string} */
                             token: "id_token" | "access_token";
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
                         };
                     };
                 };
