@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { erc20Abi, getAddress, type Address, type Hash } from 'viem';
+import { encodeFunctionData, erc20Abi, getAddress, type Address, type Hash } from 'viem';
 import { PERMIT2_ADDRESS } from '../../src/chain/x402-contracts.js';
 import { APPROVE_GAS_CEILING } from '../../src/modules/wallets/permit2-approval.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -104,6 +104,33 @@ describe('POST /v1/wallets/me/permit2-approval', () => {
     expect(await sent(a.address)).toBe(0);
     expect(await allowance(a.address)).toBe(0n);
   });
+
+  it('an approval replaced at its nonce by another of the wallet (a higher fee, another node) is 409 approval_replaced, never confirmed', async () => {
+    const a = await agent('approve-4');
+    await rpc('evm_setAutomine', [false]);
+    try {
+      const answer = approve(a.secret, '1000000', 'approve-key-0008');
+      // Ours waits in the pool at nonce 0; the wallet's other transaction takes that nonce at twice the fee.
+      await expect.poll(() => chain().publicClient.getTransactionCount({ address: a.address, blockTag: 'pending' }), { timeout: 15_000 }).toBe(1);
+      const [ours] = (await rpc('eth_getBlockByNumber', ['pending', true]) as { transactions: Array<{ hash: Hash; from: string; maxFeePerGas: string }> }).transactions.filter((t) => getAddress(t.from) === a.address);
+      await rpc('anvil_impersonateAccount', [a.address]);
+      const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PERMIT2_ADDRESS, 7n] });
+      const fee = `0x${(BigInt(ours!.maxFeePerGas) * 2n).toString(16)}`;
+      const replacement = (await rpc('eth_sendTransaction', [{ from: a.address, to: chain().asset.address, data, nonce: '0x0', gas: '0x186a0', maxFeePerGas: fee, maxPriorityFeePerGas: fee }])) as Hash;
+      await rpc('anvil_stopImpersonatingAccount', [a.address]);
+      await rpc('evm_mine', []);
+      const replaced = await answer;
+      expect(replaced.status).toBe(409);
+      expect(replaced.body.data).toMatchObject({ reason: 'approval_replaced', transaction: ours!.hash, replacedBy: replacement });
+      // The chain: the replacement was mined, ours never was; the key keeps its answer.
+      expect(await chain().publicClient.getTransactionReceipt({ hash: ours!.hash }).catch(() => null)).toBeNull();
+      expect(await allowance(a.address)).toBe(7n);
+      expect(await approve(a.secret, '1000000', 'approve-key-0008')).toMatchObject({ status: 409, replayed: true });
+      expect(await sent(a.address)).toBe(1);
+    } finally {
+      await rpc('evm_setAutomine', [true]);
+    }
+  }, 60_000);
 
   it('refuses a call without an Idempotency-Key, a bad amount, and the management credential', async () => {
     const a = await agent('approve-3');

@@ -92,6 +92,15 @@ export class Permit2Approval {
     }
     try {
       const receipt = await client.waitForTransactionReceipt({ hash, timeout: RECEIPT_WAIT_MS });
+      // viem answers with the receipt of a transaction that took this one's nonce (another approval of the same
+      // wallet, sent at a higher fee from another node): ours was never mined, so it must not read as confirmed.
+      if (receipt.transactionHash !== hash) {
+        throw conflict(
+          `The approval ${hash} was replaced by ${receipt.transactionHash}, another transaction of the wallet at the same nonce; it was never mined. Read the allowance, or send a new Idempotency-Key to try again`,
+          'approval_replaced',
+          { reason: 'approval_replaced', transaction: hash, replacedBy: receipt.transactionHash },
+        );
+      }
       if (receipt.status !== 'success') {
         // A 4xx, so the key keeps it: a retry of the key answers this, never sending (and paying gas for) another.
         throw conflict(`The approval ${hash} reverted on chain; its gas was spent and the allowance is unchanged. Send a new Idempotency-Key to try again`, 'approval_reverted', { reason: 'approval_reverted', transaction: hash });
