@@ -22,7 +22,7 @@ interface BookModule {
 try {
   const sides: Array<{ name: string; book: BookModule; asText: boolean }> = [
     { name: `float (${before!.sha})`, book: (await import(path.join(before!.dir, 'src/modules/trading/book.ts'))) as BookModule, asText: false },
-    { name: 'decimal (now)', book: (await import(path.join(repo, 'src/modules/trading/book.ts'))) as BookModule, asText: true },
+    { name: 'decimal (now)', book: (await import(path.join(repo, 'src/modules/trading/engine/book.ts'))) as BookModule, asText: true },
   ];
   console.log(`machine: ${machine()}; ${rounds} rounds of ${fills} fills per side`);
   const perFillUs = new Map(sides.map((s) => [s.name, [] as number[]]));

@@ -6,7 +6,7 @@
 // prices, a seeded random walk (no real 3-year file ships with the repository), imported as the CLI would.
 // Run: npx tsx bench/trading/research.ts   (BENCH_ROUNDS 3, BENCH_PG_URL)
 import { randomBytes } from 'node:crypto';
-import { CandleStore } from '../../src/modules/trading/candle-store.js';
+import { CandleStore } from '../../src/modules/trading/data/candle-store.js';
 import { databaseUrl, machine, median, pgAdmin } from '../lib.js';
 import { startBenchServer } from '../bench-server.js';
 

@@ -1,7 +1,7 @@
 // The imported feed's bulk reads (a replay's window read at once, memo-feed.ts) answer what its reads tick by tick
 // answer: the window's candles, and at each instant the close of the latest candle of any interval closed by then.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CandleStore } from '../../src/modules/trading/candle-store.js';
+import { CandleStore } from '../../src/modules/trading/data/candle-store.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 let db: TestDatabase;

@@ -7,9 +7,9 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
-import { CcxtVenue } from '../../src/modules/trading/ccxt-venue.js';
-import { dec, text } from '../../src/modules/trading/money.js';
-import { OrderUnfilled } from '../../src/modules/trading/venue.js';
+import { CcxtVenue } from '../../src/modules/trading/venues/ccxt-venue.js';
+import { dec, text } from '../../src/modules/trading/engine/money.js';
+import { OrderUnfilled } from '../../src/modules/trading/venues/venue.js';
 import { startBinanceStandIn, type BinanceStandIn } from './binance-stand-in.js';
 
 const API_KEY = 'bench-binance-key';

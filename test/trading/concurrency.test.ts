@@ -2,10 +2,10 @@
 // a tick run twenty times at once, and a failing venue whose tick is retried and then succeeds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { TickConsumer } from '../../src/modules/trading/consumer.js';
-import { TickRunner } from '../../src/modules/trading/ticks.js';
-import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
-import { PaperVenue, type OrderRequest } from '../../src/modules/trading/venue.js';
+import { TickConsumer } from '../../src/modules/trading/runtimes/consumer.js';
+import { TickRunner } from '../../src/modules/trading/engine/ticks.js';
+import { EmbeddedFeed } from '../../src/modules/trading/data/market-data.js';
+import { PaperVenue, type OrderRequest } from '../../src/modules/trading/venues/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /** A venue that fails while `down` is set (a real venue's outage). */

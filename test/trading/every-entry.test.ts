@@ -4,7 +4,7 @@
 // and the runtime went to review), and two symbols crossing on one candle (the second never entered: a tick
 // placed one order, and a crossing lasts one tick).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedFeed, type MarketDataProvider } from '../../src/modules/trading/market-data.js';
+import { EmbeddedFeed, type MarketDataProvider } from '../../src/modules/trading/data/market-data.js';
 import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 
 /** The embedded feed, but TWINA-USD and TWINB-USD both quote BTC-USD's prices: they cross on the same candles. */

@@ -3,8 +3,8 @@
 // market_data_not_current, naming what a tick now reads and what is missing) unless the data holds the candles
 // a tick at this moment reads; with them imported as they close, the runtime ticks like any other.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CandleRow } from '../../src/modules/trading/candle-file.js';
-import { CandleStore } from '../../src/modules/trading/candle-store.js';
+import type { CandleRow } from '../../src/modules/trading/data/candle-file.js';
+import { CandleStore } from '../../src/modules/trading/data/candle-store.js';
 import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 
 let h: TradingHarness;

@@ -4,10 +4,10 @@
 // none is skipped: a leg after one whose answer is unknown waits for it.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Fill } from '../../src/modules/trading/book.js';
-import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
-import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
-import { PaperVenue, type OrderRequest, type Venue, type VenuePrices } from '../../src/modules/trading/venue.js';
+import type { Fill } from '../../src/modules/trading/engine/book.js';
+import { EmbeddedFeed } from '../../src/modules/trading/data/market-data.js';
+import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/engine/placement.js';
+import { PaperVenue, type OrderRequest, type Venue, type VenuePrices } from '../../src/modules/trading/venues/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /**

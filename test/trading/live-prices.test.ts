@@ -7,9 +7,9 @@
 // TRADING_MAX_PRICE_AGE_SECONDS decides nothing.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CandleStore } from '../../src/modules/trading/candle-store.js';
-import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
-import { dec } from '../../src/modules/trading/money.js';
+import { CandleStore } from '../../src/modules/trading/data/candle-store.js';
+import { EmbeddedFeed } from '../../src/modules/trading/data/market-data.js';
+import { dec } from '../../src/modules/trading/engine/money.js';
 import { launch, openBinanceHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 import type { BinanceStandIn } from './binance-stand-in.js';
 

@@ -3,13 +3,13 @@
 // is one execution's, recorded once in the book.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
-import type { Fill } from '../../src/modules/trading/book.js';
-import { RuntimeStore } from '../../src/modules/trading/runtime-store.js';
-import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/ticks.js';
+import type { Fill } from '../../src/modules/trading/engine/book.js';
+import { RuntimeStore } from '../../src/modules/trading/runtimes/runtime-store.js';
+import { PLACEMENT_LEASE_MS } from '../../src/modules/trading/engine/placement.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { newId } from '../../src/platform/ids.js';
-import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
-import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue, type VenuePrices } from '../../src/modules/trading/venue.js';
+import { EmbeddedFeed } from '../../src/modules/trading/data/market-data.js';
+import { OrderRejected, OrderUnfilled, PaperVenue, type OrderRequest, type Venue, type VenuePrices } from '../../src/modules/trading/venues/venue.js';
 import { launch, openTradingHarness, type TradingHarness } from './harness.js';
 
 /**

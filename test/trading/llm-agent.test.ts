@@ -4,7 +4,7 @@
 // backtests reuse the decisions kept for the same inputs, under maxModelCalls.
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dec, feeUsd } from '../../src/modules/trading/money.js';
+import { dec, feeUsd } from '../../src/modules/trading/engine/money.js';
 import { openTradingHarness, runtimeBody, type TradingHarness } from './harness.js';
 import { startModelStandIn, type ModelStandIn, type Provider } from './model-stand-in.js';
 

@@ -4,9 +4,9 @@
 // activation (failed) or trading (needs_review); a lost settle answer is resolved from the chain.
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TickRunner } from '../../src/modules/trading/ticks.js';
-import { EmbeddedFeed } from '../../src/modules/trading/market-data.js';
-import { PaperVenue } from '../../src/modules/trading/venue.js';
+import { TickRunner } from '../../src/modules/trading/engine/ticks.js';
+import { EmbeddedFeed } from '../../src/modules/trading/data/market-data.js';
+import { PaperVenue } from '../../src/modules/trading/venues/venue.js';
 import { openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from './harness.js';
 import { startModelStandIn, type ModelStandIn } from './model-stand-in.js';
 

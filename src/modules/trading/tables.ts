@@ -201,7 +201,7 @@ export const tradingExecutions = pgTable(
     error: guardedJsonb('error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
     completedAt: timestamp('completed_at', { withTimezone: true }),
-    /** A placing order: until when one caller holds its placement at the venue (ticks.ts, by the database's clock). */
+    /** A placing order: until when one caller holds its placement at the venue (engine/ticks.ts, engine/placement.ts; by the database's clock). */
     placingUntil: timestamp('placing_until', { withTimezone: true }),
   },
   (t) => [

@@ -1,12 +1,14 @@
 import type { z } from 'zod';
 import { definedOnly } from '../../platform/defined-only.js';
-import { isPricedFor } from './access.js';
-import { markToMarket, type Book } from './book.js';
-import type { ChargeRow } from './charge-store.js';
-import type { RuntimeRow, ExecutionRow } from './runtime-store.js';
-import type { accountSchema, bookSchema, chargeSchema, executionSchema, runtimeSchema, strategySchema, versionSchema } from './schemas.js';
-import type { LlmAgentDefinition } from './llm-agent.js';
-import type { QuantSignalDefinition } from './quant-signal.js';
+import { isPricedFor } from './metering/access.js';
+import { markToMarket, type Book } from './engine/book.js';
+import type { ChargeRow } from './metering/charge-store.js';
+import type { RuntimeRow, ExecutionRow } from './runtimes/runtime-store.js';
+import type { accountSchema, chargeSchema } from './schemas/accounts.js';
+import type { bookSchema, executionSchema, runtimeSchema } from './schemas/runtimes.js';
+import type { strategySchema, versionSchema } from './schemas/strategies.js';
+import type { LlmAgentDefinition } from './strategies/llm-agent.js';
+import type { QuantSignalDefinition } from './strategies/quant-signal.js';
 import type { AccountRow, StrategyRow, VersionRow } from './store.js';
 
 // Rows -> API records: the only place that decides what a client sees.
