@@ -71,8 +71,9 @@ describe.skipIf(browserMissing)('the checkout on a phone, paid from any wallet',
     // Swept: the merchant's payTo holds the amount, the deposit address nothing (and it never held gas).
     await eventually(async () => (await balanceOf(app, address as Address)) === 0n && (await balanceOf(app, shop.payTo)) === 19_990_000n, 30_000);
     expect(await app.ctx.chain.publicClient.getBalance({ address: address as Address })).toBe(0n);
-    const [sweeps] = await app.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from payment_intent_sweeps where intent_id = ${intent.id} and status = 'settled'`);
-    expect(sweeps!.n).toBe(1);
+    // The sweep's row is marked settled after its receipt, which the chain shows first.
+    const settledSweeps = async () => (await app.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from payment_intent_sweeps where intent_id = ${intent.id} and status = 'settled'`))[0]!.n;
+    await expect.poll(settledSweeps, { timeout: 20_000 }).toBe(1);
     expect(await page.evaluate('document.scrollingElement.scrollWidth')).toBeLessThanOrEqual(390);
     await screenshot(page, 'checkout-deposit-paid-phone');
     await context.close();
