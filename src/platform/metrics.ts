@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ORIGINS, type ListenerName, type Role } from '../config.js';
+import { ORIGINS, type ListenerName, type Role } from './server-settings.js';
 import type { Database } from './db.js';
 import type { QueryOperation } from './db-timing.js';
 import { HttpRequestMetrics } from './http-metrics.js';

@@ -9,7 +9,7 @@
 // `/ready` is public on every origin, and a failing check's text is often a library's error: viem's
 // quote the RPC URL, whose path or query holds the provider's API key. So every result leaves
 // withDeadline redacted (log-redaction.ts: URLs keep their host only), whoever wrote the check.
-import type { Role } from '../config.js';
+import type { Role } from './server-settings.js';
 import { errorText, redactText, redactValue } from './log-redaction.js';
 
 export interface CheckResult {

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ListenerName } from '../../config.js';
+import type { ListenerName } from '../server-settings.js';
 import { ApiError } from './errors.js';
 import { familyOf, type Family } from './families.js';
 import { errorBody } from './render.js';

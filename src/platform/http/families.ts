@@ -1,4 +1,4 @@
-import type { ListenerName } from '../../config.js';
+import type { ListenerName } from '../server-settings.js';
 
 /**
  * The spec's response families. Success bodies are chosen by each route; errors and 404s are
