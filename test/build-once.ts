@@ -3,7 +3,11 @@
 // building once here keeps that out of every spawned child's timing.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { PGLITE_SUBDIR } from '../src/platform/configured-database.js';
 import { openDatabase } from '../src/platform/db.js';
 import { runMigrations } from '../src/platform/migrate.js';
 import { adminQuery, databaseUrl } from './helpers/pg-admin.js';
@@ -13,8 +17,19 @@ export default async function buildOnce(project: TestProject): Promise<() => Pro
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     project.provide('pgTemplate', null);
-    return async () => {};
+    // On PGlite a spawned instance's data dir starts from a copy of this one (seedDataDir): a fresh PGlite pays
+    // initdb and every migration, several CPU-seconds per crash point, before the instance serves.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-template-'));
+    const database = await openDatabase({ url: null, pgliteDir: path.join(dataDir, PGLITE_SUBDIR) });
+    try {
+      await runMigrations(database);
+    } finally {
+      await database.close();
+    }
+    project.provide('pgliteTemplateDir', path.join(dataDir, PGLITE_SUBDIR));
+    return async () => fs.rmSync(dataDir, { recursive: true, force: true });
   }
+  project.provide('pgliteTemplateDir', null);
   // On PostgreSQL every test database is a copy of this one (CREATE DATABASE … TEMPLATE): migrated once per run.
   const template = `tollgate_template_${randomBytes(4).toString('hex')}`;
   await adminQuery(serverUrl, `create database ${template}`);

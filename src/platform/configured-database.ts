@@ -6,7 +6,9 @@ import { runMigrations, type MigrationReport } from './migrate.js';
 
 // Apart from server.ts so `tollgate migrate` opens the database without loading the whole service.
 
-export const pgliteDir = (config: Config) => path.join(config.dataDir, 'pg');
+/** Where the embedded database lives inside the data dir. */
+export const PGLITE_SUBDIR = 'pg';
+export const pgliteDir = (config: Config) => path.join(config.dataDir, PGLITE_SUBDIR);
 
 /** Opens the database the config names (PGlite in the data dir, or PostgreSQL) and migrates it. */
 export async function openConfiguredDatabase(config: Config, report?: MigrationReport): Promise<Database> {

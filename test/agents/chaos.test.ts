@@ -29,7 +29,7 @@ import { freePort } from '../wallets/helpers.js';
 import { cli } from '../helpers/cli.js';
 import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-stand-in.js';
 import { startProviderStandIn } from './provider-stand-in.js';
-import { pgTemplate } from '../helpers/database.js';
+import { pgTemplate, seedDataDir } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const RECOVERY_MS = 30_000;
@@ -100,6 +100,7 @@ async function adminQuery(statement: string) {
 async function freshData(): Promise<Data> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-chaos-'));
   dirs.push(dataDir);
+  seedDataDir(dataDir);
   const apiPort = await freePort();
   if (!process.env.DATABASE_URL) return { dataDir, databaseUrl: '', apiPort };
   const name = `tollgate_chaos_${Math.random().toString(36).slice(2, 10)}`;

@@ -22,7 +22,7 @@ import { mppxCredential } from '../relay/mppx-client.js';
 import { jpegOf, storagePayer, uploadForm } from '../storage/helpers.js';
 import { freePort } from '../wallets/helpers.js';
 import { signAuthorization } from '../x402/support.js';
-import { pgTemplate } from '../helpers/database.js';
+import { pgTemplate, seedDataDir } from '../helpers/database.js';
 
 export const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 export const USDG: Address = '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168';
@@ -77,6 +77,7 @@ export interface Data {
 export async function freshData(): Promise<Data> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-crash-'));
   dirs.push(dataDir);
+  seedDataDir(dataDir);
   const apiPort = await freePort();
   const server = process.env.DATABASE_URL;
   if (!server) return { dataDir, databaseUrl: '', apiPort };

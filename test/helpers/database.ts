@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { inject } from 'vitest';
+import { PGLITE_SUBDIR } from '../../src/platform/configured-database.js';
 import { openDatabase, type Database, type OpenDatabaseOptions } from '../../src/platform/db.js';
 import { runMigrations } from '../../src/platform/migrate.js';
 import { adminQuery, databaseUrl } from './pg-admin.js';
@@ -18,6 +19,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** A migrated database on the PostgreSQL server that new test databases are copied from (test/build-once.ts). */
     pgTemplate: string | null;
+    /** On PGlite, a migrated embedded database that spawned instances' data dirs start from (test/build-once.ts). */
+    pgliteTemplateDir: string | null;
   }
 }
 
@@ -60,6 +63,21 @@ export function pgTemplate(): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * A spawned instance's data dir on PGlite starts with a copy of the run's migrated embedded database, as one on
+ * PostgreSQL starts from a copy of the template database: its own migrations then find nothing to do. Nothing
+ * outside a vitest run, or on PostgreSQL.
+ */
+export function seedDataDir(dataDir: string): void {
+  let template: string | null = null;
+  try {
+    template = inject('pgliteTemplateDir') ?? null;
+  } catch {
+    return;
+  }
+  if (template && !process.env.DATABASE_URL) fs.cpSync(template, path.join(dataDir, PGLITE_SUBDIR), { recursive: true });
 }
 
 type PgliteStart = NonNullable<OpenDatabaseOptions['pglite']>;
