@@ -41,7 +41,7 @@ const model = http.createServer(async (request, response) => {
   response.end('data: [DONE]\n\n');
 });
 await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
-const modelEnv = { AGENT_OPENAI_BASE_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}/openai/v1`, LOG_LEVEL: 'fatal' };
+const modelEnv = { AGENT_OPENAI_BASE_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}/openai/v1`, LOG_LEVEL: 'fatal', AGENT_TURN_STALE_SECONDS: '4' };
 afterAll(() => {
   model.closeAllConnections();
   model.close();

@@ -20,9 +20,6 @@ export interface TokenDay {
   usedToday: number;
 }
 
-/** A running turn whose node stopped renewing its heartbeat this long ago died with it (database time). */
-export const TURN_STALE_SECONDS = 20;
-
 // Entries in the order users read them: turn by turn (each at the position of its first entry, so a turn's
 // own entries stay together even when another turn of the session finished in between), then by seq.
 const TURN_ORDER = sql`min(e.seq) over (partition by coalesce(e.turn_id::text, e.seq::text)), e.seq`;
@@ -109,12 +106,12 @@ export class ChatStore {
     return moved.length === 1;
   }
 
-  /** Running turns whose heartbeat is older than TURN_STALE_SECONDS (database time): their node died. Returns them, failed. */
-  async failStale(now: Date): Promise<Array<Pick<TurnRow, 'id' | 'agentId' | 'session'>>> {
+  /** Running turns whose heartbeat is older than `staleSeconds` (database time): their node died. Returns them, failed. */
+  async failStale(now: Date, staleSeconds: number): Promise<Array<Pick<TurnRow, 'id' | 'agentId' | 'session'>>> {
     return this.db
       .update(agentTurns)
       .set({ status: 'failed', error: 'interrupted: the service stopped while the turn ran', finishedAt: now })
-      .where(and(eq(agentTurns.status, 'running'), sql`${agentTurns.heartbeatAt} < now() - make_interval(secs => ${TURN_STALE_SECONDS})`))
+      .where(and(eq(agentTurns.status, 'running'), sql`${agentTurns.heartbeatAt} < now() - make_interval(secs => ${staleSeconds})`))
       .returning({ id: agentTurns.id, agentId: agentTurns.agentId, session: agentTurns.session });
   }
 

@@ -44,8 +44,8 @@ const turnOutcome = z.object({
 });
 type TurnOutcome = z.infer<typeof turnOutcome>;
 
-/** How often a node renews the heartbeat of the turns it runs (the sweep fails those silent for TURN_STALE_SECONDS). */
-const HEARTBEAT_MS = 5_000;
+/** How often a node renews the heartbeat of the turns it runs, and the sweep looks: a quarter of the stale age. */
+export const turnHeartbeatMs = (staleSeconds: number) => staleSeconds * 250;
 /** How long a shutdown waits for the turns it stopped to be recorded as failed (the listeners then drain). */
 const SHUTDOWN_WAIT_MS = 1_500;
 
@@ -188,7 +188,7 @@ export class AgentChat {
 
   /** Fails the turns whose node died (their heartbeat stale, database time): the sweep's work. */
   async failStale(): Promise<void> {
-    const failed = await this.chats.failStale(this.ctx.clock.now());
+    const failed = await this.chats.failStale(this.ctx.clock.now(), this.ctx.config.agentTurnStaleSeconds);
     if (failed.length > 0) this.ctx.log.warn({ turns: failed.map((t) => t.id) }, 'agent turns interrupted (their node stopped): failed');
   }
 
@@ -252,7 +252,7 @@ export class AgentChat {
     this.#live.set(turnId, controller);
     this.#beat ??= setInterval(() => {
       this.chats.heartbeat([...this.#live.keys()]).catch((error: unknown) => this.ctx.log.warn({ err: error }, 'agent turn heartbeat failed'));
-    }, HEARTBEAT_MS).unref();
+    }, turnHeartbeatMs(this.ctx.config.agentTurnStaleSeconds)).unref();
   }
 
   #end(turnId: string): void {

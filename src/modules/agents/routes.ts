@@ -36,7 +36,7 @@ import {
   type Renewal,
 } from './schemas.js';
 import { paymentSchema } from '../wallets/pay-schemas.js';
-import { AgentChat } from './chat.js';
+import { AgentChat, turnHeartbeatMs } from './chat.js';
 import { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
 import { AgentLifecycle } from './lifecycle.js';
@@ -94,7 +94,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
 
   return {
     name: 'agents',
-    loops: [...agentLoops(deployer, supervisor), holdsLoop(payments), { name: 'agents.turns', intervalMs: 5_000, leader: true, run: () => chat.failStale() }],
+    loops: [...agentLoops(deployer, supervisor), holdsLoop(payments), { name: 'agents.turns', intervalMs: turnHeartbeatMs(ctx.config.agentTurnStaleSeconds), leader: true, run: () => chat.failStale() }],
     close: () => provider.close(),
     routes: {
       api: (app) => {

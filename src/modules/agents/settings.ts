@@ -15,6 +15,11 @@ export interface AgentsConfig {
    * windows counted in PostgreSQL, shared by every api node).
    */
   agentWithdrawals: { minAmount: bigint; perHour: number };
+  /**
+   * A running turn whose node has not renewed its heartbeat for this long died with it (database time): the sweep
+   * fails it. Nodes renew every quarter of it, and the sweep looks as often.
+   */
+  agentTurnStaleSeconds: number;
 }
 
 /** Agents: where their runtimes run, the model providers they call, their wallets' withdrawals. */
@@ -42,6 +47,7 @@ export const agentsSettings = defineSettings({
     AGENT_OPENROUTER_BASE_URL: z.url().default('https://openrouter.ai/api/v1'),
     AGENT_WITHDRAW_MIN_AMOUNT: atomicAmount(30, '10000'),
     AGENT_WITHDRAW_LIMIT_PER_HOUR: positiveInt(10),
+    AGENT_TURN_STALE_SECONDS: z.coerce.number().int().min(2).max(3_600).default(20),
   },
   load: (e): AgentsConfig => ({
     agentRuntimes:
@@ -54,6 +60,7 @@ export const agentsSettings = defineSettings({
       openrouter: trimSlash(e.AGENT_OPENROUTER_BASE_URL)!,
     },
     agentWithdrawals: { minAmount: BigInt(e.AGENT_WITHDRAW_MIN_AMOUNT), perHour: e.AGENT_WITHDRAW_LIMIT_PER_HOUR },
+    agentTurnStaleSeconds: e.AGENT_TURN_STALE_SECONDS,
   }),
   problems: (e) =>
     e.AGENT_RUNTIME_PROVIDER !== 'fly'
