@@ -9,7 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { Facilitator } from '../../src/x402/facilitator/facilitator.js';
-import { bumpFees } from '../../src/x402/facilitator/sender.js';
+import { bumpFees } from '../../src/x402/facilitator/fees.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { balanceOf, fundedPayer, nonceOf, signAuthorization, transfersForNonce } from '../x402/support.js';
 import { requirementsFor } from './support.js';

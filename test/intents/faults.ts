@@ -1,6 +1,7 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { paymentChainOf, paymentRailOf } from '../../src/modules/intents/gateway.js';
-import type { PaymentChain, PaymentRail, SettleOutcome } from '../../src/modules/intents/payments.js';
+import type { PaymentChain, PaymentRail } from '../../src/modules/intents/payments.js';
+import type { SettleOutcome } from '../../src/x402/server/payment-steps.js';
 import type { AppContext } from '../../src/context.js';
 import type { IntentsModuleOptions } from '../../src/modules/intents/routes.js';
 

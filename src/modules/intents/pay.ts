@@ -3,11 +3,13 @@ import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { intentErrors } from './errors.js';
-import { authorizationOf, refusedBeforeTransfer, type Charge, type PaymentRail, type SettleOutcome, type SignedAuthorization } from './payments.js';
+import { authorizationOf, refusedBeforeTransfer, type Charge, type PaymentRail, type SignedAuthorization } from './payments.js';
+import type { SettleOutcome } from '../../x402/server/payment-steps.js';
 import { CONDITIONS, settlementRecordOf } from './reconcile.js';
 import type { SettlementBody } from './schemas.js';
 import { intentOutcomes, type IntentOutcomes } from './metrics.js';
-import type { IntentRow, IntentsStore } from './store.js';
+import type { IntentsStore } from './store.js';
+import type { IntentRow } from './tables.js';
 import { paymentUrlOf, settlementBody } from './views.js';
 
 /** What the route sends: a 402 challenge or a settlement, with their headers. */

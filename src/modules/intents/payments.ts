@@ -2,6 +2,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import { getAddress, isAddress } from 'viem';
 import { z } from 'zod';
 import { Reason } from '../../x402/facilitator/reasons.js';
+import type { SettleOutcome, VerifyOutcome } from '../../x402/server/payment-steps.js';
 
 // What the intents module needs from the payment side, as two small ports. The adapters over the
 // x402 wiring and the chain index live in gateway.ts; tests may wrap them (fault injection).
@@ -16,22 +17,6 @@ export interface Charge {
   maxTimeoutSeconds: number;
   resource: { url: string; description: string; mimeType: string; serviceName: string };
 }
-
-export type VerifyOutcome =
-  | { kind: 'valid'; payer: string }
-  | { kind: 'invalid'; reason: string; message: string }
-  /** Nothing could be verified (facilitator unreachable): nothing happened. */
-  | { kind: 'unavailable'; message: string };
-
-export type SettleOutcome =
-  /** The facilitator's one `success: true` for the authorization: this settle made (or found) the payment. */
-  | { kind: 'settled'; transaction: string; payer: string; response: SettleResponse }
-  /** Definitive: the facilitator refused or the transfer reverted; no money moved. */
-  | { kind: 'failed'; reason: string; message: string; response: SettleResponse }
-  /** The facilitator could not be reached before anything was broadcast. */
-  | { kind: 'unavailable'; message: string }
-  /** Something may have been broadcast, the result is unknown (timeout, pending receipt). */
-  | { kind: 'unknown'; transaction: string | null; message: string };
 
 /**
  * The facilitator's settle refusals that end before any transfer, or with one that reverted: all of its reason

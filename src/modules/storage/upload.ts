@@ -5,7 +5,7 @@ import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
-import type { SettleOutcome } from '../../x402/server/service.js';
+import type { SettleOutcome } from '../../x402/server/payment-steps.js';
 import { storageErrors } from './errors.js';
 import { inspectImage } from './image.js';
 import type { ImageStore } from './image-store.js';

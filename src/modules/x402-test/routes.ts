@@ -5,7 +5,7 @@ import { devReceiverBinding, sharedDevReceiver } from '../../chain/dev-receiver.
 import { createKeySealer } from '../../platform/master-key.js';
 import { devReceivers } from '../../platform/tables.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
-import type { PricedResource } from '../../x402/server/service.js';
+import type { PricedResource } from '../../x402/server/payment-steps.js';
 import type { Module } from '../module.js';
 import { paymentRequiredSchema, requirementSchema } from '../../x402/schemas.js';
 

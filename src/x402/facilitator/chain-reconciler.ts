@@ -8,7 +8,7 @@ import type { PublicClient } from 'viem';
 import type { BlockClock } from '../../chain/block-clock.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
-import { reconcileFromChain } from './facilitator.js';
+import { reconcileFromChain } from './judge.js';
 import { keyOf, SettlementLedger } from './ledger.js';
 
 export interface ChainReconcilerDeps {

@@ -7,7 +7,8 @@
 // after its last send is stuck (fees too low for the chain now): it is signed again at the same
 // nonce with fees raised by at least 12.5 % (the node's replacement rule) and never below the
 // market, up to `maxReplacements` times. Whichever version mines is the settlement: each new hash
-// goes to the caller's onReplaced (the ledger), and the chain verdict also finds it by its logs.
+// goes to the caller's onReplaced (the ledger), and the chain verdict also finds it by its logs. What fees
+// a send or a replacement pays is fees.ts's.
 import {
   keccak256,
   TransactionNotFoundError,
@@ -20,10 +21,11 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
-import { estimateFeesPerGas, getGasPrice, getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
+import { getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
 import type { Logger } from 'pino';
 import { isTransportError } from '../../chain/errors.js';
 import { definedOnly } from '../../platform/defined-only.js';
+import { bumpFees, MarketFees, type Fees } from './fees.js';
 
 export interface RelayerTx {
   to: Address;
@@ -63,8 +65,6 @@ export class BroadcastUncertainError extends Error {
   }
 }
 
-export type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint };
-const FEE_TTL_MS = 2_000;
 const NONCE_RESYNC = /nonce too low|nonce too high|already known|replacement transaction underpriced|invalid nonce/i;
 
 /** A transaction of this lane not yet seen mined, with every hash it was sent under (oldest first). */
@@ -95,13 +95,13 @@ export class RelayerSender {
   #queue: Promise<unknown> = Promise.resolve();
   #queued = 0;
   #nonce: number | null = null;
-  #fees: { value: Fees; at: number } | null = null;
   readonly #inflight = new Map<number, InFlight>();
   readonly #byHash = new Map<Hash, InFlight>();
   readonly #recent = new Map<Hash, InFlight>();
   #timer: NodeJS.Timeout | null = null;
   readonly #policy: ReplacementPolicy;
   readonly #reads: PublicClient;
+  readonly #fees: MarketFees;
 
   constructor(
     readonly account: LocalAccount,
@@ -114,6 +114,7 @@ export class RelayerSender {
     const { reads, ...policy } = options;
     this.#policy = { ...DEFAULT_REPLACEMENT, ...definedOnly(policy) };
     this.#reads = reads ?? client;
+    this.#fees = new MarketFees(client);
   }
 
   get address(): Address {
@@ -212,7 +213,7 @@ export class RelayerSender {
   async #send(tx: RelayerTx, options: SendOptions, resynced = false): Promise<Hash> {
     this.#nonce ??= await getTransactionCount(this.client, { address: this.account.address, blockTag: 'pending' });
     const nonce = this.#nonce;
-    const fees = await this.#currentFees();
+    const fees = await this.#fees.current();
     const serialized = await this.#sign(tx, nonce, fees);
     const hash = keccak256(serialized);
     try {
@@ -317,8 +318,8 @@ export class RelayerSender {
   /** Re-sends a stuck transaction at its nonce with higher fees (in the queue, like every send). */
   async #replace(entry: InFlight): Promise<void> {
     if (entry.done) return;
-    this.#fees = null;
-    const fees = bumpFees(entry.fees, await this.#currentFees());
+    this.#fees.forget();
+    const fees = bumpFees(entry.fees, await this.#fees.current());
     const serialized = await this.#sign(entry.tx, entry.nonce, fees);
     const hash = keccak256(serialized);
     entry.replacements += 1;
@@ -370,34 +371,4 @@ export class RelayerSender {
       throw new BroadcastUncertainError(hash, error);
     }
   }
-
-  async #currentFees(): Promise<Fees> {
-    if (this.#fees && Date.now() - this.#fees.at < FEE_TTL_MS) return this.#fees.value;
-    let value: Fees;
-    try {
-      const { maxFeePerGas, maxPriorityFeePerGas } = await estimateFeesPerGas(this.client);
-      value = { maxFeePerGas, maxPriorityFeePerGas };
-    } catch {
-      value = { gasPrice: await getGasPrice(this.client) };
-    }
-    this.#fees = { value, at: Date.now() };
-    return value;
-  }
 }
-
-/** +12.5 %, rounded up, plus one wei: strictly above the replacement threshold whichever way a node rounds. */
-const bump = (value: bigint) => (value * 1125n + 999n) / 1000n + 1n;
-const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
-
-/** A replacement's fees: at least 12.5 % above the stuck version's on every field, and never below the market. */
-export function bumpFees(old: Fees, market: Fees): Fees {
-  if ('gasPrice' in old) {
-    const marketPrice = 'gasPrice' in market ? market.gasPrice : market.maxFeePerGas;
-    return { gasPrice: max(bump(old.gasPrice), marketPrice) };
-  }
-  const marketTip = 'gasPrice' in market ? 0n : market.maxPriorityFeePerGas;
-  const marketMax = 'gasPrice' in market ? market.gasPrice : market.maxFeePerGas;
-  const maxPriorityFeePerGas = max(bump(old.maxPriorityFeePerGas), marketTip);
-  return { maxPriorityFeePerGas, maxFeePerGas: max(bump(old.maxFeePerGas), marketMax, maxPriorityFeePerGas) };
-}
-

@@ -107,7 +107,7 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
       if (error instanceof GasCeilingError && current) current.gasRefusal = error;
       throw error instanceof GasCeilingError ? error : describeRevert(error);
     }
-    // A settle that stalled past its owner lease may have been taken over (facilitator #executeOrphan):
+    // A settle that stalled past its owner lease may have been taken over (execute.ts's executeOrphan):
     // then the new owner sends, not this one.
     await options.hooks?.beforeSend?.();
     if (attempt && performance.now() >= attempt.surelyOwnedUntil && !(await attempt.ledger.owns(attempt.key, attempt.claimToken))) {

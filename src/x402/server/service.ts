@@ -17,9 +17,6 @@ import { chargeUsage, type Usage, type UsageResult } from './metered.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
 import type { ChargeResult, PaymentSteps, PricedResource, SettleOutcome, VerifyOutcome } from './payment-steps.js';
 
-// The shapes charge.ts and metered.ts share with this service live in payment-steps.ts, below all three.
-export type { ChargeResult, PricedResource, SettleOutcome, VerifyOutcome } from './payment-steps.js';
-
 export interface X402ServiceDeps {
   network: string;
   asset: AssetInfo;
@@ -42,7 +39,6 @@ export interface X402ServiceDeps {
   records?: ChargeDeps;
 }
 
-export { NO_MATCH } from './charge.js';
 const PENDING = 'settlement_pending';
 const NONCE_USED = 'invalid_exact_evm_nonce_already_used';
 const DEFAULT_TIMEOUT_SECONDS = 300;

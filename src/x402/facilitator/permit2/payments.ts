@@ -4,7 +4,7 @@
 // its own (a Permit2 settle runs the proxy, Permit2's signature check and nonce bitmap, then the token: more than
 // an EIP-3009 transfer, so FACILITATOR_MAX_PERMIT2_SETTLE_GAS). What is Permit2's: the request checks
 // (payment.ts), the judgment of the chain (chain.ts) and the send below; everything after the claim is the
-// facilitator's own #execute/#resume, reached through the ports.
+// facilitator's own execute (execute.ts) and resume (answering.ts), reached through the ports.
 //
 // Order of the checks, cheapest first, so a refusal costs nothing it need not: the request alone (parse, policy
 // terms, payment-identifier), the chain's time, our own ledger (a retry or copy is answered from its row), then
@@ -231,9 +231,9 @@ export class Permit2Payments {
   }
 
   /**
-   * The send of a claimed row (the facilitator's #execute calls it inside the settle's call context, so the hash
+   * The send of a claimed row (execute.ts's execute() calls it inside the settle's call context, so the hash
    * reaches the ledger the moment it leaves): alone (one permit per transaction: chain.ts's judgment relies on it),
-   * from the named key for upto, under this scheme's ceiling. Answers as the SDK's settle would; #execute judges
+   * from the named key for upto, under this scheme's ceiling. Answers as the SDK's settle would; execute() judges
    * the receipt by the payment's own pair either way.
    */
   async send(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
@@ -252,7 +252,7 @@ export class Permit2Payments {
         ceiling: this.ports.maxGas,
       });
     } catch {
-      // #execute tells apart what this was from the call context (over the ceiling, taken over, nothing sent).
+      // execute() tells apart what this was from the call context (over the ceiling, taken over, nothing sent).
       return failure(network, this.#revertReason(row), 'settlement transaction not sent', payment.payer);
     }
     let receipt: { status: string };
