@@ -6,10 +6,6 @@ import { RotationError } from '../platform/key-rotation.js';
 import { errorText } from '../platform/log-redaction.js';
 import { AdminCommandError } from './errors.js';
 
-// Modules throw it from their own commands; its home is errors.ts so that backup.ts, which commands.ts loads,
-// need not import commands.ts back.
-export { AdminCommandError };
-
 const requireString = (args: Record<string, unknown>, name: string): string => {
   const value = args[name];
   if (typeof value !== 'string' || value.length === 0) throw new AdminCommandError(`--${name} is required`);

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { randomUUID } from 'node:crypto';
 import type { AdminCommand } from '../modules/module.js';
 import { errorText } from '../platform/log-redaction.js';
-import { AdminCommandError } from './commands.js';
+import { AdminCommandError } from './errors.js';
 
 export interface AdminSocket {
   path: string;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TokenAsk, Usage } from './models.js';
+import type { TokenAsk, Usage } from './model-types.js';
 
 interface Day {
   day: string;

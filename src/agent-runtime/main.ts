@@ -10,7 +10,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { TokenBudget } from './budget.js';
-import { converse, ProviderError, type Entry, type ProviderCall, type Sampling, type Tool } from './models.js';
+import type { Entry, ProviderCall, Sampling, Tool } from './model-types.js';
+import { converse } from './models.js';
+import { ProviderError } from './wire.js';
 import { payAndCallTool } from './pay-tool.js';
 
 const env = (name: string): string => {

@@ -7,7 +7,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TokenBudget } from './budget.js';
-import { converse, estimateInputTokens, loadTokenizer, MIN_OUTPUT_TOKENS, ProviderError, traitsOf, type Entry, type Gate, type ProviderCall, type TokenAsk, type Tool } from './models.js';
+import type { Entry, Gate, ProviderCall, TokenAsk, Tool } from './model-types.js';
+import { converse, estimateInputTokens, loadTokenizer, MIN_OUTPUT_TOKENS } from './models.js';
+import { traitsOf } from './model-traits.js';
+import { ProviderError } from './wire.js';
 import { serverSentEvents } from './sse.js';
 
 interface Received {

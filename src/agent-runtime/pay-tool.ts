@@ -1,4 +1,4 @@
-import type { Tool } from './models.js';
+import type { Tool } from './model-types.js';
 
 /**
  * runtime_b's tool: call an HTTP resource and pay its x402 price from the agent's own wallet. The runtime

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPublicClient, http, parseEther, type Address } from 'viem';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Devchain, devchainChain, resolveAnvilBinary, USDG_ADDRESS, type DevchainLogger } from './devchain.js';
+import { resolveAnvilBinary } from './anvil.js';
+import { Devchain, devchainChain, USDG_ADDRESS, type DevchainLogger } from './devchain.js';
 import { usdgDeployedBytecode } from './usdg-artifact.js';
 
 const PAYEE: Address = '0x000000000000000000000000000000000000bEEF';

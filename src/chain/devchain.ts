@@ -1,10 +1,9 @@
 // Embedded devchain: a real anvil process we own (by PID), chain id 4663, with the USDG stand-in
 // placed at the canonical USDG address. State lives in <dataDir>/chain/state.json when dataDir is set.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { createServer, type AddressInfo } from 'node:net';
+// This file supervises it (start, restart after a crash, stop) and runs the chain's own chores (USDG,
+// funding, its clock, state dumps); the host-side mechanics of an anvil process are in anvil.ts.
+import type { ChildProcess } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import {
@@ -24,6 +23,8 @@ import {
   type PublicClient,
   type WalletClient,
 } from 'viem';
+import { anvilArgs, anvilRpc, assertPortFree, exitsWithin, freePort, keepOutput, prepareStateFile, reapOrphan, resolveAnvilBinary, spawnAnvil, waitForRpc } from './anvil.js';
+import { catchUpChain, type ChainClockPorts } from './devchain-clock.js';
 import { usdgAbi, usdgDeployedBytecode } from './usdg-artifact.js';
 
 export const DEVCHAIN_CHAIN_ID = 4663;
@@ -87,14 +88,6 @@ export function devchainChain(rpcUrl: string): Chain {
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-}
-
-/** The real anvil binary (not the npm bin.mjs wrapper), so the PID we hold is anvil's. */
-export function resolveAnvilBinary(): string {
-  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
-  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
-  const pkgJson = createRequire(import.meta.url).resolve(`${pkg}/package.json`);
-  return join(pkgJson, '..', 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
 }
 
 interface Running {
@@ -187,26 +180,15 @@ export class Devchain {
    * is mined here (the block would include what is held in the pool).
    */
   catchUp(minLagSeconds = CATCH_UP_LAG_S): Promise<bigint> {
-    this.#catchingUp ??= this.#catchUp(minLagSeconds).finally(() => (this.#catchingUp = null));
+    this.#catchingUp ??= catchUpChain(this.#clockPorts, minLagSeconds).finally(() => (this.#catchingUp = null));
     return this.#catchingUp;
   }
 
-  async #catchUp(minLagSeconds: bigint): Promise<bigint> {
-    const latest = await this.#viem().public.getBlock({ blockTag: 'latest' });
-    const now = BigInt(Math.floor(Date.now() / 1000));
-    if (now - latest.timestamp < minLagSeconds) return latest.timestamp;
-    // Automine off means someone holds transactions in the pool on purpose (a test of stuck or pending
-    // settles): a block now would include them, so the chain's time waits for whoever mines next.
-    if ((await this.#rpc('anvil_getAutomine', [])) === false) return latest.timestamp;
-    try {
-      // Through the minter's queue: a mint waiting for its receipt is not raced by this block.
-      await this.#serial(() => this.#rpc('evm_mine', [{ timestamp: Number(now) }]));
-      return now;
-    } catch {
-      // A block mined meanwhile, a restart: the chain's word stands.
-      return (await this.#viem().public.getBlock({ blockTag: 'latest' })).timestamp;
-    }
-  }
+  readonly #clockPorts: ChainClockPorts = {
+    latest: async () => (await this.#viem().public.getBlock({ blockTag: 'latest' })).timestamp,
+    rpc: (method, params) => this.#rpc(method, params),
+    serial: (fn) => this.#serial(fn),
+  };
 
   /**
    * Stops for good (no restart): SIGTERM so anvil dumps state, SIGKILL if it has not exited within
@@ -296,36 +278,24 @@ export class Devchain {
     const statePath = this.statePath;
     let reaped = false;
     if (statePath) {
-      reaped = await this.#reapOrphan(statePath); // first: its SIGTERM dump is the freshest state
-      await this.#prepareStateFile(statePath);
+      reaped = await reapOrphan(this.#pidPath, statePath, this.#log); // first: its SIGTERM dump is the freshest state
+      await prepareStateFile(statePath, this.#log);
     }
     // A reaped anvil's leader thread shows as a zombie while a sibling thread may still hold the socket
     // for a moment: give its port a few seconds to come free.
     await assertPortFree(this.#port, reaped ? 5_000 : 0);
-    const args = [
-      '--chain-id', String(this.chainId),
-      '--host', '127.0.0.1',
-      '--port', String(this.#port),
-      '--mnemonic', DEVCHAIN_MNEMONIC,
-    ];
-    if (statePath) {
-      // --state = load at start + dump on exit; the interval covers crashes (SIGKILL skips the exit dump).
-      args.push('--state', statePath, '--state-interval', String(this.#stateInterval));
-    }
+    const args = anvilArgs({ chainId: this.chainId, port: this.#port, mnemonic: DEVCHAIN_MNEMONIC, statePath, stateIntervalSeconds: this.#stateInterval });
     // stop() or a shutdown's haltRestarts() may have run while we awaited above; spawning now would leak a process.
     if (this.#stopping || (restart && this.#halted)) throw new Error('devchain stopped');
     this.#outputTail = [];
-    const proc = spawn(this.#anvilPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const { proc, exited } = spawnAnvil(this.#anvilPath, args, (chunk) => keepOutput(this.#outputTail, chunk));
     const running: Running = { proc, exited, ready: false, startedAt: Date.now() };
     this.#running = running;
-    proc.stdout?.on('data', (chunk: Buffer) => this.#keepOutput(chunk));
-    proc.stderr?.on('data', (chunk: Buffer) => this.#keepOutput(chunk));
     proc.once('error', (err) => this.#log.error(`devchain: anvil spawn failed: ${err.message}`));
     proc.once('exit', (code, signal) => this.#onExit(running, code, signal));
     if (this.#pidPath && proc.pid) await writeFile(this.#pidPath, `${proc.pid}\n`);
     try {
-      await this.#waitForRpc(running);
+      await waitForRpc(running.proc, this.rpcUrl, this.chainId, () => this.#outputTail);
       await this.#ensureToken();
     } catch (err) {
       proc.kill('SIGKILL');
@@ -359,82 +329,6 @@ export class Devchain {
         },
       );
     }, delay);
-  }
-
-  async #waitForRpc(running: Running, timeoutMs = 30_000): Promise<void> {
-    const { proc } = running;
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (proc.exitCode !== null || proc.signalCode !== null) {
-        throw new Error(`anvil exited during startup:\n${this.#outputTail.join('\n')}`);
-      }
-      try {
-        const chainId = await this.#rpc('eth_chainId', []);
-        if (Number(chainId) !== this.chainId) {
-          throw new Error(`unexpected chain id ${String(chainId)} at ${this.rpcUrl}`);
-        }
-        return;
-      } catch (err) {
-        if (err instanceof Error && err.message.startsWith('unexpected chain id')) throw err;
-        await sleep(50);
-      }
-    }
-    throw new Error(`anvil did not answer at ${this.rpcUrl} within ${timeoutMs} ms`);
-  }
-
-  /** A truncated state file (killed mid-dump) makes anvil refuse to start: fall back to the last good copy. */
-  async #prepareStateFile(statePath: string): Promise<void> {
-    await mkdir(join(statePath, '..'), { recursive: true });
-    const backup = `${statePath}.bak`;
-    if (!existsSync(statePath)) return;
-    try {
-      JSON.parse(await readFile(statePath, 'utf8'));
-      await copyFile(statePath, backup);
-    } catch {
-      const aside = `${statePath}.corrupt-${Date.now()}`;
-      await rename(statePath, aside);
-      this.#log.error(`devchain: unreadable chain state moved to ${aside}`);
-      if (existsSync(backup)) {
-        await copyFile(backup, statePath);
-        this.#log.warn('devchain: restored chain state from the last good backup');
-      }
-    }
-  }
-
-  /**
-   * If a previous run of ours was killed without stopping anvil (e.g. SIGKILL of node), its anvil still
-   * holds the port and the state file. The pid file finds it; /proc/<pid>/cmdline proves it is that
-   * anvil (not a reused pid) before we stop it.
-   */
-  async #reapOrphan(statePath: string): Promise<boolean> {
-    const pidPath = this.#pidPath;
-    if (!pidPath) return false;
-    const pid = Number((await readFile(pidPath, 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) return false;
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (!cmdline.split('\0').includes(statePath)) return false;
-    this.#log.warn(`devchain: stopping orphaned anvil pid ${pid} from a previous run`);
-    process.kill(pid, 'SIGTERM');
-    // Dead means reaped or a zombie: cmdline empties before the kernel closes the process's sockets,
-    // so an empty cmdline alone would let us race the port.
-    const gone = async (): Promise<boolean> => {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-      return stat === '' || /^\d+ \(.*\) [ZX]/s.test(stat);
-    };
-    for (let waited = 0; waited < 10_000 && !(await gone()); waited += 50) await sleep(50);
-    if (await gone()) return true;
-    // Still dumping its state after 10 s (a loaded machine): kill it, and wait until it has let go of the port.
-    process.kill(pid, 'SIGKILL');
-    for (let waited = 0; waited < 5_000 && !(await gone()); waited += 50) await sleep(50);
-    return true;
-  }
-
-  #keepOutput(chunk: Buffer): void {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (line.trim() === '') continue;
-      this.#outputTail.push(line);
-    }
-    if (this.#outputTail.length > 40) this.#outputTail.splice(0, this.#outputTail.length - 40);
   }
 
   // ---- chain setup ----
@@ -486,16 +380,8 @@ export class Devchain {
     return run;
   }
 
-  async #rpc(method: string, params: unknown[]): Promise<unknown> {
-    const res = await fetch(this.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result;
+  #rpc(method: string, params: unknown[]): Promise<unknown> {
+    return anvilRpc(this.rpcUrl, method, params);
   }
 }
 
@@ -504,42 +390,4 @@ export async function startEphemeralDevchain(options: { logger?: DevchainLogger 
   const chain = new Devchain({ dataDir: null, port: 0, ...options });
   await chain.start();
   return chain;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Fails (after `waitMs`) when something else owns the port, instead of probing a foreign node by mistake. */
-async function assertPortFree(port: number, waitMs = 0): Promise<void> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const free = await new Promise<boolean>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(false) : reject(err)));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free) return;
-    if (Date.now() >= deadline) throw new Error(`devchain port ${port} is already in use`);
-    await sleep(50);
-  }
-}
-
-async function exitsWithin(exited: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
-  const result = await Promise.race([exited.then(() => true), timeout]);
-  clearTimeout(timer);
-  return result;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

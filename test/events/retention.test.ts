@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { toEventRow, type RawEventRow } from '../../src/modules/events/event-store.js';
+import { toEventRow, type RawEventRow } from '../../src/modules/events/event-rows.js';
 import { PURGE } from '../../src/modules/events/limits.js';
 import { effectiveStatus } from '../../src/modules/events/records.js';
 import { RetentionStore } from '../../src/modules/events/retention-store.js';

@@ -3,7 +3,7 @@ import type { Executor } from '../../platform/db.js';
 import { rowsOf } from '../../platform/sql-rows.js';
 import { agentChatEntries, agentTokenUsage, agentTurns } from './tables.js';
 
-/** A transcript entry in the runtime's neutral form (src/agent-runtime/models.ts `Entry`). */
+/** A transcript entry in the runtime's neutral form (src/agent-runtime/model-types.ts `Entry`). */
 export type TranscriptEntry = Record<string, unknown> & { role: string; content: string };
 
 export type TurnRow = typeof agentTurns.$inferSelect;

@@ -16,7 +16,7 @@ import type { AgentRow, AgentsStore, InstanceRow } from './store.js';
 import { trimToContext } from './transcript.js';
 
 /**
- * What the runtime answers for a turn (src/agent-runtime/models.ts `TurnOutcome`), checked before it is stored:
+ * What the runtime answers for a turn (src/agent-runtime/model-types.ts `TurnOutcome`), checked before it is stored:
  * a turn adds only assistant entries and tool results, of bounded number and size.
  */
 const MAX_ENTRY_CHARS = 256 * 1024;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { devReceiver } from '../../chain/dev-receiver.js';
-import { AdminCommandError } from '../../admin/commands.js';
+import { AdminCommandError } from '../../admin/errors.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';

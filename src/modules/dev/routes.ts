@@ -1,6 +1,6 @@
 import { getAddress, isAddress, formatUnits } from 'viem';
 import { z } from 'zod';
-import { AdminCommandError } from '../../admin/commands.js';
+import { AdminCommandError } from '../../admin/errors.js';
 import type { AppContext } from '../../context.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import type { Module } from '../module.js';

@@ -7,7 +7,8 @@ import type { SecretHasher } from '../../platform/secrets.js';
 import { eventNotFound, queueNotFound } from './errors.js';
 import { EventBatchStore, type LeaseItem } from './event-batch-store.js';
 import { assertPayloadSize, leaseFailure, type Claimed, type ClaimOptions, type EventService, type LeaseOperation, type PublishInput } from './event-service.js';
-import type { EventRow, EventStatus, EventStoreOptions } from './event-store.js';
+import type { EventStoreOptions } from './event-read-store.js';
+import type { EventRow, EventStatus } from './event-rows.js';
 import { NACK_BACKOFF } from './limits.js';
 import { QueueStore } from './queue-store.js';
 

@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { jsonText } from '../../platform/db-types.js';
-import { CLAIMABLE, EventStore, toEventRow, type EventRow, type RawEventRow } from './event-store.js';
+import { toEventRow, type EventRow, type RawEventRow } from './event-rows.js';
+import { CLAIMABLE, EventStore } from './event-store.js';
 import { rowsOf } from '../../platform/sql-rows.js';
 import { tally } from './counts.js';
 

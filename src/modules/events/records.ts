@@ -1,4 +1,4 @@
-import type { EventRow, EventStatus } from './event-store.js';
+import type { EventRow, EventStatus } from './event-rows.js';
 import type { QueueRow } from './queue-store.js';
 import type { BackfillPolicy, OverlapPolicy, ScheduleRow, SyncStatus } from './schedule-store.js';
 

@@ -1,6 +1,7 @@
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
-import { EventStore, type EventStoreOptions } from './event-store.js';
+import type { EventStoreOptions } from './event-read-store.js';
+import { EventStore } from './event-store.js';
 
 const BATCH = 1000;
 

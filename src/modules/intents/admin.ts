@@ -1,10 +1,11 @@
 // Operator commands for intents left settling: list them, and resolve one from the chain now (the same
 // routine as the reconcile endpoint and the worker; an intent the chain cannot decide yet stays settling).
-import { AdminCommandError } from '../../admin/commands.js';
+import { AdminCommandError } from '../../admin/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import type { AdminCommand } from '../module.js';
 import type { Reconciler } from './reconcile.js';
-import type { IntentRow, IntentsStore } from './store.js';
+import type { IntentsStore } from './store.js';
+import type { IntentRow } from './tables.js';
 
 /** Settling longer than this is stuck for the listing (the worker retries every intent past its grace anyway). */
 const STUCK_AFTER_SECONDS = 600;

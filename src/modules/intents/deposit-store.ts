@@ -6,7 +6,7 @@ import type { Db, Executor } from '../../platform/db.js';
 import { rowsOf, toDate, type Timestamp } from '../../platform/sql-rows.js';
 import type { IntentEventSink } from './event-sink.js';
 import { noIntentOutcomes, type IntentOutcomes } from './metrics.js';
-import { movingIntents, type IntentRow } from './store.js';
+import { movingIntents } from './store.js';
 import {
   paymentIntentDepositCheckpoints as checkpoints,
   paymentIntentDepositKeys as depositKeys,
@@ -14,6 +14,7 @@ import {
   paymentIntentDepositTransfers as transfers,
   paymentIntents as intents,
   paymentIntentSweeps as sweeps,
+  type IntentRow,
 } from './tables.js';
 
 export type DepositRow = typeof deposits.$inferSelect;

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { DepositKeys } from './deposit-keys.js';
 import type { DepositRow, DepositStore } from './deposit-store.js';
-import type { IntentRow } from './store.js';
+import type { IntentRow } from './tables.js';
 
 /** What the checkout shows of an intent's deposit address. */
 export interface DepositView {

@@ -1,7 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { IntentEventSink } from './event-sink.js';
-import type { IntentStatus } from './tables.js';
-import type { IntentRow } from './store.js';
+import type { IntentRow, IntentStatus } from './tables.js';
 import { settlementBody } from './views.js';
 
 // Payment-intent events (docs/intents.md#intent-events): a project may name one of its event queues, and

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import type { ChainOutcome, ExpectedAuthorization, PaymentChain } from './payments.js';
-import type { IntentRow, IntentsStore } from './store.js';
+import type { IntentsStore } from './store.js';
+import type { IntentRow } from './tables.js';
 import { noIntentOutcomes, type IntentOutcomes } from './metrics.js';
 
 /**

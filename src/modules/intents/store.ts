@@ -1,18 +1,17 @@
-import { and, asc, desc, eq, getTableColumns, gt, inArray, lt, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, eq, getTableColumns, gt, inArray, lte, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { databaseNow, type Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db.js';
 import { paymentIntentAuthorizations as authorizations, paymentIntents as intents, type IntentRow } from './tables.js';
 import { jsonText } from '../../platform/db-types.js';
 import { noIntentEvents, type IntentEventSink } from './event-sink.js';
+import { IntentReadStore } from './read-store.js';
 
-export type { IntentRow };
 /** What creation decides; the merchant supplies project, network, asset and payTo. */
 export type IntentDraft = Pick<
   IntentRow,
   'id' | 'merchantId' | 'externalId' | 'customerRef' | 'description' | 'metadata' | 'returnUrl' | 'amountUsdCents' | 'amount' | 'createdAt' | 'expiresAt'
 >;
-export type AuthorizationRow = typeof authorizations.$inferSelect;
 export type NewAuthorization = Omit<typeof authorizations.$inferInsert, 'outcome' | 'createdAt' | 'updatedAt'>;
 
 /** A verified payment attempt that did not pay the intent, which stays payable (its lastPaymentError). */
@@ -21,35 +20,30 @@ export interface AttemptError {
   message: string;
 }
 
-/** The owner's listing filters. */
-export interface ListFilter {
-  merchantId?: string;
-  status?: IntentRow['status'];
-  /** A prefix of the externalId. */
-  externalId?: string;
-}
-
 /** What a claim found: the intent moved to `settling`, or why it did not. */
 export type ClaimResult = 'claimed' | 'not_pending' | 'authorization_taken';
 
 class ClaimLost extends Error {}
 
 /**
- * SQL of payment intents. Every status move is one conditional UPDATE whose WHERE names the state
+ * SQL that creates payment intents and moves them; the reads are in read-store.ts (this class's base).
+ * Every status move is one conditional UPDATE whose WHERE names the state
  * (and, while settling, the authorization) it moves from, so concurrent movers cannot both win.
  * A move to settled, failed or expired publishes its intent event in the same transaction (events.ts):
  * only the mover that wins publishes, and a rolled-back move publishes nothing.
  */
-export class IntentsStore {
+export class IntentsStore extends IntentReadStore {
   constructor(
-    private readonly db: Db,
+    db: Db,
     /** The projects module's query for an enabled merchant of a project (id, project_id, network, asset, pay_to). */
     private readonly enabledMerchant: (projectId: SQLWrapper, merchantId: SQLWrapper) => SQL,
     /** Expiries are decided at the database's now() (see databaseNow), never a node's clock. */
     private readonly clock: Clock,
     /** Where moves to settled, failed or expired publish (the project's intent-events queue). */
     private readonly events: IntentEventSink = noIntentEvents,
-  ) {}
+  ) {
+    super(db);
+  }
 
   private moving(move: (tx: Executor) => Promise<IntentRow[]>): Promise<IntentRow[]> {
     return movingIntents(this.db, this.events, move);
@@ -132,76 +126,6 @@ export class IntentsStore {
       .onConflictDoNothing({ target: [intents.merchantId, intents.externalId] })
       .returning({ projectId: intents.projectId, network: intents.network, asset: intents.asset, payTo: intents.payTo })
       .prepare('payment_intent_create');
-  }
-
-  async byExternalId(merchantId: string, externalId: string): Promise<IntentRow | undefined> {
-    const [row] = await this.db.select().from(intents).where(and(eq(intents.merchantId, merchantId), eq(intents.externalId, externalId)));
-    return row;
-  }
-
-  async byId(id: string): Promise<IntentRow | undefined> {
-    const [row] = await this.db.select().from(intents).where(eq(intents.id, id));
-    return row;
-  }
-
-  /**
-   * A project's intents, newest first, for its owner's dashboard; `before` is the last id of the previous
-   * page. Read-only: a pending intent past its expiry is filtered and shown as expired (intentView's
-   * caller) without being moved.
-   */
-  async listInProject(projectId: string, filter: ListFilter & { before?: string; limit: number }, now: Date): Promise<IntentRow[]> {
-    return this.db
-      .select()
-      .from(intents)
-      .where(and(this.listed(projectId, filter, now), filter.before ? lt(intents.id, filter.before) : undefined))
-      .orderBy(desc(intents.id))
-      .limit(filter.limit);
-  }
-
-  /** Totals of the intents the listing's filters select (all pages). */
-  async totalsInProject(projectId: string, filter: ListFilter, now: Date) {
-    const [row] = await this.db
-      .select({
-        count: sql<number>`count(*)::int`,
-        settledCount: sql<number>`(count(*) filter (where ${intents.status} = 'settled'))::int`,
-        settledUsdCents: sql<number>`coalesce(sum(${intents.amountUsdCents}) filter (where ${intents.status} = 'settled'), 0)::bigint`,
-        received: sql<string>`coalesce(sum(${intents.receivedAmount}), 0)::text`,
-        refundedUsdCents: sql<number>`coalesce(sum(${intents.refundedUsdCents}), 0)::bigint`,
-      })
-      .from(intents)
-      .where(this.listed(projectId, filter, now));
-    return row!;
-  }
-
-  /** The owner's filters: merchant, status (a pending intent past its expiry counts as expired), externalId prefix. */
-  private listed(projectId: string, filter: ListFilter, now: Date) {
-    const due = and(eq(intents.status, 'pending'), lte(intents.expiresAt, now));
-    const status =
-      filter.status === 'expired'
-        ? sql`(${intents.status} = 'expired' or ${due})`
-        : filter.status === 'pending'
-          ? and(eq(intents.status, 'pending'), gt(intents.expiresAt, now))
-          : filter.status
-            ? eq(intents.status, filter.status)
-            : undefined;
-    // A prefix, matched literally: LIKE's wildcards in the search are escaped.
-    const externalId = filter.externalId ? sql`${intents.externalId} like ${`${filter.externalId.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}` : undefined;
-    return and(eq(intents.projectId, projectId), filter.merchantId ? eq(intents.merchantId, filter.merchantId) : undefined, status, externalId);
-  }
-
-  async byIdInProject(id: string, projectId: string): Promise<IntentRow | undefined> {
-    const [row] = await this.db.select().from(intents).where(and(eq(intents.id, id), eq(intents.projectId, projectId)));
-    return row;
-  }
-
-  async authorization(id: string): Promise<AuthorizationRow | undefined> {
-    const [row] = await this.db.select().from(authorizations).where(eq(authorizations.id, id));
-    return row;
-  }
-
-  async authorizationByNonce(payer: string, nonce: string): Promise<AuthorizationRow | undefined> {
-    const [row] = await this.db.select().from(authorizations).where(and(eq(authorizations.payer, payer), eq(authorizations.nonce, nonce)));
-    return row;
   }
 
   /**
@@ -357,22 +281,6 @@ export class IntentsStore {
         .returning();
     });
     return moved.length;
-  }
-
-  /** Intents settling since before `before`, oldest first, after a (settlingSince, id) cursor (the worker's queue). */
-  async settlingSince(before: Date, after: { since: Date; id: string } | null, limit: number): Promise<IntentRow[]> {
-    return this.db
-      .select()
-      .from(intents)
-      .where(
-        and(
-          eq(intents.status, 'settling'),
-          lte(intents.settlingSince, before),
-          after ? sql`(${intents.settlingSince}, ${intents.id}) > (${after.since.toISOString()}::timestamptz, ${after.id}::uuid)` : undefined,
-        ),
-      )
-      .orderBy(asc(intents.settlingSince), asc(intents.id))
-      .limit(limit);
   }
 
   private settlingWith(intentId: string, authorizationId: string) {

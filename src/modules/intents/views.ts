@@ -4,7 +4,7 @@ import { CONDITIONS } from './reconcile.js';
 import type { DepositView } from './deposits.js';
 import type { RefundRow } from './refund-store.js';
 import type { CheckoutView, IntentView, RefundView, SettlementBody } from './schemas.js';
-import type { IntentRow } from './store.js';
+import type { IntentRow } from './tables.js';
 
 /** Failures decided after a transfer that did not pay this intent (docs/intents.md, failureCode values). */
 const MOVED_ELSEWHERE: ReadonlySet<string> = new Set([CONDITIONS.mismatch.code, CONDITIONS.alreadyUsed.code]);

@@ -1,4 +1,4 @@
-import { AdminCommandError } from '../../admin/commands.js';
+import { AdminCommandError } from '../../admin/errors.js';
 import type { AdminCall, AdminCommand } from '../module.js';
 import type { ProjectsService } from './service.js';
 

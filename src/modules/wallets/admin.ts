@@ -1,4 +1,4 @@
-import { AdminCommandError } from '../../admin/commands.js';
+import { AdminCommandError } from '../../admin/errors.js';
 import type { AdminCommand } from '../module.js';
 import type { WalletsService } from './service.js';
 import type { PaymentsLoop } from './worker.js';
