@@ -19,7 +19,7 @@ import http, { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { PaymentPayload } from '@x402/core/types';
 import pino from 'pino';
 import { encodeFunctionData, parseSignature, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

@@ -21,7 +21,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { createShop, createIntent } from '../intents/fixtures.js';
 import { signPayment } from '../../src/x402/client.js';
 import { mppxCredential } from '../relay/mppx-client.js';
-import { expectRelayError, post } from '../relay/support.js';
+import { post } from '../relay/support.js';
 import { challengeAndSign, jpegOf, NETWORK, newKey, readOrder, upload, uploadForm, USDG } from '../storage/helpers.js';
 import { fundedPayer, randomAddress, signAuthorization } from '../x402/support.js';
 import { gasTally, reportTally } from './support.js';

@@ -10,7 +10,6 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { settlementRecordOf } from '../../src/modules/credits/top-up.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/platform/ids.js';
-import { settle } from '../facilitator/support.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { balanceOf, signAuthorization } from '../x402/support.js';
 

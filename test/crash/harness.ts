@@ -12,16 +12,11 @@ import { fileURLToPath } from 'node:url';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import pg from 'pg';
 import { createPublicClient, http, parseAbiItem, type Address, type Hex } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, expect } from 'vitest';
 import { callAdminSocket } from '../../src/admin/socket.js';
 import { CRASH_POINTS, type CrashPoint } from '../../src/platform/crash-points.js';
-import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
 import { reportCounts } from '../fuzz/tenants.js';
-import { mppxCredential } from '../relay/mppx-client.js';
-import { jpegOf, storagePayer, uploadForm } from '../storage/helpers.js';
 import { freePort } from '../wallets/helpers.js';
-import { signAuthorization } from '../x402/support.js';
 import { pgTemplate, seedDataDir } from '../helpers/database.js';
 
 export const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');

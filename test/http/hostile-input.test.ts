@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { createIntent, createShop, type Shop } from '../intents/fixtures.js';
-import { call, createWallet } from '../wallets/helpers.js';
+import { call } from '../wallets/helpers.js';
 
 let app: TestApp;
 let shop: Shop;

@@ -4,7 +4,7 @@
 // authorization of the deposit key that our facilitator relays. Every amount is read from the chain.
 import { sql } from 'drizzle-orm';
 import { createWalletClient, getAddress, http, type Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import type { Clock } from '../../src/platform/clock.js';

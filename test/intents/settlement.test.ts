@@ -5,7 +5,7 @@ import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import { signPayment } from '../../src/x402/client.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { Faults } from './faults.js';
-import { createIntent, createShop, type Shop } from './fixtures.js';
+import { createIntent, createShop } from './fixtures.js';
 import { balanceOf, buildPayApp, challengeOf, eventually, fundedPayer, getIntent, pay, reconcile, signedHeader, transfersTo } from './harness.js';
 
 // The state machine under concurrency and faults, on the devchain with the real facilitator.

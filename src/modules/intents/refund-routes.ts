@@ -10,7 +10,6 @@ import { requireIdempotencyKey, sendIdempotent } from '../../platform/http/idemp
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
-import { intentErrors } from './errors.js';
 import type { Refunds } from './refunds.js';
 import { intentIdParams, refundBody, refundSchema } from './schemas.js';
 import { refundView } from './views.js';

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, gte, inArray, ne, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, inArray, sql, type SQL } from 'drizzle-orm';
 import { databaseNow, type Clock } from '../../platform/clock.js';
 import { rowsOf } from '../../platform/sql-rows.js';
 import type { Executor } from '../../platform/db.js';

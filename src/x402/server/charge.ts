@@ -4,7 +4,7 @@
 // `nonce_already_used` ("do not pay again", and no resource). Order matters: the record is read before
 // verify (a settled payment no longer verifies), written before settle (the one step that moves money).
 import { randomUUID } from 'node:crypto';
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { FastifyRequest } from 'fastify';
 import { getAddress, type PublicClient } from 'viem';
 import { authorizationOutcome } from '../../chain/payment-check.js';
