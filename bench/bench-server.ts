@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, ROLES, type Role } from '../src/config.js';
+import { loadConfig } from '../src/config.js';
+import { ROLES, type Role } from '../src/platform/server-settings.js';
 import type { ModuleFactory } from '../src/modules/module.js';
 import type { Clock } from '../src/platform/clock.js';
 import { startServer, type RunningServer } from '../src/server.js';

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ListenerName } from './config.js';
+import type { ListenerName } from './platform/server-settings.js';
 import type { AppContext } from './context.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfig } from './config.js';
+import { ConfigError } from './platform/settings.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tollgate.js');
 

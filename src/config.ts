@@ -21,13 +21,6 @@ import { facilitatorSettings } from './x402/facilitator/settings.js';
 // once, so a start with bad variables names every one of them together (exit 2), then each piece's checks of its
 // combinations, then each piece's fields of the Config.
 
-export { ConfigError } from './platform/settings.js';
-export { ORIGINS, ROLES, type ListenerName, type OriginName, type Role } from './platform/server-settings.js';
-export { isEmbeddedChain } from './chain/settings.js';
-export type { OidcSignIn } from './platform/auth/settings.js';
-export type { IntentSettings } from './modules/intents/settings.js';
-export type { TxapiSettings } from './modules/txapi/settings.js';
-
 /**
  * The pieces, in the order their checks report. Dev keys are named in this order too: the pepper, the identity
  * issuer, the wallets' master key, the attestation key, the relayer keys.

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config, OriginName, Role } from './config.js';
+import type { Config } from './config.js';
+import type { OriginName, Role } from './platform/server-settings.js';
 import type { ChainService } from './chain/service.js';
 import { AuditLog } from './platform/audit.js';
 import { Authenticator } from './platform/auth/authenticator.js';

@@ -10,7 +10,8 @@ import { printStatus, type InstanceStatus } from './cli/print.js';
 import { restore } from './cli/restore.js';
 import { serve } from './cli/serve.js';
 import { versionLine } from './cli/version.js';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfig } from './config.js';
+import { ConfigError } from './platform/settings.js';
 import { acquireDataDirLock, DataDirInUseError } from './platform/data-dir-lock.js';
 import { redactText } from './platform/log-redaction.js';
 

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import { createLogger } from './platform/request-context.js';
 import { buildOrigin, instantiateModules } from './app.js';
-import { ConfigError, ORIGINS, type Config, type ListenerName, type OriginName, type Role } from './config.js';
+import type { Config } from './config.js';
+import { ConfigError } from './platform/settings.js';
+import { ORIGINS, type ListenerName, type OriginName, type Role } from './platform/server-settings.js';
 import { createContext, type AppContext } from './context.js';
 import { adminCommands } from './admin/commands.js';
 import { startAdminSocket, type AdminSocket } from './admin/socket.js';

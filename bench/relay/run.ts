@@ -40,7 +40,7 @@ import { runInNewContext } from 'node:vm';
 import pino from 'pino';
 import { formatUnits } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Role } from '../../src/config.js';
+import type { Role } from '../../src/platform/server-settings.js';
 import { buildTestApp } from '../../test/helpers/test-app.js';
 import { mppxCredential } from '../../test/relay/mppx-client.js';
 import { signAuthorization } from '../../test/x402/support.js';

@@ -2,7 +2,8 @@
 // arguments parsed, its admin command run (through the instance's socket or on the data dir) and its answer printed.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, type Config } from '../config.js';
+import type { Config } from '../config.js';
+import { ConfigError } from '../platform/settings.js';
 import { DataDirInUseError } from '../platform/data-dir-lock.js';
 import { UsageError, WrongInstanceError } from './errors.js';
 import { auditLine, printKeyStatus, type AuditLine, type KeyBatch, type KeyStatus } from './print.js';

@@ -2,7 +2,9 @@
 // origins said on stderr, and a stop on SIGINT/SIGTERM bounded by a deadline. The service (server, chain,
 // logger) is imported here lazily, only when serve runs.
 import { parseArgs } from 'node:util';
-import { ConfigError, ROLES, type Config, type Role } from '../config.js';
+import type { Config } from '../config.js';
+import { ConfigError } from '../platform/settings.js';
+import { ROLES, type Role } from '../platform/server-settings.js';
 import { acquireDataDirLock, type DataDirLock } from '../platform/data-dir-lock.js';
 import { UsageError } from './errors.js';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ListenerName } from '../config.js';
+import type { ListenerName } from '../platform/server-settings.js';
 import type { AppContext } from '../context.js';
 import type { BackgroundLoop } from '../platform/jobs.js';
 

@@ -4,7 +4,8 @@
 import type { FacilitatorClient } from '@x402/core/server';
 import type { Logger } from 'pino';
 import type { ChainService } from '../chain/service.js';
-import type { Config, OriginName, Role } from '../config.js';
+import type { Config } from '../config.js';
+import type { OriginName, Role } from '../platform/server-settings.js';
 import type { Clock } from '../platform/clock.js';
 import type { Db } from '../platform/db.js';
 import type { Metrics } from '../platform/metrics.js';

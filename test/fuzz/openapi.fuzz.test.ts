@@ -3,7 +3,7 @@
 // chain is the cause), every refusal in its family's shape with x-request-id, no other tenant's data
 // served, and afterwards the instance healthy and every fixture unchanged.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { OriginName } from '../../src/config.js';
+import type { OriginName } from '../../src/platform/server-settings.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { createIntent } from '../intents/fixtures.js';
 import { casesOf, combine, operationsOf, prng, type FuzzRequest, type Hints, type Operation } from './openapi-cases.js';

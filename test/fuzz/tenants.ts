@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { familyOf } from '../../src/platform/http/families.js';
-import type { OriginName } from '../../src/config.js';
+import type { OriginName } from '../../src/platform/server-settings.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createIntent, createShop, type Shop } from '../intents/fixtures.js';
 import { call, createWallet, waitFor } from '../wallets/helpers.js';

@@ -4,7 +4,7 @@
 // @ts-expect-error: the parser ships no types
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ORIGINS, type OriginName } from '../../src/config.js';
+import { ORIGINS, type OriginName } from '../../src/platform/server-settings.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 
 interface Family {

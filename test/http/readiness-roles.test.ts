@@ -3,7 +3,7 @@
 // points at a dead port) degrades an api or assets node, which still serves (200, status degraded),
 // and takes a facilitator or relay node out; a dead database takes out every role.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Role } from '../../src/config.js';
+import type { Role } from '../../src/platform/server-settings.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 
 interface ReadyBody {

@@ -4,7 +4,8 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { callAdminSocket } from '../../src/admin/socket.js';
-import { loadConfig, ROLES } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ROLES } from '../../src/platform/server-settings.js';
 import { startServer } from '../../src/server.js';
 
 // The embedded mode as `npm start` runs it: PGlite in the data dir, admin socket, real listeners.

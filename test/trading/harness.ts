@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Role } from '../../src/config.js';
+import type { Role } from '../../src/platform/server-settings.js';
 import { expect } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TradingModuleOptions } from '../../src/modules/trading/module.js';

@@ -3,7 +3,8 @@
 // the public key; pay-and-call of /x402-test/ping is signed by KMS (EIP-712 digest, high s made low, recovery
 // id found) and settles on the devchain; wrong credentials provision nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/platform/settings.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { buildWalletsApp, call, settledPayment, waitFor } from './helpers.js';
 import { startKmsStandIn } from './kms-stand-in.js';

@@ -1,4 +1,4 @@
-import { isEmbeddedChain } from '../../config.js';
+import { isEmbeddedChain } from '../../chain/settings.js';
 import type { AppContext } from '../../context.js';
 import { canonicalJson } from '../../platform/canonical-json.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
@@ -7,7 +7,9 @@ import type { Deposits, DepositView } from './deposits.js';
 import type { Reconciler } from './reconcile.js';
 import type { CreateIntentInput } from './schemas.js';
 import type { IntentTotals } from './schemas.js';
-import { IntentsStore, type IntentRow, type ListFilter } from './store.js';
+import type { ListFilter } from './read-store.js';
+import { IntentsStore } from './store.js';
+import type { IntentRow } from './tables.js';
 import { ATOMIC_UNITS_PER_CENT, atomicAmountOf } from './views.js';
 
 /** Create, read and reconcile intents for a project API key. Pay lives in pay.ts. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isEmbeddedChain } from '../../config.js';
+import { isEmbeddedChain } from '../../chain/settings.js';
 import type { AppContext } from '../../context.js';
 import { directErrorSchema, envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';

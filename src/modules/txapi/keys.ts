@@ -1,6 +1,7 @@
 import type { Hex } from 'viem';
 import { generatePrivateKey } from 'viem/accounts';
-import { isEmbeddedChain, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
+import { isEmbeddedChain } from '../../chain/settings.js';
 import { loadOrCreateDevSecret } from '../../platform/data-dir.js';
 
 /**

@@ -1,4 +1,4 @@
-import { isEmbeddedChain } from '../../config.js';
+import { isEmbeddedChain } from '../../chain/settings.js';
 import type { AppContext } from '../../context.js';
 import { createSafeFetch, parseAllowHosts, type Resolver } from '../../platform/safe-fetch.js';
 import type { SafeFetch } from './pay-and-call.js';

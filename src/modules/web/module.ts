@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { OidcSignIn } from '../../config.js';
+import type { OidcSignIn } from '../../platform/auth/settings.js';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import type { Module } from '../module.js';

@@ -37,7 +37,7 @@ export interface BatchPolicy {
   idle: 'send' | 'wait';
 }
 
-// The measured setting (bench/RESULTS.md, batched settlement): see FACILITATOR_BATCH_MAX_CALLS in src/config.ts.
+// The measured setting (bench/RESULTS.md, batched settlement): see FACILITATOR_BATCH_MAX_CALLS in ./settings.ts.
 export const DEFAULT_BATCH: BatchPolicy = { maxCalls: 64, waitMs: 10, maxGas: 12_000_000n, idle: 'send' };
 
 // The transaction itself, and per call Multicall3's loop, the call's calldata and its result copy.
