@@ -30,6 +30,7 @@ import { cli } from '../helpers/cli.js';
 import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-stand-in.js';
 import { startProviderStandIn } from './provider-stand-in.js';
 import { pgTemplate, seedDataDir } from '../helpers/database.js';
+import { killOrphanedDevchain } from '../helpers/orphans.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const RECOVERY_MS = 30_000;
@@ -77,10 +78,7 @@ afterAll(async () => {
   for (const service of services) if (alive(service.pid)) process.kill(service.pid, 'SIGKILL');
   for (const pid of runtimePidsSeen) if (alive(pid)) process.kill(pid, 'SIGKILL');
   // A devchain orphaned by a kill the test did not get to follow with a restart (a failed run).
-  for (const dir of dirs) {
-    const pid = Number(readFile(path.join(dir, 'chain', 'anvil.pid')).trim()) || 0;
-    if (pid && alive(pid) && cmdline(pid).includes(dir)) process.kill(pid, 'SIGKILL');
-  }
+  for (const dir of dirs) killOrphanedDevchain(dir);
   await Promise.all([fast.close(), slow.close()]);
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   for (const name of databases) await adminQuery(`drop database if exists ${name} with (force)`);
@@ -195,8 +193,6 @@ function readFile(file: string): string {
 }
 
 const readProc = (pid: number | string, file: string) => readFile(`/proc/${pid}/${file}`);
-
-const cmdline = (pid: number) => readProc(pid, 'cmdline').split('\0').join(' ');
 
 interface Held {
   pid: number;
