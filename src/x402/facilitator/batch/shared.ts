@@ -3,40 +3,18 @@
 // reason codes, and the small steps more than one operation takes (payers with code refused, one settle per key in
 // this process, the channel's state on a success, the payload hash a retry is recognised by).
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
-import { getAddress, keccak256, toBytes, type Hex, type PublicClient } from 'viem';
-import type { Logger } from 'pino';
-import type { BlockClock } from '../../../chain/block-clock.js';
-import type { SettlementRow } from '../../tables.js';
+import { getAddress, keccak256, toBytes, type Hex } from 'viem';
 import { chainReads } from '../answers.js';
-import type { GasFloat } from '../gas-float.js';
-import { keyString, type SettlementKey, type SettlementLedger } from '../ledger.js';
-import type { ContractPayers, PayerCode } from '../payer-code.js';
-import type { SettlePolicy } from '../settle-policy.js';
-import type { FacilitatorSigner } from '../signer.js';
+import { keyString, type SettlementKey } from '../ledger.js';
+import type { EnginePorts } from '../engine-ports.js';
 import { readChannel, snapshotOf } from './chain.js';
 
-/** What the facilitator lends this engine (as for Permit2: its parts, and the single-row steps after a claim). */
-export interface BatchPorts {
-  network: string;
-  chainId: number;
-  client: PublicClient;
-  ledger: SettlementLedger;
-  signer: FacilitatorSigner;
-  blockTime: BlockClock;
-  log: Logger;
-  policy: SettlePolicy | null;
-  gasFloat: GasFloat;
-  payerCode: PayerCode;
-  contractPayers: ContractPayers;
+/** What the facilitator lends this engine (engine-ports.ts), with the batch ceilings. */
+export interface BatchPorts extends EnginePorts {
   /** FACILITATOR_MAX_BATCH_SETTLEMENT_GAS: a deposit, a sweep, a refund (plus its claims' share). */
   maxGas: bigint;
   /** FACILITATOR_MAX_CLAIM_GAS_PER_VOUCHER: a claim's ceiling is this per voucher plus CLAIM_BASE_GAS. */
   claimGasPerVoucher: bigint;
-  sdkVerify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
-  inflight: Map<string, Promise<SettleResponse>>;
-  resume(row: SettlementRow, call: { payloadHash: string; paymentId: string | null }): Promise<SettleResponse>;
-  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: { claimAskedAt: number }): Promise<SettleResponse>;
-  finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse>;
 }
 
 /** The engine's own steps (settlements.ts) an operation calls back: its whole verify, and its settle (a join re-enters it). */

@@ -12,49 +12,26 @@
 // float, the budgets and the claim: the last step before anything is sent.
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { permit2WitnessTypes, uptoPermit2WitnessTypes } from '@x402/evm';
-import { getAddress, type Address, type Hash, type PublicClient } from 'viem';
-import type { Logger } from 'pino';
-import type { BlockClock } from '../../../chain/block-clock.js';
+import { getAddress, type Address, type Hash } from 'viem';
 import { ChainUnavailableError, isTransportError } from '../../../chain/errors.js';
 import { PERMIT2_ADDRESS } from '../../../chain/x402-contracts.js';
 import type { SettlementRow } from '../../tables.js';
 import { chainReads, failure, idConflict, invalid, settledBy } from '../answers.js';
 import { VALID_BEFORE_MARGIN_SECONDS, VALID_BEFORE_SKEW_SECONDS, type Refusal } from '../bounds.js';
-import type { GasFloat } from '../gas-float.js';
+import type { EnginePorts } from '../engine-ports.js';
 import { GasCeilingError, gasWithin } from '../gas-ceiling.js';
-import { keyString, type SettlementKey, type SettlementLedger } from '../ledger.js';
-import type { ContractPayers, PayerCode } from '../payer-code.js';
+import { keyString, type SettlementKey } from '../ledger.js';
 import { paymentIdOf } from '../payment-id.js';
 import { ownWords, Reason } from '../reasons.js';
-import type { SettlePolicy } from '../settle-policy.js';
-import type { FacilitatorSigner } from '../signer.js';
 import { settlementVerdict } from '../verdicts.js';
 import { PERMIT2_NONCE_USED, permit2NonceUsed } from './chain.js';
 import { isPermit2, parsePermit2, permit2PayloadHash, proxyOf, settleCallData, type Permit2Payment } from './payment.js';
 
-/** What the facilitator lends this engine: its parts, and the steps after a claim (they are the same for every kind). */
-export interface Permit2Ports {
-  network: string;
-  chainId: number;
-  client: PublicClient;
-  ledger: SettlementLedger;
-  signer: FacilitatorSigner;
-  blockTime: BlockClock;
-  log: Logger;
-  policy: SettlePolicy | null;
-  gasFloat: GasFloat;
-  payerCode: PayerCode;
-  contractPayers: ContractPayers;
+/** What the facilitator lends this engine (engine-ports.ts), with the relayers' addresses (a front-run is told by its sender). */
+export interface Permit2Ports extends EnginePorts {
   /** FACILITATOR_MAX_PERMIT2_SETTLE_GAS. */
   maxGas: bigint;
   relayers: () => Address[];
-  /** The SDK's verify of the payload (signature, spender, witness, simulation): its reason codes. Throws ChainUnavailableError. */
-  sdkVerify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
-  /** Settles of one key in this process join the running one. */
-  inflight: Map<string, Promise<SettleResponse>>;
-  resume(row: SettlementRow, call: { payloadHash: string; paymentId: string | null }): Promise<SettleResponse>;
-  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: { claimAskedAt: number }): Promise<SettleResponse>;
-  finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse>;
 }
 
 // A front-run is looked for this far back (as for EIP-3009 authorizations).
