@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { CandleStore } from '../../src/modules/trading/data/candle-store.js';
 import { databaseUrl, machine, median, pgAdmin } from '../lib.js';
 import { startBenchServer } from '../bench-server.js';
+import { seededRandom } from '../../src/platform/seeded-random.js';
 
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -104,13 +105,7 @@ process.exit(0);
 
 /** Hourly candles of a seeded random walk (about 55 % a year of volatility), prices to the cent. */
 function randomWalk(from: number, to: number, start: number, seed: number) {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+  const uniform = seededRandom(seed);
   const normal = () => Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
   const rows = [];
   let close = start;

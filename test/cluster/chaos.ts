@@ -6,18 +6,6 @@
 import { counts, sleep } from './client.js';
 import type { Cluster, ClusterNode } from './topology.js';
 
-/** mulberry32: a small seeded generator, so a run's kill schedule can be told apart by its seed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export interface Chaos {
   /** Stops killing and waits until every node is up again. */
   stop(): Promise<void>;

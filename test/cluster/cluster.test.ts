@@ -17,7 +17,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportCounts } from '../fuzz/tenants.js';
-import { seeded, startChaos, type Chaos } from './chaos.js';
+import { startChaos, type Chaos } from './chaos.js';
+import { seededRandom } from '../../src/platform/seeded-random.js';
 import { counts, gaveUpLog, ops, sleep } from './client.js';
 import { createFixtures, type Fixtures } from './fixtures.js';
 import {
@@ -102,7 +103,7 @@ describe.skipIf(!process.env.DATABASE_URL)('the service as a cluster under kill 
     const eventsTold = newEventsTold();
     consumers = startConsumers(fx, eventsTold, 2);
     const started = Date.now();
-    chaos = startChaos(c, seeded(SEED), mark);
+    chaos = startChaos(c, seededRandom(SEED), mark);
     const ctx: LoadContext = { cluster: c, fx, told, spanMs: SPAN_MS, deadline: started + LOAD_DEADLINE_MS };
     await Promise.all([
       pingPurchases(ctx, 24),

@@ -255,18 +255,6 @@ function encodePathValue(value: string): string {
   return [...value].map((c) => (/[\ud800-\udfff]/.test(c) ? '%ED%A0%80' : encodeURIComponent(c))).join('');
 }
 
-/** A deterministic PRNG (mulberry32): the same seed sends the same requests. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Two spoiled requests of one operation combined: the URL (path and query) of one, headers and body of the other. */
 export function combine(urlOf: FuzzRequest, rest: FuzzRequest): FuzzRequest {
   return { ...rest, label: `url of [${urlOf.label}] + headers and body of [${rest.label}]`, url: urlOf.url };

@@ -12,6 +12,7 @@ import { replayOutcome, replayTicks, startState, type ReplaySetup } from './repl
 import { candlesNeeded, quantRules, type QuantRules } from '../strategies/rules.js';
 
 import type { OBJECTIVES, optimisationParameter, optimisationSearch } from '../schemas/backtests.js';
+import { seededRandom } from '../../../platform/seeded-random.js';
 
 export type Objective = (typeof OBJECTIVES)[number];
 
@@ -77,7 +78,7 @@ export function combinations(search: Pick<Search, 'parameters' | 'method' | 'tri
   }
   // Random: distinct indices of the grid, drawn by mulberry32 from the seed (the same seed, the same trials).
   const count = Math.min(search.trials, size);
-  const next = mulberry32(search.seed);
+  const next = seededRandom(search.seed);
   const picked = new Set<number>();
   const order: number[] = [];
   while (order.length < count) {
@@ -87,16 +88,6 @@ export function combinations(search: Pick<Search, 'parameters' | 'method' | 'tri
   return order.map(at);
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const LEVELS = ['stopLossPercent', 'takeProfitPercent', 'trailingStopPercent'];
 
