@@ -11,8 +11,9 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch';
 import { x402Client, x402HTTPClient } from '@x402/core/client';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import express from 'express';
-import { createWalletClient, http } from 'viem';
+import { createWalletClient, encodeFunctionData, http } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aggregate3Abi, MULTICALL3_ADDRESS } from '../../src/chain/multicall3.js';
 import { EXACT_PERMIT2_PROXY } from '../../src/chain/x402-contracts.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer, randomAddress } from '../x402/support.js';
@@ -138,6 +139,35 @@ describe('exact over Permit2, paid by the official client', () => {
     expect((await settle(payload, requirements)).body).toMatchObject({ success: false, errorReason: 'permit2_invalid_nonce', transaction: hash });
     expect((await relayerState(app)).sent).toBe(before.sent);
     expect(await transfersTo(app, payer.address, payTo)).toHaveLength(1);
+  });
+
+  it('a permit a third party executed through a wrapper (Multicall3) first is paid by that transaction, answered once, nothing sent', async () => {
+    const payer = await permit2Payer(app, '1');
+    const payTo = randomAddress();
+    const requirements = permit2Requirements(app, 'exact', '1000', payTo);
+    const payload = await officialPayment(payer, requirements);
+    // The permit from the mempool, its proxy call wrapped in Multicall3: the transaction's own calldata names no permit.
+    const auth = (payload.payload as { permit2Authorization: Record<string, any>; signature: `0x${string}` }).permit2Authorization;
+    const { x402ExactPermit2ProxyABI } = await import('@x402/evm');
+    const callData = encodeFunctionData({
+      abi: x402ExactPermit2ProxyABI,
+      functionName: 'settle',
+      args: [
+        { permitted: { token: auth.permitted.token, amount: BigInt(auth.permitted.amount) }, nonce: BigInt(auth.nonce), deadline: BigInt(auth.deadline) },
+        payer.address,
+        { to: auth.witness.to, validAfter: 0n },
+        (payload.payload as { signature: `0x${string}` }).signature,
+      ],
+    });
+    const wallet = createWalletClient({ account: await fundedPayer(app, '0'), chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
+    const hash = await wallet.writeContract({ address: MULTICALL3_ADDRESS, abi: aggregate3Abi, functionName: 'aggregate3', args: [[{ target: EXACT_PERMIT2_PROXY, allowFailure: false, callData }]] });
+    expect((await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success');
+    expect(await transfersTo(app, payer.address, payTo)).toHaveLength(1);
+    const before = await relayerState(app);
+    // The seller was paid: its settle is answered success with that transaction (once), never "nonce used".
+    expect((await settle(payload, requirements)).body).toMatchObject({ success: true, transaction: hash });
+    expect((await settle(payload, requirements)).body).toMatchObject({ success: false, errorReason: 'permit2_invalid_nonce', transaction: hash });
+    expect((await relayerState(app)).sent).toBe(before.sent);
   });
 
   it("a permit whose nonce the payer spent on another payee is refused: that transfer paid something else", async () => {

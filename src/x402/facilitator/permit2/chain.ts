@@ -153,12 +153,22 @@ async function findExecution(client: PublicClient, row: SettlementRow, expected:
   });
   const hashes = [...new Set(transfers.filter((l) => !l.removed && l.args.value === BigInt(expected.amount)).map((l) => l.transactionHash))];
   for (const hash of hashes) {
-    const tx = await client.getTransaction({ hash });
-    if (!executesPermit(tx, expected.kind, expected.payer, nonce)) continue;
-    const verdict = judgePermit2Receipt(await client.getTransactionReceipt({ hash }), expected);
-    if (verdict.ok) return { kind: 'settled', txHash: hash, logIndex: verdict.logIndex };
+    const [tx, receipt] = await Promise.all([client.getTransaction({ hash }), client.getTransactionReceipt({ hash })]);
+    const verdict = judgePermit2Receipt(receipt, expected);
+    if (!verdict.ok) continue;
+    // A call through a wrapper (Multicall3, a front-runner's contract) names no permit in the transaction's own
+    // calldata: the nonce's bit decides, spent in that transaction's block and not before it. The proxy's paired
+    // event and Transfer are in its receipt; one transfer still buys one success (chain_payment_uses).
+    if (executesPermit(tx, expected.kind, expected.payer, nonce) || (await spentInBlock(client, expected.payer, nonce, receipt.blockNumber))) {
+      return { kind: 'settled', txHash: hash, logIndex: verdict.logIndex };
+    }
   }
   return null;
+}
+
+async function spentInBlock(client: PublicClient, payer: string, nonce: bigint, blockNumber: bigint): Promise<boolean> {
+  const [after, before] = await Promise.all([permit2NonceUsed(client, payer, nonce, blockNumber), permit2NonceUsed(client, payer, nonce, blockNumber - 1n)]);
+  return after && !before;
 }
 
 async function canceled(client: PublicClient, row: SettlementRow, nonce: bigint, toBlock: bigint): Promise<boolean> {
