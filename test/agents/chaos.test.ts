@@ -30,7 +30,7 @@ import { cli } from '../helpers/cli.js';
 import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-stand-in.js';
 import { startProviderStandIn } from './provider-stand-in.js';
 import { pgTemplate, seedDataDir } from '../helpers/database.js';
-import { killOrphanedDevchain } from '../helpers/orphans.js';
+import { stopOrphanedDevchain } from '../helpers/orphans.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const RECOVERY_MS = 30_000;
@@ -78,7 +78,7 @@ afterAll(async () => {
   for (const service of services) if (alive(service.pid)) process.kill(service.pid, 'SIGKILL');
   for (const pid of runtimePidsSeen) if (alive(pid)) process.kill(pid, 'SIGKILL');
   // A devchain orphaned by a kill the test did not get to follow with a restart (a failed run).
-  for (const dir of dirs) killOrphanedDevchain(dir);
+  for (const dir of dirs) await stopOrphanedDevchain(dir);
   await Promise.all([fast.close(), slow.close()]);
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   for (const name of databases) await adminQuery(`drop database if exists ${name} with (force)`);

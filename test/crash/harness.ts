@@ -18,7 +18,7 @@ import { CRASH_POINTS, type CrashPoint } from '../../src/platform/crash-points.j
 import { reportCounts } from '../fuzz/tenants.js';
 import { freePort } from '../wallets/helpers.js';
 import { pgTemplate, seedDataDir } from '../helpers/database.js';
-import { killOrphanedDevchain } from '../helpers/orphans.js';
+import { stopOrphanedDevchain } from '../helpers/orphans.js';
 
 export const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 export const USDG: Address = '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168';
@@ -46,7 +46,7 @@ export function crashHarness(suite: string): { pointDone(): void } {
   let points = 0;
   afterAll(async () => {
     reportCounts(suite, { points });
-    for (const dir of dirs) killOrphanedDevchain(dir);
+    for (const dir of dirs) await stopOrphanedDevchain(dir);
     dirs.splice(0).forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
     for (const name of databases.splice(0)) await adminQuery(`drop database if exists ${name} with (force)`);
   });
