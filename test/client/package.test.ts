@@ -20,18 +20,20 @@ const consumer = path.join(work, 'consumer');
 // NODE_OPTIONS that could add resolution conditions a user's node would not have.
 const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm_lifecycle_|npm_package_|npm_command$|NODE_OPTIONS$)/.test(name)));
 
-const ESM_PROGRAM = `import { createTollgateClient } from '@tollgate/client';
+const ESM_PROGRAM = `import { ConsumeError, consumeQueue, createTollgateClient } from '@tollgate/client';
 const [baseUrl, token] = process.argv.slice(2);
 const created = await createTollgateClient({ baseUrl, token }).POST('/v1/projects', { body: { name: 'from-esm' } });
 const refused = await createTollgateClient({ baseUrl, token: 'svc_api_wrong' }).GET('/v1/event-queues');
+const consumer = await consumeQueue(createTollgateClient({ baseUrl, token: 'svc_api_wrong' }), 'q', () => {}).catch((error) => error);
 console.log(JSON.stringify({
   resolved: import.meta.resolve('@tollgate/client'),
   created: [created.response.status, created.data?.data.project.name],
   refused: [refused.response.status, refused.error?.code],
+  consumer: [consumer instanceof ConsumeError, consumer.status],
 }));
 `;
 
-const TS_PROGRAM = `import { createTollgateClient, type TollgateClient } from '@tollgate/client';
+const TS_PROGRAM = `import { ConsumeError, consumeQueue, createTollgateClient, type TollgateClient } from '@tollgate/client';
 
 // Never called: the declarations must be real types, so each line below is a type error; a directive
 // that expects one where none is (as with a client typed \`any\`) fails the compile.
@@ -48,10 +50,12 @@ async function main(): Promise<void> {
   const name: string | undefined = created.data?.data.project.name;
   const refused = await createTollgateClient({ baseUrl: baseUrl!, token: 'svc_api_wrong' }).GET('/v1/event-queues');
   const code: number | undefined = refused.error?.code;
+  const consumer: unknown = await consumeQueue(createTollgateClient({ baseUrl: baseUrl!, token: 'svc_api_wrong' }), 'q', () => undefined).catch((error: unknown) => error);
   console.log(JSON.stringify({
     resolved: require.resolve('@tollgate/client'),
     created: [created.response.status, name],
     refused: [refused.response.status, code],
+    consumer: [consumer instanceof ConsumeError, consumer instanceof ConsumeError ? consumer.status : null],
   }));
 }
 void main();
@@ -124,6 +128,10 @@ describe('the @tollgate/client package', () => {
       'README.md',
       'dist/api.d.cts',
       'dist/api.d.ts',
+      'dist/consume.cjs',
+      'dist/consume.d.cts',
+      'dist/consume.d.ts',
+      'dist/consume.js',
       'dist/index.cjs',
       'dist/index.d.cts',
       'dist/index.d.ts',
@@ -145,6 +153,7 @@ describe('the @tollgate/client package', () => {
       resolved: expect.stringMatching(/\/node_modules\/@tollgate\/client\/dist\/index\.js$/),
       created: [201, 'from-esm'],
       refused: [401, 1001],
+      consumer: [true, 401],
     });
     expect(await projectNames()).toContain('from-esm');
   }, 120_000);
@@ -162,6 +171,7 @@ describe('the @tollgate/client package', () => {
       resolved: expect.stringMatching(/\/node_modules\/@tollgate\/client\/dist\/index\.cjs$/),
       created: [201, 'from-cjs'],
       refused: [401, 1001],
+      consumer: [true, 401],
     });
     expect(await projectNames()).toContain('from-cjs');
   }, 180_000);

@@ -5,6 +5,7 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './api.js';
 
 export type { components, operations, paths } from './api.js';
+export { ConsumeError, consumeQueue, type ConsumeOptions, type ConsumeResult, type QueueEvent } from './consume.js';
 
 export interface TollgateClientOptions {
   /** The api origin, e.g. http://127.0.0.1:8402 */
