@@ -10,7 +10,8 @@
 //   - a diagnostic: Tollgate's events services called in this process (no HTTP), the single-event path's
 //     statements alone, to tell the queue's own cost from the HTTP round trips'.
 // Targets: batched ≥ 1.0× graphile-worker (batched) and ≥ 5× our single-event path (issue 19); single
-// ≥ 1.0× pg-boss (single) (issue 31; issue 19 asked 1.5×), each as the median of per-round ratios over ≥ 5 rounds.
+// ≥ 1.0× pg-boss (single) (issue 31; issue 19 asked 1.5×) and batched ≥ 1.0× pg-boss (batched) (issue 46), each as the
+// median of per-round ratios over ≥ 5 rounds.
 // Run: npx tsx bench/queue/run.ts. Knobs: BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/test, a fresh
 // database is created and dropped), BENCH_EVENTS (10000 per round), BENCH_ROUNDS (5), BENCH_CONCURRENCY (8),
 // BENCH_BATCH (100), BENCH_ROUND_TIMEOUT_S (300), BENCH_OUT (bench/queue/results.md), BENCH_ONLY (name substrings separated by |:
@@ -248,7 +249,7 @@ try {
     competitor('graphile-worker', true),
     (inProcess = await tollgateInProcess()),
   ];
-  const [single, batched, bossSingle, , , workerBatched, singleInProcess] = contenders;
+  const [single, batched, bossSingle, bossBatched, , workerBatched, singleInProcess] = contenders;
   // BENCH_ONLY=<substring>|<substring>: run only the matching contenders (ratios only between those that ran).
   const only = process.env.BENCH_ONLY;
   if (only) contenders.splice(0, contenders.length, ...contenders.filter((c) => only.split('|').some((part) => c.name.includes(part))));
@@ -278,6 +279,7 @@ try {
   const ratios = (a: Contender, b: Contender) => (totals.get(a) ?? []).map((t, i) => t / (totals.get(b)?.[i] ?? NaN));
   const targets = [
     { label: 'batched / graphile-worker (batched)', values: ratios(batched, workerBatched), target: 1.0 },
+    { label: 'batched / pg-boss (batched)', values: ratios(batched, bossBatched), target: 1.0 },
     { label: 'batched / our single-event path', values: ratios(batched, single), target: 5.0 },
     { label: 'single-event path / pg-boss (single)', values: ratios(single, bossSingle), target: 1.0 },
     { label: 'diagnostic: the same path in process, no HTTP / pg-boss (single)', values: ratios(singleInProcess, bossSingle), target: null },
