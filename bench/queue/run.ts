@@ -2,7 +2,7 @@
 // each phase C wide. Contenders:
 //   - Tollgate over HTTP (a real server process, keep-alive node:http client), single-event calls (each ack
 //     claims the next event in the same request: one request per event) and batches (publish 100 per
-//     request, claim maxEvents 100, batch ack);
+//     request; claim maxEvents 100 to start, then each ack-and-claim acks a batch and claims the next);
 //   - pg-boss 12 and graphile-worker 0.18, in their own process driving the library directly
 //     (bench/queue/competitors, installed on demand: both declare Node >= 22 but run on Node 20),
 //     with their single-job APIs and their batch APIs (pg-boss insert/fetch batchSize/complete ids;
@@ -137,11 +137,16 @@ function tollgate(ready: { api: string; apiKey: string }, batched: boolean): Con
             // The queue is full when consumers start: no long poll, like the others' fetch.
             while (acked < count) {
               if (batched) {
-                const claimed = (await post(`/v1/event-queues/${queueId}/claim`, { maxEvents: batch })) as { event: { id: string }; leaseToken: string }[];
-                if (!claimed.length) continue;
-                const results = (await post('/v1/events/ack', { leases: claimed.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken })) })) as { ok: boolean }[];
-                if (!results.every((r) => r.ok)) throw new Error('a batch ack was refused');
-                acked += results.length;
+                // One request per batch: each batch ack claims the next batch (ack-and-claim), a claim only to start.
+                type Leases = { event: { id: string }; leaseToken: string }[];
+                let claimed = (await post(`/v1/event-queues/${queueId}/claim`, { maxEvents: batch })) as Leases;
+                while (claimed.length) {
+                  const leases = claimed.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken }));
+                  const answer = (await post(`/v1/event-queues/${queueId}/ack-and-claim`, { leases, maxEvents: batch })) as { acked: { ok: boolean }[]; claimed: Leases };
+                  if (!answer.acked.every((r) => r.ok)) throw new Error('a batch ack was refused');
+                  acked += answer.acked.length;
+                  claimed = answer.claimed;
+                }
               } else {
                 // One request per event: each ack claims the next (ack-and-next), a claim only to start or restart.
                 let claimed = await post(`/v1/event-queues/${queueId}/claim`, { waitSeconds: 0 });

@@ -259,3 +259,59 @@ describe('schedule pause and resume', () => {
     expect((await call('POST', '/v1/schedules', { queueId, externalId: 'x', name: 'n', schedule: { type: 'cron', expression: '0 3 * * *' }, backfill: 'some' })).status).toBe(400);
   });
 });
+
+describe('ack-and-claim: a batch acked and the next batch claimed in one request (extension)', () => {
+  it('drains a queue one request per batch: every event acked once, in order, leases that are real', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, Array.from({ length: 25 }, (_, n) => ({ payload: { n } })));
+    let claimed = await claimMany(queueId, 10);
+    const seen: number[] = [];
+    let requests = 0;
+    while (claimed.length > 0) {
+      seen.push(...claimed.map((c) => c.event.payload.n));
+      const answer = await call('POST', `/v1/event-queues/${queueId}/ack-and-claim`, { leases: claimed.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken })), maxEvents: 10, leaseSeconds: 45 });
+      requests++;
+      expect(answer.status).toBe(200);
+      expect(answer.body.data.acked).toHaveLength(claimed.length);
+      expect(answer.body.data.acked.every((r: { ok: boolean; status: string }) => r.ok && r.status === 'acked')).toBe(true);
+      claimed = answer.body.data.claimed;
+      for (const next of claimed) expect(new Date((next as unknown as { leaseExpiresAt: string }).leaseExpiresAt).getTime() - clock.now().getTime()).toBe(45_000);
+    }
+    expect(seen).toEqual(Array.from({ length: 25 }, (_, n) => n));
+    expect(requests).toBe(3);
+    expect(await stats(queueId)).toMatchObject({ depth: { ready: 0, leased: 0, acked: 25 } });
+  });
+
+  it('answers each lease on its own, and refuses an unknown or foreign queue with 404 after the acks were made', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+    const [first, second] = await claimMany(queueId, 2);
+    const mixed = await call('POST', `/v1/event-queues/${queueId}/ack-and-claim`, {
+      leases: [
+        { eventId: first!.event.id, leaseToken: 'not-the-token' },
+        { eventId: second!.event.id, leaseToken: second!.leaseToken },
+      ],
+      maxEvents: 5,
+    });
+    expect(mixed.status).toBe(200);
+    expect(mixed.body.data.acked).toMatchObject([{ eventId: first!.event.id, ok: false, error: { reason: 'lease_token_mismatch' } }, { eventId: second!.event.id, ok: true }]);
+    expect(mixed.body.data.claimed).toEqual([]);
+
+    const bobs = (await call('POST', '/v1/event-queues', { name: 'bob-ack-and-claim' }, otherKey)).body.data.id;
+    const refused = await call('POST', `/v1/event-queues/${bobs}/ack-and-claim`, { leases: [{ eventId: first!.event.id, leaseToken: first!.leaseToken }], maxEvents: 1 });
+    expect(refused.status).toBe(404);
+    expect((await call('GET', `/v1/events/${first!.event.id}`)).body.data.status).toBe('acked');
+  });
+
+  it('refuses a body out of bounds with 400, changing nothing', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, [{ payload: { n: 1 } }]);
+    const [leased] = await claimMany(queueId, 1);
+    const lease = { eventId: leased!.event.id, leaseToken: leased!.leaseToken };
+    for (const body of [{ leases: [lease], maxEvents: 0 }, { leases: [lease], maxEvents: 101 }, { leases: [], maxEvents: 1 }, { leases: [lease] }, { leases: [lease], maxEvents: 1, waitSeconds: 31 }]) {
+      const answer = await call('POST', `/v1/event-queues/${queueId}/ack-and-claim`, body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await call('GET', `/v1/events/${leased!.event.id}`)).body.data.status).toBe('leased');
+  });
+});

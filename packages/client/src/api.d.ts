@@ -6948,6 +6948,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/event-queues/{queueId}/ack-and-claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge up to 1000 leased events, then claim up to maxEvents of this queue, in one request (extension)
+         * @description The batched consumer's loop in one round trip: `acked` is what POST /v1/events/ack answers for `leases`, `claimed` what a claim with `maxEvents` answers (long polling up to `waitSeconds`). The acks are made first; an unknown queue answers 404 after them.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    queueId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        leases: {
+                            eventId: string;
+                            leaseToken: string;
+                        }[];
+                        /** @description how many events to claim after the acks (1-100) */
+                        maxEvents: number;
+                        /** @description default: the queue's defaultLeaseSeconds */
+                        leaseSeconds?: number;
+                        /** @default 0 */
+                        waitSeconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                /** @description each lease answered on its own, in order, as POST /v1/events/ack answers */
+                                acked: ({
+                                    eventId: string;
+                                    /** @enum {boolean} */
+                                    ok: true;
+                                    /** @enum {string} */
+                                    status: "available" | "leased" | "acked" | "dead" | "expired" | "superseded";
+                                    /** @description when it is offered again (nack) */
+                                    availableAt: string | null;
+                                } | {
+                                    eventId: string;
+                                    /** @enum {boolean} */
+                                    ok: false;
+                                    error: {
+                                        code: number;
+                                        reason: string;
+                                        message: string;
+                                    };
+                                })[];
+                                /** @description the next events of the queue, as a claim with maxEvents answers (empty when none) */
+                                claimed: {
+                                    event: {
+                                        id: string;
+                                        queueId: string;
+                                        scheduleId: string | null;
+                                        /** @enum {string} */
+                                        status: "available" | "leased" | "acked" | "dead" | "expired" | "superseded";
+                                        /** @description JSON object, at most 65536 bytes serialized */
+                                        payload: {
+                                            [key: string]: unknown;
+                                        };
+                                        attempts: number;
+                                        maxAttempts: number;
+                                        deduplicationKey: string | null;
+                                        /** @description ISO 8601 */
+                                        availableAt: string;
+                                        leaseExpiresAt: string | null;
+                                        scheduledFor: string | null;
+                                        expiresAt: string | null;
+                                        lastError: string | null;
+                                        /** @description ISO 8601 */
+                                        createdAt: string;
+                                        /** @description ISO 8601 */
+                                        updatedAt: string;
+                                        finishedAt: string | null;
+                                    };
+                                    leaseToken: string;
+                                    /** @description ISO 8601 */
+                                    leaseExpiresAt: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/nack": {
         parameters: {
             query?: never;

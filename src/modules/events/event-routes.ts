@@ -9,6 +9,8 @@ import { eventRecord } from './records.js';
 import type { Claimed } from './event-service.js';
 import { LIMITS } from './limits.js';
 import {
+  ackAndClaimBody,
+  ackAndClaimSchema,
   ackBatchBody,
   ackBody,
   ackedSchema,
@@ -203,6 +205,34 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
       },
     },
     async (request) => envelope(await batches.ackMany(projectOf(request), request.body.leases)),
+  );
+
+  app.post(
+    '/v1/event-queues/:queueId/ack-and-claim',
+    {
+      onRequest,
+      schema: {
+        tags,
+        security,
+        summary: 'Acknowledge up to 1000 leased events, then claim up to maxEvents of this queue, in one request (extension)',
+        description:
+          "The batched consumer's loop in one round trip: `acked` is what POST /v1/events/ack answers for `leases`, `claimed` what a claim with `maxEvents` answers (long polling up to `waitSeconds`). The acks are made first; an unknown queue answers 404 after them.",
+        params: queueParams,
+        body: ackAndClaimBody,
+        response: { 200: envelopeSchema(ackAndClaimSchema), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { leases, maxEvents, leaseSeconds, waitSeconds } = request.body;
+      const acked = await batches.ackMany(projectOf(request), leases);
+      const disconnect = disconnectSignal(reply);
+      try {
+        const claimed = await batches.claimMany(projectOf(request), request.params.queueId, maxEvents, { leaseSeconds, waitSeconds, signal: disconnect.signal });
+        return envelope({ acked, claimed: claimed.map(claimedRecord) });
+      } finally {
+        disconnect.dispose();
+      }
+    },
   );
 
   app.post(

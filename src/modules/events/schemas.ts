@@ -112,11 +112,22 @@ const batchOf = <T extends z.ZodType>(item: T) => z.array(item).min(LIMITS.batch
 
 export const ackBatchBody = z.object({ leases: batchOf(z.object({ eventId: z.string().max(100), leaseToken })) });
 export const nackBatchBody = z.object({ leases: batchOf(nackBody.extend({ eventId: z.string().max(100) })) });
+/** Ack a batch, then claim the next batch of the path's queue, in one request (extension): the batched consumer's loop. */
+export const ackAndClaimBody = ackBatchBody.extend({
+  maxEvents: int(LIMITS.claimMaxEvents).describe("how many events to claim after the acks (1-100)"),
+  leaseSeconds: int(LIMITS.leaseSeconds).optional().describe("default: the queue's defaultLeaseSeconds"),
+  waitSeconds: int(LIMITS.waitSeconds).default(0),
+});
 
 export const leaseResultSchema = z.union([
   z.object({ eventId: z.string(), ok: z.literal(true), status: eventStatusSchema, availableAt: timestamp.nullable().describe('when it is offered again (nack)') }),
   z.object({ eventId: z.string(), ok: z.literal(false), error: z.object({ code: z.number().int(), reason: z.string(), message: z.string() }) }),
 ]);
+
+export const ackAndClaimSchema = z.object({
+  acked: z.array(leaseResultSchema).describe('each lease answered on its own, in order, as POST /v1/events/ack answers'),
+  claimed: z.array(claimedEvent).describe('the next events of the queue, as a claim with maxEvents answers (empty when none)'),
+});
 
 export const redriveBody = z.union([
   z.object({ eventIds: z.array(z.string().max(100)).min(LIMITS.batchItems.min).max(LIMITS.batchItems.max) }).strict(),
