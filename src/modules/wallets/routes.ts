@@ -27,6 +27,8 @@ import { approvalEventSinkOf } from './approval-events.js';
 import { balanceRoutes } from './balance-routes.js';
 import { Permit2Approval } from './permit2-approval.js';
 import { permit2ApprovalRoutes } from './permit2-approval-routes.js';
+import { ChannelClose } from './channel-close.js';
+import { channelRoutes } from './channel-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { WalletPolicies } from './policy-service.js';
 import { SpendGuard, type CredentialCeiling } from './spend-guard.js';
@@ -76,7 +78,9 @@ export const createWalletsModule =
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
     const guard = new SpendGuard(ctx.db, ctx.clock, approvalEventSinkOf(ctx));
     const policies = new WalletPolicies(ctx, guard);
-    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler, guard);
+    const upstreamFetch = options.fetch ?? payAndCallFetch(ctx, options.resolve);
+    const payAndCall = new PayAndCall(ctx, provider, upstreamFetch, reconciler, guard);
+    const channelClose = new ChannelClose(ctx, provider, upstreamFetch, guard);
     ctx.services.wallets = service;
     ctx.services.walletPolicies = policies;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId, ceiling) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId, ceiling);
@@ -111,6 +115,7 @@ export const createWalletsModule =
           policyRoutes(app, { mgmt, walletCredential, wallets: service, policies });
           balanceRoutes(app, { mgmt, wallets: service });
           permit2ApprovalRoutes(app, { ctx, walletCredential, wallets: service, approval: permit2Approval });
+          channelRoutes(app, { ctx, walletCredential, wallets: service, payAndCall, close: channelClose });
           app.get(
             '/v1/wallets',
             { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
