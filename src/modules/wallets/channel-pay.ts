@@ -138,20 +138,21 @@ export class ChannelPayments {
     const { requirement, input } = args;
     // The client's state: our row, or (none yet, or dropped by a refund) the chain's.
     const state = (await deps.storage.get(channelId)) ?? (await withChecks(() => recoverChannel(deps, requirement)));
-    const base = BigInt(state.chargedCumulativeAmount ?? '0');
+    // Never below what the seller already confirmed to us (a state recovered from the chain counts only claims).
+    const stored = BigInt(state.chargedCumulativeAmount ?? '0');
+    const confirmed = await this.channels.highestSettled(args.walletId, channelId);
+    const base = confirmed > stored ? confirmed : stored;
+    if (confirmed > stored) await deps.storage.set(channelId, { ...state, chargedCumulativeAmount: confirmed.toString() });
     const balance = BigInt(state.balance ?? '0');
     const amount = BigInt(requirement.amount);
     const cumulative = base + amount;
     const deposit = depositFor(args, requirement, cumulative, balance);
 
-    // One cumulative amount, one row. An open row of this amount is a voucher whose answer was lost and that the
-    // seller did not count (its base is below it): retired, since the new voucher replaces it.
+    // One cumulative amount, one row. An open row of this amount is a voucher whose answer was lost: set aside, still
+    // open; the seller's base decides it (settleBelow after a success, or after a corrective 402).
     const nonce = voucherNonce(channelId, cumulative);
     const earlier = await this.channels.voucherPayment(args.walletId, nonce);
-    if (earlier) {
-      if (earlier.status === 'settled') throw new ApiError(502, 'payment_failed', `The channel's base ${base} is below a voucher the seller already charged (${cumulative}); nothing was signed`);
-      await this.channels.retireVoucher(earlier.id, nonce, `not honoured: the wallet signed the same cumulative amount ${cumulative} again`, this.ctx.clock.now());
-    }
+    if (earlier) await this.channels.setVoucherAside(earlier.id, nonce, this.ctx.clock.now());
     const row: PaymentRow = {
       ...pendingPaymentRow(
         { id: paymentId, walletId: args.walletId, credentialId: args.credentialId, method: input.method, resource: args.resource, now: this.ctx.clock.now() },
@@ -212,6 +213,7 @@ export class ChannelPayments {
         // The seller holds the voucher and counted it: booked at what it charged (at most the amount reserved).
         const transaction = deposit !== undefined && typeof settlement.transaction === 'string' && settlement.transaction !== '' ? settlement.transaction : null;
         const settled = await this.store.settlePayment(row.id, transaction, this.ctx.clock.now(), booked);
+        await this.decideOpen(args.walletId, channelId, base, cumulative, row.id);
         return { kind: 'paid', upstream, payment: paymentView(settled ?? (await this.store.payment(row.id))!) };
       }
       const recorded = await this.store.recordAnswer(row.id, { upstreamStatus: paid.status, settlement, next: 'unknown', error: "the seller's cumulative amount disagrees with the voucher; the channel's close decides it" }, this.ctx.clock.now());
@@ -228,7 +230,8 @@ export class ChannelPayments {
       if (corrective && (await withChecks(() => processCorrectivePaymentRequired(deps, corrective)).catch(() => false))) {
         // The seller did not take this voucher (another base): what it holds is our earlier, higher-or-equal one.
         const failed = await this.store.failPayment(row.id, `not honoured: the seller answered ${corrective.error ?? 'a corrective 402'} and the channel was resynced`, this.ctx.clock.now());
-        await this.settleHonoured(args.walletId, channelId, rowId);
+        const charged = BigInt((await this.channels.get(rowId))?.chargedCumulative ?? '0');
+        await this.decideOpen(args.walletId, channelId, charged, charged, row.id);
         return { kind: 'resynced', payment: paymentView(failed ?? (await this.store.payment(row.id))!) };
       }
     }
@@ -240,13 +243,18 @@ export class ChannelPayments {
     return { kind: 'paid', upstream, payment: paymentView(recorded) };
   }
 
-  /** After a resync: the open vouchers at or below the seller's charged cumulative (vouched by our own signature) were honoured. */
-  private async settleHonoured(walletId: string, channelId: string, rowId: string): Promise<void> {
-    const channel = await this.channels.get(rowId);
-    if (!channel) return;
-    const charged = BigInt(channel.chargedCumulative);
+  /**
+   * What the seller's base tells about the channel's other open vouchers (answers lost earlier): at or below `base`
+   * (the seller confirmed it, or showed it with our own signature) they were charged; above it and up to `upTo` (the
+   * seller took the voucher `upTo` on that base) they never were. Those above `upTo` stay open for a later answer or the close.
+   */
+  private async decideOpen(walletId: string, channelId: string, base: bigint, upTo: bigint, except: string): Promise<void> {
+    const now = this.ctx.clock.now();
     for (const voucher of await this.channels.openVouchers(walletId, channelId)) {
-      if (cumulativeOf(voucher.nonce) <= charged) await this.store.settlePayment(voucher.id, null, this.ctx.clock.now());
+      if (voucher.id === except) continue;
+      const cumulative = cumulativeOf(voucher.nonce);
+      if (cumulative <= base) await this.store.settlePayment(voucher.id, null, now);
+      else if (cumulative <= upTo) await this.store.failPayment(voucher.id, `not honoured: the seller charged ${base} before the voucher of ${upTo}`, now);
     }
   }
 

@@ -140,14 +140,23 @@ export class ChannelStore {
     return row;
   }
 
+  /** The highest cumulative amount of the channel's vouchers the seller confirmed (0 when none). */
+  async highestSettled(walletId: string, channelId: string): Promise<bigint> {
+    const [row] = await this.db
+      .select({ top: sql<string | null>`max(split_part(${walletPayments.nonce}, ':', 2)::numeric)::text` })
+      .from(walletPayments)
+      .where(and(eq(walletPayments.walletId, walletId), eq(walletPayments.scheme, BATCH_SCHEME), eq(walletPayments.status, 'settled'), sql`${walletPayments.nonce} like ${`${channelId.toLowerCase()}:%`}`));
+    return BigInt(row?.top ?? '0');
+  }
+
   /**
-   * An earlier voucher of the same cumulative amount that the seller never honoured (its answer was lost, and the
-   * seller's base shows it was not charged): its row is retired under another nonce so the new one can be recorded.
+   * An earlier open voucher of the same cumulative amount (its answer was lost): it moves aside under another nonce,
+   * still open, so the new one can be recorded; which of the two the seller took is decided afterwards by its base.
    */
-  async retireVoucher(id: string, nonce: string, reason: string, now: Date): Promise<void> {
+  async setVoucherAside(id: string, nonce: string, now: Date): Promise<void> {
     await this.db
       .update(walletPayments)
-      .set({ status: 'failed', nonce: `${nonce}:retired:${id}`, error: reason, updatedAt: now })
+      .set({ nonce: `${nonce}:aside:${id}`, error: 'its answer was lost; the same cumulative amount was signed again', updatedAt: now })
       .where(and(eq(walletPayments.id, id), inArray(walletPayments.status, [...OPEN_PAYMENT_STATES])));
   }
 }
