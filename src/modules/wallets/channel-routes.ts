@@ -76,7 +76,7 @@ export function channelRoutes(app: ZodApp, deps: { ctx: AppContext; walletCreden
       schema: {
         tags,
         summary: "Top a channel up: another deposit, with one call's voucher at the resource it was opened at (extension)",
-        description: 'Idempotency-Key required. 200 `{ channel, upstream, payment }`; 404 not a channel of this wallet; 409 the channel is closed (open it again with POST /v1/wallets/me/channels).',
+        description: 'Idempotency-Key required. 200 `{ channel, upstream, payment }`; 202 approval; 400 invalid body or a deposit below what the voucher needs; 404 not a channel of this wallet; 409 policy refusals, `channel_busy`; 502 the seller refused. A closed channel is opened again by a top-up.',
         security,
         params: channelParams,
         body: topUpChannelBody,

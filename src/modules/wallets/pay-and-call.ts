@@ -109,7 +109,10 @@ export class PayAndCall {
         throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
       });
       const send = (headers: Record<string, string>) => this.fetch(first.url, { method: input.method, headers: { ...request.headers, ...headers }, body: request.body, timeoutMs, maxRedirects: 0 });
-      return this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, send });
+      const paid = await this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, send });
+      // The channel's row goes only to the channel routes (open, top-up), never out of pay-and-call's own answer.
+      if ('approval' in paid || deposit !== undefined) return paid;
+      return { upstream: paid.upstream, payment: paid.payment };
     }
     // upto: the permit can move nothing unless Permit2 may pull the maximum (checked before a reservation exists).
     if (wallet.address) await refuseWithoutPermit2Allowance(this.ctx.chain.publicClient, this.ctx.chain.network, getAddress(wallet.address), requirement);
