@@ -187,6 +187,29 @@ describe('wallet channels (x402 batch-settlement) with the official seller and o
     }
   });
 
+  it('the spend policy counts vouchers, not deposits: a voucher past the limit is refused before it is signed', async () => {
+    const seller = await startBatchSeller(app, '1000');
+    try {
+      const a = await agent('channels-policy');
+      const policy = await call(app, 'PUT', `/v1/wallets/${a.id}/policy`, mgmt, { limits: [{ window: '24h', ...maxPayment('3000') }] });
+      expect(policy.status).toBe(200);
+      // A deposit of 20000 under a 3000 limit: locked, not spent; its voucher (1000) is what counts.
+      const opened = await keyed(a.secret, '/v1/wallets/me/channels', 'policy-open-001', { url: `${seller.url}/call`, maxPayment: maxPayment(), deposit: '20000' });
+      expect(opened.status).toBe(200);
+      for (let i = 0; i < 2; i++) expect((await payAndCall(a, seller)).status).toBe(200);
+      const refused = await payAndCall(a, seller);
+      expect(refused.status).toBe(409);
+      expect(refused.body.data).toMatchObject({ reason: 'policy_limit_exceeded', rule: 'limits[0]' });
+      const [channel] = (await call(app, 'GET', '/v1/wallets/me/channels', a.secret)).body.data;
+      expect(channel).toMatchObject({ paid: '3000', signedMax: '3000', chainBalance: '20000' });
+      expect(seller.served()).toBe(3);
+      const budget = await call(app, 'GET', '/v1/wallets/me/budget', a.secret);
+      expect(budget.body.data[0]).toMatchObject({ spent: '3000', reserved: '0', remaining: '0' });
+    } finally {
+      await seller.close();
+    }
+  });
+
   it('bad input changes nothing: unknown channel, another wallet’s channel, amount 0, no Idempotency-Key', async () => {
     const seller = await startBatchSeller(app, '1000');
     try {
