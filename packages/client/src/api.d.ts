@@ -3778,6 +3778,793 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/me/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The wallet's batch-settlement channels, newest first, with the chain's view (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @description the on-chain channel id (bytes32) */
+                                channelId: string;
+                                /** @enum {string} */
+                                status: "open" | "closed";
+                                network: string;
+                                asset: string;
+                                /** @description the seller's receiver */
+                                payee: string;
+                                /** @description the seller's key that authorises claims and refunds */
+                                receiverAuthorizer: string;
+                                /** @description the resource the channel was opened at: where top-ups and the refund go */
+                                url: string;
+                                /** @description seconds between a payer withdrawal being asked and it being final */
+                                withdrawDelay: number;
+                                /** @description what the channel holds as the wallet recorded it (deposits, minus refunds) */
+                                deposited: string;
+                                /** @description the cumulative amount the seller confirmed charging by vouchers */
+                                paid: string;
+                                /** @description the highest cumulative voucher the wallet signed: the most the seller can claim */
+                                signedMax: string;
+                                /** @description what the seller claimed on chain (the contract's totalClaimed); null when the chain could not be read */
+                                claimed: string | null;
+                                /** @description the channel's balance on chain; null when the chain could not be read */
+                                chainBalance: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Open (or add to) the channel with a batch-settlement seller: a paid call that deposits `deposit` (extension)
+         * @description Calls `url` like pay-and-call and pays its batch-settlement requirement with a deposit of `deposit` plus the voucher of this call (the protocol's deposits travel with a paid request; the seller's facilitator sends the deposit). Idempotency-Key required. 200 `{ channel, upstream, payment }`; 202 approval; 400 invalid body, deposit below what the call needs, no batch-settlement requirement within maxPayment; 409 policy refusals, `channel_busy`; 502 the seller refused.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description public https URL of the x402 resource */
+                        url: string;
+                        /**
+                         * @default GET
+                         * @enum {string}
+                         */
+                        method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /** @description a string is sent as is; any other JSON value is sent as JSON */
+                        body?: unknown;
+                        maxPayment: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                        /** @description an approved approval of the wallet's policy (extension): consumed once, for this url and at most its amount */
+                        approvalId?: string;
+                        /** @description atomic units locked in the channel (refundable: not spent) */
+                        deposit: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                channel: {
+                                    id: string;
+                                    /** @description the on-chain channel id (bytes32) */
+                                    channelId: string;
+                                    /** @enum {string} */
+                                    status: "open" | "closed";
+                                    network: string;
+                                    asset: string;
+                                    /** @description the seller's receiver */
+                                    payee: string;
+                                    /** @description the seller's key that authorises claims and refunds */
+                                    receiverAuthorizer: string;
+                                    /** @description the resource the channel was opened at: where top-ups and the refund go */
+                                    url: string;
+                                    /** @description seconds between a payer withdrawal being asked and it being final */
+                                    withdrawDelay: number;
+                                    /** @description what the channel holds as the wallet recorded it (deposits, minus refunds) */
+                                    deposited: string;
+                                    /** @description the cumulative amount the seller confirmed charging by vouchers */
+                                    paid: string;
+                                    /** @description the highest cumulative voucher the wallet signed: the most the seller can claim */
+                                    signedMax: string;
+                                    /** @description what the seller claimed on chain (the contract's totalClaimed); null when the chain could not be read */
+                                    claimed: string | null;
+                                    /** @description the channel's balance on chain; null when the chain could not be read */
+                                    chainBalance: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                upstream: {
+                                    status: number;
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description parsed JSON, text, null when empty, or { encoding: "base64", data } for binary */
+                                    body: unknown;
+                                    /** @enum {string} */
+                                    bodyEncoding: "json" | "text" | "base64" | "empty";
+                                };
+                                payment: {
+                                    id: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "settled" | "failed" | "unknown";
+                                    x402Version: number;
+                                    scheme: string;
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    transaction: string | null;
+                                    settlement: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    error: string | null;
+                                    method: string;
+                                    resource: string;
+                                    /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                    host: string | null;
+                                    /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                    requestId: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                approval: {
+                                    id: string;
+                                    walletId: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    method: string;
+                                    url: string;
+                                    createdAt: string;
+                                    expiresAt: string;
+                                    /** @description the management credential that approved or denied it */
+                                    decidedBy: string | null;
+                                    decidedAt: string | null;
+                                    /** @description the payment that consumed it */
+                                    paymentId: string | null;
+                                    consumedAt: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/me/channels/{channelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One channel of the wallet (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description our channel id (uuid) or the on-chain channel id (bytes32 hex) */
+                    channelId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                id: string;
+                                /** @description the on-chain channel id (bytes32) */
+                                channelId: string;
+                                /** @enum {string} */
+                                status: "open" | "closed";
+                                network: string;
+                                asset: string;
+                                /** @description the seller's receiver */
+                                payee: string;
+                                /** @description the seller's key that authorises claims and refunds */
+                                receiverAuthorizer: string;
+                                /** @description the resource the channel was opened at: where top-ups and the refund go */
+                                url: string;
+                                /** @description seconds between a payer withdrawal being asked and it being final */
+                                withdrawDelay: number;
+                                /** @description what the channel holds as the wallet recorded it (deposits, minus refunds) */
+                                deposited: string;
+                                /** @description the cumulative amount the seller confirmed charging by vouchers */
+                                paid: string;
+                                /** @description the highest cumulative voucher the wallet signed: the most the seller can claim */
+                                signedMax: string;
+                                /** @description what the seller claimed on chain (the contract's totalClaimed); null when the chain could not be read */
+                                claimed: string | null;
+                                /** @description the channel's balance on chain; null when the chain could not be read */
+                                chainBalance: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/me/channels/{channelId}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Top a channel up: another deposit, with one call's voucher at the resource it was opened at (extension)
+         * @description Idempotency-Key required. 200 `{ channel, upstream, payment }`; 202 approval; 400 invalid body or a deposit below what the voucher needs; 404 not a channel of this wallet; 409 policy refusals, `channel_busy`; 502 the seller refused. A closed channel is opened again by a top-up.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description our channel id (uuid) or the on-chain channel id (bytes32 hex) */
+                    channelId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description atomic units locked in the channel (refundable: not spent) */
+                        deposit: string;
+                        /** @description the most that call's voucher may cost */
+                        maxPayment: {
+                            network: string;
+                            asset: string;
+                            amount: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                channel: {
+                                    id: string;
+                                    /** @description the on-chain channel id (bytes32) */
+                                    channelId: string;
+                                    /** @enum {string} */
+                                    status: "open" | "closed";
+                                    network: string;
+                                    asset: string;
+                                    /** @description the seller's receiver */
+                                    payee: string;
+                                    /** @description the seller's key that authorises claims and refunds */
+                                    receiverAuthorizer: string;
+                                    /** @description the resource the channel was opened at: where top-ups and the refund go */
+                                    url: string;
+                                    /** @description seconds between a payer withdrawal being asked and it being final */
+                                    withdrawDelay: number;
+                                    /** @description what the channel holds as the wallet recorded it (deposits, minus refunds) */
+                                    deposited: string;
+                                    /** @description the cumulative amount the seller confirmed charging by vouchers */
+                                    paid: string;
+                                    /** @description the highest cumulative voucher the wallet signed: the most the seller can claim */
+                                    signedMax: string;
+                                    /** @description what the seller claimed on chain (the contract's totalClaimed); null when the chain could not be read */
+                                    claimed: string | null;
+                                    /** @description the channel's balance on chain; null when the chain could not be read */
+                                    chainBalance: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                upstream: {
+                                    status: number;
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description parsed JSON, text, null when empty, or { encoding: "base64", data } for binary */
+                                    body: unknown;
+                                    /** @enum {string} */
+                                    bodyEncoding: "json" | "text" | "base64" | "empty";
+                                };
+                                payment: {
+                                    id: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "settled" | "failed" | "unknown";
+                                    x402Version: number;
+                                    scheme: string;
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    transaction: string | null;
+                                    settlement: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    error: string | null;
+                                    method: string;
+                                    resource: string;
+                                    /** @description the paid resource's host; null for a transfer (method TRANSFER) */
+                                    host: string | null;
+                                    /** @description the id of the request that asked for the payment (its X-Request-Id when the caller sent one) */
+                                    requestId: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                approval: {
+                                    id: string;
+                                    walletId: string;
+                                    /** @enum {string} */
+                                    status: "pending" | "approved" | "denied" | "consumed" | "expired";
+                                    network: string;
+                                    asset: string;
+                                    amount: string;
+                                    payTo: string;
+                                    method: string;
+                                    url: string;
+                                    createdAt: string;
+                                    expiresAt: string;
+                                    /** @description the management credential that approved or denied it */
+                                    decidedBy: string | null;
+                                    decidedAt: string | null;
+                                    /** @description the payment that consumed it */
+                                    paymentId: string | null;
+                                    consumedAt: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/me/channels/{channelId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a channel: the seller's cooperative refund of what vouchers did not pay (extension)
+         * @description Idempotency-Key required. 200 `{ channel, refunded, transaction }` (the seller claims what it charged and returns the rest in one transaction); 404 not a channel of this wallet; 409 `channel_closed`, `channel_busy`; 502 `refund_failed` (the seller refused or did not answer: nothing changed).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description our channel id (uuid) or the on-chain channel id (bytes32 hex) */
+                    channelId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                channel: {
+                                    id: string;
+                                    /** @description the on-chain channel id (bytes32) */
+                                    channelId: string;
+                                    /** @enum {string} */
+                                    status: "open" | "closed";
+                                    network: string;
+                                    asset: string;
+                                    /** @description the seller's receiver */
+                                    payee: string;
+                                    /** @description the seller's key that authorises claims and refunds */
+                                    receiverAuthorizer: string;
+                                    /** @description the resource the channel was opened at: where top-ups and the refund go */
+                                    url: string;
+                                    /** @description seconds between a payer withdrawal being asked and it being final */
+                                    withdrawDelay: number;
+                                    /** @description what the channel holds as the wallet recorded it (deposits, minus refunds) */
+                                    deposited: string;
+                                    /** @description the cumulative amount the seller confirmed charging by vouchers */
+                                    paid: string;
+                                    /** @description the highest cumulative voucher the wallet signed: the most the seller can claim */
+                                    signedMax: string;
+                                    /** @description what the seller claimed on chain (the contract's totalClaimed); null when the chain could not be read */
+                                    claimed: string | null;
+                                    /** @description the channel's balance on chain; null when the chain could not be read */
+                                    chainBalance: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                /** @description what came back to the wallet, atomic units */
+                                refunded: string;
+                                /** @description the seller's refund transaction; null when there was nothing to refund */
+                                transaction: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/wallets": {
         parameters: {
             query?: never;
@@ -4077,7 +4864,7 @@ export interface paths {
         put?: never;
         /**
          * Call an x402 resource and pay it from the wallet, within maxPayment
-         * @description Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain's); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.
+         * @description Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, upto by Permit2, batch-settlement by a voucher on the wallet's channel with the seller; maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain's); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.
          */
         post: {
             parameters: {

@@ -32,13 +32,16 @@ const exactPayable = (r: PaymentRequirements) => r.scheme === 'exact' && (r.extr
 /** `upto`: a Permit2 permit for at most `amount`, sendable only by the facilitator it names. */
 const uptoPayable = (r: PaymentRequirements) =>
   r.scheme === 'upto' && (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'permit2') && typeof r.extra?.facilitatorAddress === 'string' && isAddress(r.extra.facilitatorAddress);
-const payable = (r: PaymentRequirements) => (exactPayable(r) || uptoPayable(r)) && r.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS;
+/** `batch-settlement`: a voucher on the wallet's channel with the seller (channel-pay.ts), deposits by EIP-3009. */
+export const batchPayable = (r: PaymentRequirements) =>
+  r.scheme === 'batch-settlement' && (r.extra?.assetTransferMethod === undefined || r.extra.assetTransferMethod === 'eip3009') && typeof r.extra?.receiverAuthorizer === 'string' && isAddress(r.extra.receiverAuthorizer);
+const payable = (r: PaymentRequirements) => (exactPayable(r) || uptoPayable(r) || batchPayable(r)) && r.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS;
 
 /**
  * The requirement to pay. The spec's rule first: pay "only when all returned requirements match
  * maxPayment" (same network and asset, amount at most maxPayment.amount; an `upto` amount is its maximum); one
  * offer outside it and nothing is paid. Among them, the cheapest one we can sign (scheme `exact` by EIP-3009, or
- * `upto` by Permit2, valid at most MAX_AUTHORIZATION_SECONDS), the first on a tie: an `upto` maximum equal to an
+ * `upto` by Permit2, or `batch-settlement` by a voucher on the wallet's channel; valid at most MAX_AUTHORIZATION_SECONDS), the first on a tie: an `upto` maximum equal to an
  * `exact` price loses only by order, since it may charge less. Otherwise 400 with the offers, nothing signed.
  */
 export function chooseRequirement(challenge: PaymentRequired, max: PayAndCallInput['maxPayment']): PaymentRequirements {

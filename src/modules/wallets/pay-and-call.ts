@@ -6,6 +6,8 @@ import { newId } from '../../platform/ids.js';
 import { currentRequestId } from '../../platform/request-context.js';
 import type { SafeFetchOptions, SafeResponse } from '../../platform/safe-fetch.js';
 import { chooseRequirement, parseChallenge } from './challenge.js';
+import { ChannelPayments } from './channel-pay.js';
+import type { ChannelRow } from './channel-store.js';
 import { refuseWithoutPermit2Allowance } from './permit2-allowance.js';
 import { forwardedRequest, resourceOf } from './forward.js';
 import type { PayAndCallInput, PayAndCallResult, PaymentView } from './pay-schemas.js';
@@ -40,6 +42,7 @@ export class PayAndCall {
   /** Chain confirmations started after their answer went back, awaited by close(). */
   private readonly confirming = new Set<Promise<void>>();
   private closing = false;
+  private readonly channels: ChannelPayments;
 
   constructor(
     private readonly ctx: AppContext,
@@ -50,13 +53,14 @@ export class PayAndCall {
   ) {
     this.store = new WalletsStore(ctx.db);
     this.outcomes = payAndCallOutcomes(ctx.metrics);
+    this.channels = new ChannelPayments(ctx, guard);
   }
 
   /**
    * `paymentId`: the caller's (an Idempotency-Key's, an agent hold's): a payment already made under it is never made again.
    * `ceiling`: what the credential may pay in all (an OAuth grant's), checked with the policy before anything is signed.
    */
-  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling): Promise<PayAndCallResult> {
+  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling, deposit?: bigint): Promise<PayAndCallResult & { channel?: ChannelRow }> {
     try {
       const earlier = paymentId === undefined ? undefined : await this.store.payment(paymentId);
       if (earlier) {
@@ -66,7 +70,7 @@ export class PayAndCall {
           { reason: 'idempotency_key_used', payment: paymentView(earlier) },
         );
       }
-      const result = await this.attempt(wallet, credentialId, input, paymentId ?? newId(), ceiling);
+      const result = await this.attempt(wallet, credentialId, input, paymentId ?? newId(), ceiling, deposit);
       this.outcomes.answered(result);
       return result;
     } catch (error) {
@@ -75,7 +79,7 @@ export class PayAndCall {
     }
   }
 
-  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string, ceiling: CredentialCeiling | undefined): Promise<PayAndCallResult> {
+  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string, ceiling: CredentialCeiling | undefined, deposit?: bigint): Promise<PayAndCallResult & { channel?: ChannelRow }> {
     if (wallet.status !== 'active' || !wallet.keyRef) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -96,7 +100,20 @@ export class PayAndCall {
     if (first.status !== 402) return { upstream: upstreamView(first), payment: null };
 
     const challenge = withUpstream(() => parseChallenge(first), first);
-    const requirement = chooseRequirement(challenge, input.maxPayment);
+    // A deposit (a channel's open or top-up) pays only a batch-settlement requirement.
+    const requirement = chooseRequirement(deposit === undefined ? challenge : { ...challenge, accepts: challenge.accepts.filter((r) => r.scheme === 'batch-settlement') }, input.maxPayment);
+    if (requirement.scheme === 'batch-settlement') {
+      // A voucher on the wallet's channel with this seller (channel-pay.ts): its own reservation, lease and booking.
+      const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
+        this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
+        throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
+      });
+      const send = (headers: Record<string, string>) => this.fetch(first.url, { method: input.method, headers: { ...request.headers, ...headers }, body: request.body, timeoutMs, maxRedirects: 0 });
+      const paid = await this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, send });
+      // The channel's row goes only to the channel routes (open, top-up), never out of pay-and-call's own answer.
+      if ('approval' in paid || deposit !== undefined) return paid;
+      return { upstream: paid.upstream, payment: paid.payment };
+    }
     // upto: the permit can move nothing unless Permit2 may pull the maximum (checked before a reservation exists).
     if (wallet.address) await refuseWithoutPermit2Allowance(this.ctx.chain.publicClient, this.ctx.chain.network, getAddress(wallet.address), requirement);
 

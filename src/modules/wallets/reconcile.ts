@@ -76,6 +76,8 @@ export class PaymentReconciler {
 
   async verdict({ row, payer }: OpenPayment): Promise<Verdict> {
     const client = this.chain.client;
+    // batch-settlement: a channel voucher moves nothing by itself; the channel decides it (channel-pay.ts, channel-close.ts).
+    if (row.scheme === 'batch-settlement') return { kind: 'open' };
     // upto: a Permit2 permit, settled for what the seller used (reconcile-upto.ts).
     if (row.scheme === 'upto') return uptoVerdict(client, row, payer, BigInt(Math.floor(row.createdAt.getTime() / 1000) - LOOKBACK_SLACK_SECONDS));
     const asset = getAddress(row.asset);

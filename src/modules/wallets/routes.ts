@@ -27,6 +27,8 @@ import { approvalEventSinkOf } from './approval-events.js';
 import { balanceRoutes } from './balance-routes.js';
 import { Permit2Approval } from './permit2-approval.js';
 import { permit2ApprovalRoutes } from './permit2-approval-routes.js';
+import { ChannelClose } from './channel-close.js';
+import { channelRoutes } from './channel-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { WalletPolicies } from './policy-service.js';
 import { SpendGuard, type CredentialCeiling } from './spend-guard.js';
@@ -76,7 +78,9 @@ export const createWalletsModule =
     const paymentsLoop = paymentsReconcileLoop(store, reconciler, ctx.chain.network, ctx.clock, ctx.log, PAYMENTS_RECONCILE_INTERVAL_MS);
     const guard = new SpendGuard(ctx.db, ctx.clock, approvalEventSinkOf(ctx));
     const policies = new WalletPolicies(ctx, guard);
-    const payAndCall = new PayAndCall(ctx, provider, options.fetch ?? payAndCallFetch(ctx, options.resolve), reconciler, guard);
+    const upstreamFetch = options.fetch ?? payAndCallFetch(ctx, options.resolve);
+    const payAndCall = new PayAndCall(ctx, provider, upstreamFetch, reconciler, guard);
+    const channelClose = new ChannelClose(ctx, provider, upstreamFetch, guard);
     ctx.services.wallets = service;
     ctx.services.walletPolicies = policies;
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId, ceiling) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId, ceiling);
@@ -111,6 +115,7 @@ export const createWalletsModule =
           policyRoutes(app, { mgmt, walletCredential, wallets: service, policies });
           balanceRoutes(app, { mgmt, wallets: service });
           permit2ApprovalRoutes(app, { ctx, walletCredential, wallets: service, approval: permit2Approval });
+          channelRoutes(app, { ctx, walletCredential, wallets: service, payAndCall, close: channelClose });
           app.get(
             '/v1/wallets',
             { onRequest: mgmt, schema: { tags, summary: "List the application's wallets, newest first", security, response: { 200: envelopeSchema(z.array(walletSchema)), ...errors(401) } } },
@@ -149,7 +154,7 @@ export const createWalletsModule =
                 tags,
                 summary: 'Call an x402 resource and pay it from the wallet, within maxPayment',
                 description:
-                  'Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain\'s); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
+                  'Pays only when every requirement of the upstream 402 matches maxPayment (same network and asset, amount ≤ maxPayment.amount), then the cheapest one it can sign (scheme exact by EIP-3009, upto by Permit2, batch-settlement by a voucher on the wallet\'s channel with the seller; maxTimeoutSeconds ≤ 3600). `payment.status` is `settled` only once the chain shows the transfer (`transaction` is the chain\'s); until then `pending` (the upstream claimed success; its receipt is in `settlement`) or `unknown`, and the reconciler ends it as `settled` or `failed`. Binary bodies come back as `{ encoding: "base64", data }` with `bodyEncoding: "base64"`. The spend policy of the wallet (extension) is checked, and the payment reserved, before anything is signed: 202 with `data.approval` when a human must approve it first (repeat the call with `approvalId` once approved). 400: invalid body, URL refused (SSRF) or requirements above maxPayment (offers in `data`); 409: wallet not active, or refused by the spend policy (`data.reason`, `data.rule`), or `approvalId` unusable; 413: forwarded body over PAY_AND_CALL_MAX_BODY_BYTES; 502: upstream failed, bad challenge, signing failed or payment rejected; 504: upstream timed out.',
                 security,
                 body: payAndCallBody,
                 response: { 200: envelopeSchema(payAndCallResult), 202: envelopeSchema(payAndCallApproval), ...errors(400, 401, 409, 413, 502, 504) },

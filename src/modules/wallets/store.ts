@@ -197,6 +197,8 @@ export class WalletsStore {
         and(
           inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]),
           eq(walletPayments.network, network),
+          // A channel's vouchers are decided by the channel (its seller's receipts, its close), not by a transfer.
+          ne(walletPayments.scheme, 'batch-settlement'),
           lt(walletPayments.updatedAt, idleSince),
           cursor ? sql`(${walletPayments.createdAt}, ${walletPayments.id}) > (${cursor.createdAt}, ${cursor.id})` : undefined,
         ),
@@ -211,7 +213,7 @@ export class WalletsStore {
     const [row] = await this.db
       .select({ at: sql<Date | string | null>`min(${walletPayments.createdAt})` })
       .from(walletPayments)
-      .where(and(inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]), eq(walletPayments.network, network)));
+      .where(and(inArray(walletPayments.status, [...OPEN_PAYMENT_STATES]), eq(walletPayments.network, network), ne(walletPayments.scheme, 'batch-settlement')));
     return row?.at ? new Date(row.at) : null;
   }
 

@@ -167,3 +167,44 @@ export const walletApprovalQueues = pgTable('wallet_approval_queues', {
   queueId: uuid('queue_id').notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
 });
+
+/**
+ * A wallet's x402 batch-settlement channels (channel-store.ts): one row per on-chain channel id (the payer, the
+ * seller's receiver and authorizer, the token, the withdrawal delay and the salt hash to it). The row is the
+ * official client's ClientChannelStorage record, so a restart keeps the cumulative amount the seller charged, and
+ * its lease is what serialises the channel's vouchers: a voucher is signed only by the holder of a live lease
+ * (database time), so two calls never sign on one base. `url` is the seller's resource the channel was opened at:
+ * where deposits and the cooperative refund go.
+ */
+export const walletChannels = pgTable(
+  'wallet_channels',
+  {
+    id: uuid('id').primaryKey(),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    channelId: text('channel_id').notNull(),
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    payee: text('payee').notNull(),
+    receiverAuthorizer: text('receiver_authorizer').notNull(),
+    withdrawDelay: integer('withdraw_delay').notNull(),
+    salt: text('salt').notNull(),
+    url: text('url').notNull(),
+    /** `open` or `closed` (refunded). */
+    status: text('status').notNull(),
+    /** What the wallet deposited and the channel holds (the client's `balance`); null before the first deposit is confirmed. */
+    balance: numeric('balance', { precision: 78, scale: 0 }),
+    /** The cumulative amount the seller confirmed charging (the base of the next voucher). */
+    chargedCumulative: numeric('charged_cumulative', { precision: 78, scale: 0 }).notNull().default('0'),
+    /** The highest cumulative amount the wallet ever signed on this channel: the most the seller can claim. */
+    signedMax: numeric('signed_max', { precision: 78, scale: 0 }).notNull().default('0'),
+    /** The client's recovery fields (totalClaimed, signedMaxClaimable, signature of a corrective 402). */
+    context: guardedJsonb('context').$type<Record<string, string>>(),
+    leaseId: uuid('lease_id'),
+    leaseUntil: timestamp('lease_until', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [unique('wallet_channels_wallet_channel_unique').on(t.walletId, t.channelId), index('wallet_channels_wallet_idx').on(t.walletId, t.id)],
+);
