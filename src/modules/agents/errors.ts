@@ -37,5 +37,10 @@ export const agentsErrors = {
   /** The wallet's spend policy refused (its reason and rule, as the wallet answers them); nothing was signed. */
   policyRefused: (status: number, reason: string, message: string, rule: unknown, remaining: bigint, limits: unknown) => fail(status, reason, message, { rule, remaining: remaining.toString(), limits }),
   budgetBelowSpent: (spent: string) => fail(409, 'budget_below_spent', `The payment budget cannot be set below what was already spent (${spent})`, { spent }),
+  turnTokenCapReached: (maxTokens: number) =>
+    fail(413, 'turn_token_cap_reached', `This paid turn's token cap (${maxTokens}) cannot cover its next model call: send a shorter conversation`, { maxTokens }),
+  chatNotForSale: () => fail(404, 'agent_not_found', 'No such agent sells chat'),
+  paidTurnInProgress: () => fail(409, 'paid_turn_in_progress', 'This payment is running its turn; send it again shortly for the answer', undefined, { 'retry-after': '5' }),
+  payToRequired: () => fail(400, 'pay_to_required', 'A runtime_a agent has no wallet: name the payTo address its chats are paid to'),
   providerFailed: (message: string, providerStatus: number | null) => fail(502, 'provider_failed', message, { providerStatus }),
 };

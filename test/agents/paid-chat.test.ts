@@ -1,0 +1,273 @@
+// An agent's chat sold per token (issue 47), end to end on the devchain: the owner sets a price; a buyer pays one turn
+// with an `upto` permit from its own wallet — the official @x402/evm upto client, and a Tollgate wallet's pay-and-call —
+// the agent's runtime runs the turn against a provider stand-in speaking OpenAI's wire protocol (which reports the
+// tokens), and the settle takes exactly tokens × price. Balances and transfers are read from the chain.
+import { x402Client, x402HTTPClient } from '@x402/core/client';
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentRequired } from '@x402/core/types';
+import { UptoEvmScheme } from '@x402/evm/upto/client';
+import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch';
+import { sql } from 'drizzle-orm';
+import { encodeFunctionData, parseAbi, type Address, type Hash } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCommands } from '../../src/admin/commands.js';
+import { rpcCall } from '../../src/chain/rpc.js';
+import { PERMIT2_ADDRESS } from '../../src/chain/x402-contracts.js';
+import { NETWORK, permit2Payer, transfersTo } from '../facilitator/permit2-support.js';
+import type { TestApp } from '../helpers/test-app.js';
+import { randomAddress } from '../x402/support.js';
+import { buildWalletsApp, call as walletCall, freePort, waitFor } from '../wallets/helpers.js';
+import { startProviderStandIn } from './provider-stand-in.js';
+
+const keys = { openai: 'sk-openai-paid-0123456789', anthropic: 'sk-ant-paid-abcdefghij', openrouter: 'sk-or-paid-9876543210' };
+/** What the provider reports per call (each test sets it); `hold` keeps the answer back until released. */
+let reported = { input: 1000, output: 13 };
+let hold: Promise<void> | null = null;
+const standIn = await startProviderStandIn({
+  keys,
+  usage: async () => {
+    if (hold) await hold;
+    return reported;
+  },
+});
+let app: TestApp;
+let token: string;
+let agentId: string;
+const payTo = randomAddress();
+const PRICE = 1234n;
+const CAP = 16_000;
+const MAXIMUM = (BigInt(CAP) * PRICE + 999n) / 1000n; // 19744
+const usdg = () => app.ctx.chain.devchain!;
+const url = () => `${app.urls.api}/agents/${agentId}/paid-chat`;
+const messages = [{ role: 'user', content: 'how much is a token?' }];
+
+async function call(method: string, path: string, body?: unknown, as: string | null = token) {
+  const response = await fetch(`${app.urls.api}${path}`, {
+    method,
+    headers: { ...(as ? { authorization: `Bearer ${as}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
+}
+
+const uptoClient = (payer: Awaited<ReturnType<typeof permit2Payer>>, max = MAXIMUM) =>
+  x402Client.fromConfig({
+    schemes: [{ network: NETWORK, client: new UptoEvmScheme(payer) }],
+    spendControls: { allowedAssets: [{ network: NETWORK, asset: app.ctx.chain.asset.address, maxAmountPerPayment: max.toString() }] },
+  });
+
+async function challenge(): Promise<PaymentRequired> {
+  const res = await fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+  expect(res.status).toBe(402);
+  return decodePaymentRequiredHeader(res.headers.get('payment-required')!) as PaymentRequired;
+}
+
+const paidChat = (header: string) => fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify({ messages }) });
+const providerCalls = () => standIn.received.length;
+const turnsOf = async () => (await app.ctx.database.query<{ status: string; amount: string | null; tokens: number | null }>(sql`select status, amount::text, tokens from agent_paid_turns where agent_id = ${agentId} order by created_at`));
+
+beforeAll(async () => {
+  const apiPort = await freePort();
+  app = await buildWalletsApp({ env: { ...standIn.env, API_PORT: String(apiPort), PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort},127.0.0.1` } });
+  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'seller', cents: 1000, note: 'test' });
+  token = await app.identityToken('seller');
+  agentId = (await call('POST', '/agents', { name: 'oracle', type: 'runtime_a' })).body.data.agent.id;
+  await app.modules.find((m) => m.name === 'agents')!.loops!.find((l) => l.name === 'agents.deploy')!.run(new AbortController().signal);
+  await waitFor(async () => (await call('GET', `/agents/${agentId}`)).body.data.status === 'running');
+  expect((await call('PUT', `/agents/${agentId}/providers`, { provider: 'openai', apiKey: keys.openai })).status).toBe(200);
+});
+afterAll(async () => {
+  await app?.close();
+  await standIn.close();
+});
+
+describe("the owner's price", () => {
+  it('refuses bad input in the envelope shape, changing nothing', async () => {
+    for (const pricePer1kTokens of ['0', '-5', '1.5', 'ten', '', 12]) {
+      const answer = await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens, payTo });
+      expect(answer.status, String(pricePer1kTokens)).toBe(400);
+      expect(answer.body).toMatchObject({ code: 1000, data: expect.anything() });
+    }
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo, maxTokensPerTurn: 10 })).status).toBe(400);
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo: '0x0000000000000000000000000000000000000000' })).status).toBe(400);
+    // A runtime_a agent has no wallet to default to.
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5' })).body).toMatchObject({ code: 1000, data: { reason: 'pay_to_required' } });
+    expect((await call('GET', `/agents/${agentId}/chat/price`)).body).toEqual({ code: 0, message: 'ok', data: null });
+    // Not for sale yet: the public route does not know it.
+    const res = await fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 1004, data: { reason: 'agent_not_found' } });
+  });
+
+  it("another user, an unknown agent, or no sign-in: nobody else's agent is priced", async () => {
+    const stranger = await app.identityToken('stranger');
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo }, stranger)).body).toMatchObject({ code: 1004, data: { reason: 'agent_not_found' } });
+    expect((await call('GET', `/agents/${agentId}/chat/price`, undefined, stranger)).status).toBe(404);
+    expect((await call('PUT', `/agents/${crypto.randomUUID()}/chat/price`, { pricePer1kTokens: '5', payTo })).status).toBe(404);
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo }, null)).body).toMatchObject({ code: 1001 });
+    expect((await call('GET', `/agents/${agentId}/chat/price`)).body.data).toBeNull();
+    const unknown = await fetch(`${app.urls.api}/agents/${crypto.randomUUID()}/paid-chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('sets the price; the public route answers an upto challenge for the price of the cap', async () => {
+    const set = await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo });
+    expect(set.status).toBe(200);
+    expect(set.body.data).toMatchObject({ pricePer1kTokens: '1234', maxTokensPerTurn: CAP, maximum: MAXIMUM.toString(), payTo, network: NETWORK });
+    const supported = await app.ctx.x402.facilitator().getSupported();
+    expect((await challenge()).accepts).toEqual([
+      expect.objectContaining({ scheme: 'upto', network: NETWORK, amount: MAXIMUM.toString(), payTo, asset: app.ctx.chain.asset.address, extra: expect.objectContaining({ assetTransferMethod: 'permit2', facilitatorAddress: supported.signers['eip155:*']![0] }) }),
+    ]);
+    // A bad body is refused before any challenge.
+    const bad = await fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [] }) });
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe('a buyer pays a turn with the official @x402/evm upto client', () => {
+  it('pays exactly tokens × price (rounded up), not the maximum; the payee gets it', async () => {
+    reported = { input: 1000, output: 13 };
+    const payer = await permit2Payer(app, '1');
+    const pay = wrapFetchWithPayment(fetch, new x402HTTPClient(uptoClient(payer)));
+    const [before, payeeBefore] = [await usdg().balanceOf(payer.address), await usdg().balanceOf(payTo)];
+    const res = await pay(url(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as any;
+    const cost = (1013n * PRICE + 999n) / 1000n; // 1251
+    expect(body.data).toMatchObject({ text: 'openai says: how much is a token?', usage: { tokens: 1013, pricePer1kTokens: '1234', amount: cost.toString(), maximum: MAXIMUM.toString() } });
+    const settlement = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+    expect(settlement).toMatchObject({ success: true, amount: cost.toString() });
+    expect(before - (await usdg().balanceOf(payer.address))).toBe(cost);
+    expect((await usdg().balanceOf(payTo)) - payeeBefore).toBe(cost);
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
+    // The runtime was told the cap.
+    const sent = await app.ctx.database.query<{ session: string }>(sql`select session from agent_turns where agent_id = ${agentId} order by created_at desc limit 1`);
+    expect(sent[0]!.session).toBe(`x402:${payer.address}`);
+  });
+
+  it('the same permit sent again gets the same answer: no second turn, nothing more moves', async () => {
+    reported = { input: 500, output: 7 };
+    const payer = await permit2Payer(app, '1');
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    const calls = providerCalls();
+    const first = await paidChat(header);
+    expect(first.status).toBe(200);
+    const firstBody = await first.json();
+    const after = await usdg().balanceOf(payer.address);
+    // The owner changes the price meanwhile: the permit's turn keeps its own.
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '99', maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+    const again = await paidChat(header);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual(firstBody);
+    expect(providerCalls()).toBe(calls + 1);
+    expect(await usdg().balanceOf(payer.address)).toBe(after);
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([(507n * PRICE + 999n) / 1000n]);
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+  });
+
+  it('a permit whose maximum is below the price of the cap is refused (402): nothing runs, nothing moves', async () => {
+    const payer = await permit2Payer(app, '1');
+    const offered = await challenge();
+    const short = { ...offered, accepts: [{ ...offered.accepts[0]!, amount: (MAXIMUM - 1n).toString() }] };
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(short));
+    const [calls, turns, before] = [providerCalls(), (await turnsOf()).length, await usdg().balanceOf(payer.address)];
+    const res = await paidChat(header);
+    expect(res.status).toBe(402);
+    expect(((await res.json()) as PaymentRequired).error).toBe('no_matching_payment_requirements');
+    expect(providerCalls()).toBe(calls);
+    expect((await turnsOf()).length).toBe(turns);
+    expect(await usdg().balanceOf(payer.address)).toBe(before);
+  });
+
+  it("an owner's price change does not alter a turn in flight", async () => {
+    reported = { input: 2000, output: 100 };
+    const payer = await permit2Payer(app, '1');
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    let release!: () => void;
+    hold = new Promise((resolve) => (release = resolve));
+    const calls = providerCalls();
+    const inFlight = paidChat(header);
+    await waitFor(async () => providerCalls() > calls);
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5000', maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+    hold = null;
+    release();
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    const cost = (2100n * PRICE + 999n) / 1000n;
+    expect(((await res.json()) as any).data.usage).toMatchObject({ tokens: 2100, pricePer1kTokens: '1234', amount: cost.toString() });
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
+    // New permits are asked for the new price.
+    expect((await challenge()).accepts[0]!.amount).toBe(((BigInt(CAP) * 5000n + 999n) / 1000n).toString());
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+  });
+
+  it("the agent's daily token budget still applies: refused (429), charged nothing, the provider never called", async () => {
+    expect((await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 0 })).status).toBe(200);
+    try {
+      const payer = await permit2Payer(app, '1');
+      const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+      const [calls, before] = [providerCalls(), await usdg().balanceOf(payer.address)];
+      const res = await paidChat(header);
+      expect(res.status).toBe(429);
+      expect(await res.json()).toMatchObject({ code: 1009, data: { reason: 'token_budget_exhausted' } });
+      expect(decodePaymentResponseHeader(res.headers.get('payment-response')!)).toMatchObject({ success: true, amount: '0' });
+      expect(providerCalls()).toBe(calls);
+      expect(await usdg().balanceOf(payer.address)).toBe(before);
+      expect(await transfersTo(app, payer.address, payTo)).toEqual([]);
+      // The permit bought that answer: sent again, the same refusal, still nothing run.
+      expect((await paidChat(header)).status).toBe(429);
+      expect(providerCalls()).toBe(calls);
+    } finally {
+      expect((await call('PUT', `/agents/${agentId}/budget`, { dailyTokens: 200_000 })).status).toBe(200);
+    }
+  });
+
+  it('a turn whose conversation cannot fit the cap is refused by the runtime (413) and costs nothing', async () => {
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: 256, payTo })).status).toBe(200);
+    try {
+      const payer = await permit2Payer(app, '1');
+      const offered = await challenge();
+      const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(offered));
+      const calls = providerCalls();
+      const res = await fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify({ messages: [{ role: 'user', content: 'word '.repeat(400) }] }) });
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ code: 1007, data: { reason: 'turn_token_cap_reached', maxTokens: 256 } });
+      expect(providerCalls()).toBe(calls);
+      expect(await transfersTo(app, payer.address, payTo)).toEqual([]);
+    } finally {
+      expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+    }
+  });
+});
+
+describe("a Tollgate wallet's pay-and-call pays a turn", () => {
+  const erc20 = parseAbi(['function approve(address spender, uint256 value) returns (bool)']);
+  const rpc = (method: string, params: unknown[]) => rpcCall(app.ctx.chain.rpcUrl, method, params);
+
+  it('pays exactly tokens × price from the wallet; the payment row books what the chain moved', async () => {
+    reported = { input: 321, output: 45 };
+    const mgmt = await app.mgmtSecret('buyer');
+    const created = await walletCall(app, 'POST', '/v1/wallets', mgmt, { externalId: 'chat-buyer', name: 'chat-buyer' });
+    const { id, address } = created.body.data.wallet as { id: string; address: Address };
+    await usdg().fund(address, '1');
+    await rpc('anvil_impersonateAccount', [address]);
+    const hash = (await rpc('eth_sendTransaction', [{ from: address, to: app.ctx.chain.asset.address, data: encodeFunctionData({ abi: erc20, functionName: 'approve', args: [PERMIT2_ADDRESS, 10n ** 30n] }) }])) as Hash;
+    await rpc('anvil_stopImpersonatingAccount', [address]);
+    await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash });
+    const secret = (await walletCall(app, 'POST', `/v1/wallets/${id}/credentials`, mgmt, { name: 'runtime' })).body.data.secret as string;
+    const [before, payeeBefore] = [await usdg().balanceOf(address), await usdg().balanceOf(payTo)];
+    const answer = await walletCall(app, 'POST', '/v1/wallets/me/pay-and-call', secret, {
+      url: url(),
+      method: 'POST',
+      body: { messages },
+      maxPayment: { network: NETWORK, asset: app.ctx.chain.asset.address, amount: MAXIMUM.toString() },
+    });
+    expect(answer.status).toBe(200);
+    const cost = (366n * PRICE + 999n) / 1000n;
+    expect(answer.body.data.upstream).toMatchObject({ status: 200, body: { code: 0, data: { text: 'openai says: how much is a token?', usage: { tokens: 366, amount: cost.toString() } } } });
+    expect(answer.body.data.payment).toMatchObject({ scheme: 'upto', status: 'settled', amount: cost.toString() });
+    expect(before - (await usdg().balanceOf(address))).toBe(cost);
+    expect((await usdg().balanceOf(payTo)) - payeeBefore).toBe(cost);
+    expect((await transfersTo(app, address, payTo)).map((t) => t.value)).toEqual([cost]);
+  });
+});
