@@ -9,7 +9,7 @@ import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch';
 import { sql } from 'drizzle-orm';
 import { encodeFunctionData, parseAbi, type Address, type Hash } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
 import { rpcCall } from '../../src/chain/rpc.js';
 import { PERMIT2_ADDRESS } from '../../src/chain/x402-contracts.js';
@@ -237,6 +237,57 @@ describe('a buyer pays a turn with the official @x402/evm upto client', () => {
     } finally {
       expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
     }
+  });
+});
+
+describe('races and lost answers', () => {
+  it('one permit sent 10 times at once runs one turn and moves its cost once', async () => {
+    reported = { input: 800, output: 20 };
+    const payer = await permit2Payer(app, '1');
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    const calls = providerCalls();
+    const answers = await Promise.all(Array.from({ length: 10 }, async () => {
+      const res = await paidChat(header);
+      return { status: res.status, body: (await res.json()) as any };
+    }));
+    const cost = (820n * PRICE + 999n) / 1000n;
+    const served = answers.filter((a) => a.status === 200);
+    expect(served.length).toBeGreaterThanOrEqual(1);
+    for (const a of served) expect(a.body.data.usage).toMatchObject({ tokens: 820, amount: cost.toString() });
+    for (const a of answers.filter((x) => x.status !== 200)) expect(a).toMatchObject({ status: 409, body: { data: { reason: 'paid_turn_in_progress' } } });
+    expect(providerCalls()).toBe(calls + 1);
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
+    // Once the turn is done, the same permit is answered from it.
+    const again = await paidChat(header);
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as any).data.usage.amount).toBe(cost.toString());
+  });
+
+  it('a settle lost to an unreachable facilitator, or of unknown outcome, is retried under the same permit for the same tokens, at the price it was signed at', async () => {
+    reported = { input: 640, output: 2 };
+    const payer = await permit2Payer(app, '1');
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    const calls = providerCalls();
+    // The facilitator cannot be reached when the turn is done: 503, nothing moved, the payment record dropped.
+    const down = vi.spyOn(app.ctx.x402, 'settle').mockResolvedValueOnce({ kind: 'unavailable', message: 'down' });
+    const first = await paidChat(header);
+    expect(first.status).toBe(503);
+    expect(await first.json()).toMatchObject({ code: 1012, message: expect.stringMatching(/temporarily unavailable/) });
+    expect(await transfersTo(app, payer.address, payTo)).toEqual([]);
+    // Then an outcome it cannot know (the record stays), and the owner raises the price meanwhile.
+    down.mockResolvedValueOnce({ kind: 'unknown', transaction: null, message: 'timeout' });
+    const second = await paidChat(header);
+    expect(second.status).toBe(503);
+    expect(await second.json()).toMatchObject({ code: 1012, message: expect.stringMatching(/do not pay again/) });
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '7777', maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+    down.mockRestore();
+    const third = await paidChat(header);
+    expect(third.status).toBe(200);
+    const cost = (642n * PRICE + 999n) / 1000n;
+    expect(((await third.json()) as any).data.usage).toMatchObject({ tokens: 642, pricePer1kTokens: '1234', amount: cost.toString() });
+    expect(providerCalls()).toBe(calls + 1);
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
   });
 });
 
