@@ -5,6 +5,7 @@ import type { PaymentPayload } from '@x402/core/types';
 import type { FastifyRequest } from 'fastify';
 import { getAddress } from 'viem';
 import type { AppContext } from '../../context.js';
+import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import { parsePermit2 } from '../../x402/facilitator/permit2/payment.js';
@@ -118,6 +119,7 @@ export class PaidChat {
     const turnId = newId();
     const opened = await this.store.open({ ...key, agentId: agent.id, turnId, pricePer1kTokens: terms.pricePer1kTokens.toString(), maxTokens: terms.maxTokens, maximum: maximum.toString(), payTo: terms.payTo }, this.ctx.clock.now());
     if (!opened) return this.#usedBy((await this.store.find(key))!);
+    crashPoint('agents.paid-turn.after-open');
     try {
       await this.chat.paidTurn(agent, { messages, session: `x402:${key.payer}` }, {
         turnId,
@@ -126,6 +128,7 @@ export class PaidChat {
           await this.store.complete(tx, key, { tokens, amount: costOf(tokens, terms.pricePer1kTokens, maximum), answer: result }, this.ctx.clock.now());
         },
       });
+      crashPoint('agents.paid-turn.after-turn');
     } catch (error) {
       const failure = error instanceof ApiError ? error : agentsErrors.runtimeUnavailable();
       if (!(error instanceof ApiError)) this.ctx.log.error({ err: error, agentId: agent.id }, 'paid agent turn failed');
