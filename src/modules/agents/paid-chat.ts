@@ -165,7 +165,13 @@ export class PaidChat {
   /** The turn a permit already has (the key as the payment records name it), or null. */
   async #turnOf(payload: PaymentPayload | null): Promise<PaidTurnRow | null> {
     if (!payload?.accepted) return null;
-    const parsed = parsePermit2(this.ctx.x402.network, payload, payload.accepted);
+    let parsed: ReturnType<typeof parsePermit2>;
+    try {
+      parsed = parsePermit2(this.ctx.x402.network, payload, payload.accepted);
+    } catch {
+      // Not a permit we could have recorded: chargeUsage refuses it in its own words.
+      return null;
+    }
     return parsed.ok ? this.store.find(parsed.key) : null;
   }
 
