@@ -8,7 +8,7 @@ import type { PaymentRequired } from '@x402/core/types';
 import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch';
 import { sql } from 'drizzle-orm';
-import { encodeFunctionData, parseAbi, type Address, type Hash } from 'viem';
+import { createWalletClient, encodeFunctionData, http, parseAbi, type Address, type Hash } from 'viem';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
 import { rpcCall } from '../../src/chain/rpc.js';
@@ -288,6 +288,51 @@ describe('races and lost answers', () => {
     expect(providerCalls()).toBe(calls + 1);
     expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
     expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: PRICE.toString(), maxTokensPerTurn: CAP, payTo })).status).toBe(200);
+  });
+});
+
+describe('a payer trying its luck', () => {
+  it('without the maximum in its wallet: refused (402) before anything runs', async () => {
+    const payer = await permit2Payer(app, '0.01'); // 10000 atomic units, below the 19744 maximum
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    const [calls, turns] = [providerCalls(), (await turnsOf()).length];
+    const res = await paidChat(header);
+    expect(res.status).toBe(402);
+    expect(((await res.json()) as PaymentRequired).error).toMatch(/insufficient|balance/i);
+    expect(providerCalls()).toBe(calls);
+    expect((await turnsOf()).length).toBe(turns);
+  });
+
+  it('empties its wallet while the turn runs: the settle fails, so no answer (402); refunded, the same permit pays and gets it', async () => {
+    reported = { input: 900, output: 9 };
+    const payer = await permit2Payer(app, '1');
+    const header = encodePaymentSignatureHeader(await uptoClient(payer).createPaymentPayload(await challenge()));
+    let release!: () => void;
+    hold = new Promise((resolve) => (release = resolve));
+    const calls = providerCalls();
+    const inFlight = paidChat(header);
+    await waitFor(async () => providerCalls() > calls);
+    const elsewhere = randomAddress();
+    const balance = await usdg().balanceOf(payer.address);
+    const wallet = createWalletClient({ account: payer, chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
+    const drained = await wallet.writeContract({ address: app.ctx.chain.asset.address, abi: parseAbi(['function transfer(address, uint256) returns (bool)']), functionName: 'transfer', args: [elsewhere, balance] });
+    await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash: drained });
+    hold = null;
+    release();
+    const res = await inFlight;
+    expect(res.status).toBe(402);
+    const refused = (await res.json()) as any;
+    expect(refused).not.toHaveProperty('data');
+    expect(JSON.stringify(refused)).not.toContain('openai says');
+    expect(await transfersTo(app, payer.address, payTo)).toEqual([]);
+    // Funds back: the same permit settles what the turn used and answers it, with no second turn.
+    await usdg().fund(payer.address, '1');
+    const again = await paidChat(header);
+    expect(again.status).toBe(200);
+    const cost = (909n * PRICE + 999n) / 1000n;
+    expect(((await again.json()) as any).data).toMatchObject({ text: 'openai says: how much is a token?', usage: { tokens: 909, amount: cost.toString() } });
+    expect(providerCalls()).toBe(calls + 1);
+    expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
   });
 });
 
