@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
 import { rpcCall } from '../../src/chain/rpc.js';
 import { PERMIT2_ADDRESS } from '../../src/chain/x402-contracts.js';
-import { NETWORK, permit2Payer, transfersTo } from '../facilitator/permit2-support.js';
+import { NETWORK, permit2Payer, signPermit, transfersTo } from '../facilitator/permit2-support.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { randomAddress } from '../x402/support.js';
 import { buildWalletsApp, call as walletCall, freePort, waitFor } from '../wallets/helpers.js';
@@ -299,6 +299,19 @@ describe('a payer trying its luck', () => {
     const res = await paidChat(header);
     expect(res.status).toBe(402);
     expect(((await res.json()) as PaymentRequired).error).toMatch(/insufficient|balance/i);
+    expect(providerCalls()).toBe(calls);
+    expect((await turnsOf()).length).toBe(turns);
+  });
+
+  it('a permit about to expire (it would buy a turn it cannot pay for) is refused before anything runs', async () => {
+    const payer = await permit2Payer(app, '1');
+    const offered = (await challenge()).accepts[0]!;
+    const chainNow = await app.ctx.chain.blockTime();
+    const short = encodePaymentSignatureHeader(await signPermit(payer, offered, { deadline: chainNow + 30n }));
+    const [calls, turns] = [providerCalls(), (await turnsOf()).length];
+    const res = await paidChat(short);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 1000, data: { reason: 'permit_too_short', minSeconds: 60 } });
     expect(providerCalls()).toBe(calls);
     expect((await turnsOf()).length).toBe(turns);
   });

@@ -40,6 +40,8 @@ export const agentsErrors = {
   turnTokenCapReached: (maxTokens: number) =>
     fail(413, 'turn_token_cap_reached', `This paid turn's token cap (${maxTokens}) cannot cover its next model call: send a shorter conversation`, { maxTokens }),
   chatNotForSale: () => fail(404, 'agent_not_found', 'No such agent sells chat'),
+  permitTooShort: (minSeconds: number) =>
+    fail(400, 'permit_too_short', `The permit must stay valid at least ${minSeconds} s after it arrives (a turn runs, then settles); sign one with a later deadline`, { minSeconds }),
   paidTurnInProgress: () => fail(409, 'paid_turn_in_progress', 'This payment is running its turn; send it again shortly for the answer', undefined, { 'retry-after': '5' }),
   payToRequired: () => fail(400, 'pay_to_required', 'A runtime_a agent has no wallet: name the payTo address its chats are paid to'),
   providerFailed: (message: string, providerStatus: number | null) => fail(502, 'provider_failed', message, { providerStatus }),

@@ -27,6 +27,8 @@ interface Terms {
 
 /** How long a permit may stay valid: a turn runs at most 5 minutes, and the settle comes after it. */
 const PERMIT_SECONDS = 600;
+/** The least validity a new permit must have left when it arrives (by the chain's time): most turns end well inside it. */
+export const MIN_PERMIT_SECONDS_LEFT = 60;
 
 /** What `tokens` cost at `pricePer1kTokens`: rounded up (any use costs at least 1 unit), never above the signed maximum. */
 export const costOf = (tokens: number, pricePer1kTokens: bigint, maximum: bigint): bigint => {
@@ -79,9 +81,12 @@ export class PaidChat {
   async serve(request: FastifyRequest, agentId: string, messages: ChatResult['message'][]): Promise<PaidChatAnswer> {
     const agent = await this.agents.byId(agentId);
     if (!agent || agent.status === 'deleted') throw agentsErrors.chatNotForSale();
-    const existing = await this.#turnOf(this.#payment(request));
+    const permit = this.#permitOf(this.#payment(request));
+    const existing = permit && (await this.store.find(permit.key));
     // A permit whose turn was another agent's is refused by chargeUsage (it bought another resource).
     const known = existing?.agentId === agent.id ? existing : null;
+    // A new permit must outlive a turn and its settle: one that expires first would buy a turn it cannot pay for.
+    if (!known && permit && permit.payment.deadline < (await this.ctx.chain.blockTime()) + BigInt(MIN_PERMIT_SECONDS_LEFT)) throw agentsErrors.permitTooShort(MIN_PERMIT_SECONDS_LEFT);
     let terms: Terms;
     if (known) {
       terms = { pricePer1kTokens: BigInt(known.pricePer1kTokens), maxTokens: known.maxTokens, payTo: known.payTo };
@@ -162,17 +167,16 @@ export class PaidChat {
     }
   }
 
-  /** The turn a permit already has (the key as the payment records name it), or null. */
-  async #turnOf(payload: PaymentPayload | null): Promise<PaidTurnRow | null> {
+  /** The payment as a Permit2 permit (its key as the payment records name it, and its deadline), or null. */
+  #permitOf(payload: PaymentPayload | null): Extract<ReturnType<typeof parsePermit2>, { ok: true }> | null {
     if (!payload?.accepted) return null;
-    let parsed: ReturnType<typeof parsePermit2>;
     try {
-      parsed = parsePermit2(this.ctx.x402.network, payload, payload.accepted);
+      const parsed = parsePermit2(this.ctx.x402.network, payload, payload.accepted);
+      return parsed.ok ? parsed : null;
     } catch {
       // Not a permit we could have recorded: chargeUsage refuses it in its own words.
       return null;
     }
-    return parsed.ok ? this.store.find(parsed.key) : null;
   }
 
   #view(row: ChatPriceRow): ChatPriceView {
