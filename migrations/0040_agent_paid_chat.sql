@@ -29,4 +29,5 @@ CREATE TABLE "agent_paid_turns" (
 	CONSTRAINT "agent_paid_turns_amount_check" CHECK ("agent_paid_turns"."amount" is null or ("agent_paid_turns"."amount" >= 0 and "agent_paid_turns"."amount" <= "agent_paid_turns"."maximum"))
 );
 --> statement-breakpoint
-CREATE INDEX "agent_paid_turns_agent_idx" ON "agent_paid_turns" USING btree ("agent_id","created_at");
+CREATE INDEX "agent_paid_turns_agent_idx" ON "agent_paid_turns" USING btree ("agent_id","created_at");--> statement-breakpoint
+CREATE INDEX "agent_paid_turns_turn_idx" ON "agent_paid_turns" USING btree ("turn_id");

@@ -71,8 +71,11 @@ interface ChatRequest {
   transcript: Entry[];
   provider: ProviderCall;
   sampling: Sampling;
-  /** The service's turn (its tool payments name it) and the request that asked for it; `maxTokens`: a paid turn's cap. */
-  turn?: { id: string; requestId?: string; maxTokens?: number };
+  /**
+   * The service's turn (its tool payments name it) and the request that asked for it; a turn sold per token carries
+   * its cap (`maxTokens`) and `tools: false`: its buyer's words never make the agent pay from its own wallet.
+   */
+  turn?: { id: string; requestId?: string; maxTokens?: number; tools?: boolean };
 }
 
 /**
@@ -84,7 +87,7 @@ async function turn(body: ChatRequest, cancelled: AbortSignal, onDelta?: (text: 
   const signal = AbortSignal.any([AbortSignal.timeout(TURN_TIMEOUT_MS), cancelled]);
   const cap = body.turn?.maxTokens;
   const gate = cap === undefined ? budget.gate : cappedGate(budget.gate, cap);
-  const outcome = await converse({ ...body, tools, gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });
+  const outcome = await converse({ ...body, tools: body.turn?.tools === false ? [] : tools, gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });
   if (!outcome) throw new BudgetExhausted();
   return { ...outcome, day: dayOf() };
 }

@@ -17,6 +17,7 @@ import { NETWORK, permit2Payer, signPermit, transfersTo } from '../facilitator/p
 import type { TestApp } from '../helpers/test-app.js';
 import { randomAddress } from '../x402/support.js';
 import { buildWalletsApp, call as walletCall, freePort, waitFor } from '../wallets/helpers.js';
+import { AgentSecrets } from '../../src/modules/agents/agent-secrets.js';
 import { startProviderStandIn } from './provider-stand-in.js';
 
 const keys = { openai: 'sk-openai-paid-0123456789', anthropic: 'sk-ant-paid-abcdefghij', openrouter: 'sk-or-paid-9876543210' };
@@ -69,7 +70,7 @@ const turnsOf = async () => (await app.ctx.database.query<{ status: string; amou
 beforeAll(async () => {
   const apiPort = await freePort();
   app = await buildWalletsApp({ env: { ...standIn.env, API_PORT: String(apiPort), PAY_AND_CALL_ALLOW_HOSTS: `127.0.0.1:${apiPort},127.0.0.1` } });
-  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'seller', cents: 1000, note: 'test' });
+  await adminCommands(app.ctx, app.modules)['credits.grant']!({ sub: 'seller', cents: 2000, note: 'test' });
   token = await app.identityToken('seller');
   agentId = (await call('POST', '/agents', { name: 'oracle', type: 'runtime_a' })).body.data.agent.id;
   await app.modules.find((m) => m.name === 'agents')!.loops!.find((l) => l.name === 'agents.deploy')!.run(new AbortController().signal);
@@ -90,6 +91,8 @@ describe("the owner's price", () => {
     }
     expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo, maxTokensPerTurn: 10 })).status).toBe(400);
     expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5', payTo: '0x0000000000000000000000000000000000000000' })).status).toBe(400);
+    // A maximum below the least a payment settles (100 units): it could never be paid.
+    expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '1', maxTokensPerTurn: 99_000, payTo })).body).toMatchObject({ code: 1000, data: { reason: 'price_below_minimum', minAmount: '100' } });
     // A runtime_a agent has no wallet to default to.
     expect((await call('PUT', `/agents/${agentId}/chat/price`, { pricePer1kTokens: '5' })).body).toMatchObject({ code: 1000, data: { reason: 'pay_to_required' } });
     expect((await call('GET', `/agents/${agentId}/chat/price`)).body).toEqual({ code: 0, message: 'ok', data: null });
@@ -346,6 +349,47 @@ describe('a payer trying its luck', () => {
     expect(((await again.json()) as any).data).toMatchObject({ text: 'openai says: how much is a token?', usage: { tokens: 909, amount: cost.toString() } });
     expect(providerCalls()).toBe(calls + 1);
     expect((await transfersTo(app, payer.address, payTo)).map((t) => t.value)).toEqual([cost]);
+  });
+});
+
+describe('a runtime_b agent sold per token', () => {
+  it("is paid into its own wallet by default, and a buyer's turn offers its model no tool: the buyer cannot make it pay", async () => {
+    const toolAgent = (await call('POST', '/agents', { name: 'tool-oracle', type: 'runtime_b' })).body.data.agent.id as string;
+    await app.modules.find((m) => m.name === 'agents')!.loops!.find((l) => l.name === 'agents.deploy')!.run(new AbortController().signal);
+    await waitFor(async () => (await call('GET', `/agents/${toolAgent}`)).body.data.status === 'running');
+    expect((await call('PUT', `/agents/${toolAgent}/providers`, { provider: 'openai', apiKey: keys.openai })).status).toBe(200);
+    expect((await call('PUT', `/agents/${toolAgent}/budget`, { paymentBudget: '100000' })).status).toBe(200);
+    const wallet = (await call('GET', `/agents/${toolAgent}/budget`)).body.data.wallet.address as Address;
+    const priced = await call('PUT', `/agents/${toolAgent}/chat/price`, { pricePer1kTokens: '1000' });
+    expect(priced.body.data).toMatchObject({ payTo: wallet, maxTokensPerTurn: 16_000, maximum: '16000' });
+
+    reported = { input: 40, output: 2 };
+    const payer = await permit2Payer(app, '1');
+    const toolUrl = `${app.urls.api}/agents/${toolAgent}/paid-chat`;
+    const offered = decodePaymentRequiredHeader((await fetch(toolUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) })).headers.get('payment-required')!) as PaymentRequired;
+    const header = encodePaymentSignatureHeader(await uptoClient(payer, 16_000n).createPaymentPayload(offered));
+    const calls = providerCalls();
+    const res = await fetch(toolUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify({ messages: [{ role: 'user', content: `pay ${app.urls.api}/x402-test/ping` }] }) });
+    expect(res.status, JSON.stringify(await res.clone().json()).slice(0, 300)).toBe(200);
+    expect(providerCalls()).toBe(calls + 1);
+    expect(standIn.received.at(-1)!.body.tools).toBeUndefined();
+    // 42 tokens cost 42 units: charged the least a settle takes (FACILITATOR_MIN_SETTLE_AMOUNT, 100).
+    expect(((await res.json()) as any).data.usage).toMatchObject({ tokens: 42, amount: '100' });
+    expect((await transfersTo(app, payer.address, wallet)).map((t) => t.value)).toEqual([100n]);
+
+    // A runtime that offered its tool anyway: the service's pay route pays nothing for a paid turn.
+    const [instance] = await app.ctx.database.query<{ id: string; sealed_token: string }>(sql`select id, sealed_token from agent_instances where agent_id = ${toolAgent}`);
+    const runtimeToken = new AgentSecrets(app.ctx.config).open(instance!.id, instance!.sealed_token);
+    const [paidTurn] = await app.ctx.database.query<{ turn_id: string }>(sql`select turn_id from agent_paid_turns where agent_id = ${toolAgent}`);
+    await app.ctx.database.query(sql`update agent_turns set status = 'running' where id = ${paidTurn!.turn_id}`);
+    const tool = await fetch(`${app.urls.api}/agents/${toolAgent}/runtime/pay-and-call`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${runtimeToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${app.urls.api}/x402-test/ping`, turnId: paidTurn!.turn_id }),
+    });
+    expect(tool.status).toBe(409);
+    expect(await tool.json()).toMatchObject({ data: { reason: 'paid_turn_pays_nothing' } });
+    expect((await call('GET', `/agents/${toolAgent}/usage`)).body.data.payments).toEqual({ count: 0, spent: '0', held: '0' });
   });
 });
 

@@ -235,7 +235,7 @@ export class AgentChat {
     await this.chats.beginTurn({ id, agentId: agent.id, session: body.session, requestId }, added, this.ctx.clock.now());
     const controller = new AbortController();
     this.#begin(id, controller);
-    const turnBody = { transcript, provider, sampling, turn: { id, ...(requestId ? { requestId } : {}), ...(paid ? { maxTokens: paid.maxTokens } : {}) } };
+    const turnBody = { transcript, provider, sampling, turn: { id, ...(requestId ? { requestId } : {}), ...(paid ? { maxTokens: paid.maxTokens, tools: false } : {}) } };
     return { id, session: body.session, agent, instance, controller, request: { method: 'POST', path: '/chat', body: turnBody, signal: controller.signal } };
   }
 

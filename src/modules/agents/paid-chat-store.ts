@@ -37,6 +37,11 @@ export class PaidChatStore {
     return (await this.db.delete(agentChatPrices).where(eq(agentChatPrices.agentId, agentId)).returning({ agentId: agentChatPrices.agentId })).length === 1;
   }
 
+  /** Whether a chat turn is one sold per token. */
+  async isPaidTurn(turnId: string): Promise<boolean> {
+    return (await this.db.select({ turnId: agentPaidTurns.turnId }).from(agentPaidTurns).where(eq(agentPaidTurns.turnId, turnId)).limit(1)).length === 1;
+  }
+
   async find(key: PermitKey): Promise<PaidTurnRow | null> {
     const [row] = await this.db.select().from(agentPaidTurns).where(byKey(key));
     return row ?? null;

@@ -30,9 +30,14 @@ const PERMIT_SECONDS = 600;
 /** The least validity a new permit must have left when it arrives (by the chain's time): most turns end well inside it. */
 export const MIN_PERMIT_SECONDS_LEFT = 60;
 
-/** What `tokens` cost at `pricePer1kTokens`: rounded up (any use costs at least 1 unit), never above the signed maximum. */
-export const costOf = (tokens: number, pricePer1kTokens: bigint, maximum: bigint): bigint => {
-  const cost = (BigInt(tokens) * pricePer1kTokens + 999n) / 1000n;
+/**
+ * What `tokens` cost at `pricePer1kTokens`: rounded up, and any use at least `minimum` (the least our facilitator
+ * settles, FACILITATOR_MIN_SETTLE_AMOUNT: below it a settle is refused as dust); never above the signed maximum.
+ */
+export const costOf = (tokens: number, pricePer1kTokens: bigint, maximum: bigint, minimum: bigint): bigint => {
+  if (tokens <= 0) return 0n;
+  const exact = (BigInt(tokens) * pricePer1kTokens + 999n) / 1000n;
+  const cost = exact > minimum ? exact : minimum;
   return cost < maximum ? cost : maximum;
 };
 
@@ -63,6 +68,9 @@ export class PaidChat {
   async setPrice(agent: AgentRow, input: { pricePer1kTokens: string; maxTokensPerTurn: number; payTo?: string | undefined }): Promise<ChatPriceView> {
     const payTo = input.payTo ?? (await this.walletAddress(agent));
     if (!payTo) throw agentsErrors.payToRequired();
+    // A maximum below what the facilitator settles could never be paid.
+    const minimum = this.ctx.config.facilitatorLimits.minSettleAmount;
+    if (maximumOf({ pricePer1kTokens: BigInt(input.pricePer1kTokens), maxTokens: input.maxTokensPerTurn }) < minimum) throw agentsErrors.maximumBelowMinimum(minimum);
     const row = await this.store.setPrice({ agentId: agent.id, pricePer1kTokens: BigInt(input.pricePer1kTokens).toString(), maxTokensPerTurn: input.maxTokensPerTurn, payTo: getAddress(payTo), updatedAt: this.ctx.clock.now() });
     return this.#view(row);
   }
@@ -130,7 +138,7 @@ export class PaidChat {
         turnId,
         maxTokens: terms.maxTokens,
         end: async (tx, tokens, result) => {
-          await this.store.complete(tx, key, { tokens, amount: costOf(tokens, terms.pricePer1kTokens, maximum), answer: result }, this.ctx.clock.now());
+          await this.store.complete(tx, key, { tokens, amount: costOf(tokens, terms.pricePer1kTokens, maximum, this.ctx.config.facilitatorLimits.minSettleAmount), answer: result }, this.ctx.clock.now());
         },
       });
       crashPoint('agents.paid-turn.after-turn');

@@ -84,10 +84,11 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const deployer = new AgentDeployer(ctx, store, provider, secrets);
   const supervisor = new AgentSupervisor(ctx, store, provider, runtime, deployer);
   const operations = new AgentOperations(ctx, store, chats, secrets, runtime);
-  const payments = new AgentPayments(ctx, store, chats, secrets);
+  const paidChatStore = new PaidChatStore(ctx.db);
+  const payments = new AgentPayments(ctx, store, chats, secrets, paidChatStore);
   const chat = new AgentChat(ctx, store, chats, secrets, runtime, payments);
   const walletPolicy = new AgentWalletPolicy(ctx);
-  const paidChat = new PaidChat(ctx, store, new PaidChatStore(ctx.db), chat, chats, async (agent) =>
+  const paidChat = new PaidChat(ctx, store, paidChatStore, chat, chats, async (agent) =>
     agent.walletId ? ((await ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId)).address ?? null) : null,
   );
   const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config, (agent) => payments.holdsMoney(agent));

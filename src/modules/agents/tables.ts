@@ -283,5 +283,7 @@ export const agentPaidTurns = pgTable(
     check('agent_paid_turns_status_check', sql`${t.status} in ('running', 'completed', 'failed')`),
     check('agent_paid_turns_amount_check', sql`${t.amount} is null or (${t.amount} >= 0 and ${t.amount} <= ${t.maximum})`),
     index('agent_paid_turns_agent_idx').on(t.agentId, t.createdAt),
+    // The tool's pay route refuses a paid turn's payments: looked up by the turn.
+    index('agent_paid_turns_turn_idx').on(t.turnId),
   ],
 );
