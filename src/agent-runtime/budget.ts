@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TokenAsk, Usage } from './model-types.js';
+import type { Gate, TokenAsk, Usage } from './model-types.js';
 
 interface Day {
   day: string;
@@ -67,4 +67,28 @@ export class TokenBudget {
     fs.writeFileSync(`${this.#file}.tmp`, JSON.stringify(this.#used));
     fs.renameSync(`${this.#file}.tmp`, this.#file);
   }
+}
+
+/** A paid turn's own token cap cannot cover its next model call: none is made. */
+export class TurnCapReached extends Error {
+  constructor(readonly maxTokens: number) {
+    super(`this turn's token cap (${maxTokens}) cannot cover its next model call`);
+  }
+}
+
+/**
+ * A turn's own cap in front of the day's budget (a turn paid per token: its buyer signed for at most `maxTokens`): a
+ * call is admitted only when the turn's use so far, its input and its least output fit the cap, and its output cap
+ * shrinks to what the turn has left; then the day's budget decides as for any call. A turn runs its calls one after
+ * another, so the count needs no lock. Refused, it throws TurnCapReached (the day's budget refusing stays null).
+ */
+export function cappedGate(gate: Gate, maxTokens: number): Gate {
+  let used = 0;
+  return async (ask, call) => {
+    const left = maxTokens - used - ask.input;
+    if (left < ask.minOutput || left <= 0) throw new TurnCapReached(maxTokens);
+    const result = await gate({ ...ask, maxOutput: Math.min(ask.maxOutput, left) }, call);
+    if (result) used += result.usage.inputTokens + result.usage.outputTokens;
+    return result;
+  };
 }

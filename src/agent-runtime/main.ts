@@ -9,7 +9,7 @@ import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { TokenBudget } from './budget.js';
+import { cappedGate, TokenBudget, TurnCapReached } from './budget.js';
 import type { Entry, ProviderCall, Sampling, Tool } from './model-types.js';
 import { converse } from './models.js';
 import { ProviderError } from './wire.js';
@@ -71,8 +71,11 @@ interface ChatRequest {
   transcript: Entry[];
   provider: ProviderCall;
   sampling: Sampling;
-  /** The service's turn (its tool payments name it) and the request that asked for it. */
-  turn?: { id: string; requestId?: string };
+  /**
+   * The service's turn (its tool payments name it) and the request that asked for it; a turn sold per token carries
+   * its cap (`maxTokens`) and `tools: false`: its buyer's words never make the agent pay from its own wallet.
+   */
+  turn?: { id: string; requestId?: string; maxTokens?: number; tools?: boolean };
 }
 
 /**
@@ -82,7 +85,9 @@ interface ChatRequest {
  */
 async function turn(body: ChatRequest, cancelled: AbortSignal, onDelta?: (text: string) => void) {
   const signal = AbortSignal.any([AbortSignal.timeout(TURN_TIMEOUT_MS), cancelled]);
-  const outcome = await converse({ ...body, tools, gate: budget.gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });
+  const cap = body.turn?.maxTokens;
+  const gate = cap === undefined ? budget.gate : cappedGate(budget.gate, cap);
+  const outcome = await converse({ ...body, tools: body.turn?.tools === false ? [] : tools, gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });
   if (!outcome) throw new BudgetExhausted();
   return { ...outcome, day: dayOf() };
 }
@@ -96,6 +101,7 @@ const dayOf = () => {
 /** What a failed turn answers: the provider's failure, the budget, or nothing of ours (internal text stays in the log). */
 function failure(error: unknown): { status: number; body: Record<string, unknown> } {
   if (error instanceof ProviderError) return { status: 502, body: { error: error.message, providerStatus: error.status, day: dayOf() } };
+  if (error instanceof TurnCapReached) return { status: 413, body: { error: error.message, maxTokens: error.maxTokens, day: dayOf() } };
   if (error instanceof BudgetExhausted) return { status: 429, body: { error: "today's token budget cannot cover this call", ...budget.status(), day: dayOf() } };
   console.error(`agent runtime: turn failed: ${(error as Error).stack ?? String(error)}`);
   return { status: 500, body: { error: 'internal error' } };

@@ -37,6 +37,9 @@ export const CRASH_POINTS = [
   'pay-and-call.after-reserve',
   'pay-and-call.after-sign',
   'pay-and-call.after-upstream',
+  // an agent's chat sold per token: the permit's turn recorded, not begun; the turn completed (its cost stored), not settled
+  'agents.paid-turn.after-open',
+  'agents.paid-turn.after-turn',
   // credit top-up: the authorization claimed, not yet settled; settled, not yet credited
   'credits.after-claim',
   'credits.after-settle',

@@ -13936,6 +13936,452 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{agentId}/chat/price": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the agent's chat is sold at per token; null when it is not for sale (extension) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                pricePer1kTokens: string;
+                                maxTokensPerTurn: number;
+                                /** @description what a buyer's upto permit must allow: pricePer1kTokens × maxTokensPerTurn / 1000, rounded up */
+                                maximum: string;
+                                payTo: string;
+                                network: string;
+                                asset: string;
+                                updatedAt: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Sell the agent's chat per token: a price per 1,000 tokens, a cap per turn, and where payments go (extension)
+         * @description Applies to permits signed from now on: a turn already paid keeps the price it was signed at.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description what 1,000 model tokens (input + output) cost, in atomic units of the chain's asset (USDG: 6 decimals) */
+                        pricePer1kTokens: string;
+                        /**
+                         * @description the most tokens one paid turn may use: the upto maximum a buyer signs is their price
+                         * @default 16000
+                         */
+                        maxTokensPerTurn?: number;
+                        /** @description where payments go; default: a runtime_b agent's own wallet (a runtime_a agent must name one) */
+                        payTo?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                pricePer1kTokens: string;
+                                maxTokensPerTurn: number;
+                                /** @description what a buyer's upto permit must allow: pricePer1kTokens × maxTokensPerTurn / 1000, rounded up */
+                                maximum: string;
+                                payTo: string;
+                                network: string;
+                                asset: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Stop selling the agent's chat (extension) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                deleted: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agentId}/paid-chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Chat with an agent whose owner sells it, paying the tokens used with an x402 upto permit (no sign-in) (extension)
+         * @description Without PAYMENT-SIGNATURE: 402 with an `upto` challenge (Permit2) for the price of the turn cap. With a permit: one turn (the messages are the whole conversation), capped at maxTokensPerTurn, settled for its tokens × the price / 1000 rounded up; 200 with the answer, its usage and PAYMENT-RESPONSE. The same permit again answers the same turn and moves nothing more. A turn that fails costs nothing (settled for 0) and answers its error.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the whole conversation: a paid turn reads no stored history */
+                        messages: {
+                            /** @enum {string} */
+                            role: "system" | "user" | "assistant";
+                            content: string;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: {
+                                message: {
+                                    /** @enum {string} */
+                                    role: "system" | "user" | "assistant";
+                                    content: string;
+                                };
+                                raw: unknown | null;
+                                text: string;
+                                usage: {
+                                    /** @description model tokens (input + output) the turn used, as the provider reported them */
+                                    tokens: number;
+                                    /** @description the price the permit was signed at */
+                                    pricePer1kTokens: string;
+                                    /** @description what was settled: tokens × price / 1000 rounded up, at most the maximum */
+                                    amount: string;
+                                    maximum: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {number} */
+                            x402Version: 2;
+                            resource: {
+                                url: string;
+                                description: string;
+                                mimeType: string;
+                                serviceName: string;
+                            };
+                            accepts: {
+                                /** @enum {string} */
+                                scheme: "exact";
+                                network: string;
+                                asset: string;
+                                amount: string;
+                                payTo: string;
+                                maxTimeoutSeconds: number;
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            error?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: number;
+                            message: string;
+                            data: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/{agentId}/wallet/withdraw": {
         parameters: {
             query?: never;

@@ -79,10 +79,10 @@ export class ChatStore {
   }
 
   /**
-   * running → completed with what the turn added and its tokens, and the runtime's day count mirrored, in one
-   * transaction. False (nothing stored) when the turn had already ended (failed by a shutdown or the sweep).
+   * running → completed with what the turn added and its tokens, and the runtime's day count mirrored (and `also`), in
+   * one transaction. False (nothing stored) when the turn had already ended (failed by a shutdown or the sweep).
    */
-  async completeTurn(turn: { id: string; agentId: string; session: string }, entries: TranscriptEntry[], tokens: number, day: TokenDay | null, now: Date): Promise<boolean> {
+  async completeTurn(turn: { id: string; agentId: string; session: string }, entries: TranscriptEntry[], tokens: number, day: TokenDay | null, now: Date, also?: (tx: Executor) => Promise<void>): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const moved = await tx
         .update(agentTurns)
@@ -92,6 +92,8 @@ export class ChatStore {
       if (moved.length === 0) return false;
       await this.#append(tx, turn.agentId, turn.session, turn.id, entries, now);
       if (day) await this.#mirror(tx, turn.agentId, day);
+      // What else the turn's end decides (a paid turn's amount and answer): in the same transaction.
+      await also?.(tx);
       return true;
     });
   }

@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
+import type { Executor } from '../../platform/db.js';
 import { errorBody } from '../../platform/http/render.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -59,6 +60,13 @@ interface PreparedTurn {
   request: { method: 'POST'; path: '/chat'; body: unknown; signal: AbortSignal };
 }
 
+/** A paid turn (paid-chat.ts): its id (given before it begins), its token cap, and what its completion also writes. */
+export interface PaidTurnOptions {
+  turnId: string;
+  maxTokens: number;
+  end: (tx: Executor, tokens: number, result: ChatResult) => Promise<void>;
+}
+
 /** A transcript entry a user reads as a message: not a tool result, not a bare tool call. */
 const isMessage = (entry: TranscriptEntry) => entry.role !== 'tool' && !(entry.toolCalls && !entry.content);
 
@@ -86,15 +94,27 @@ export class AgentChat {
   ) {}
 
   async chat(agent: AgentRow, body: ChatBody): Promise<ChatResult> {
-    const turn = await this.#prepare(agent, body);
+    return this.#run(await this.#prepare(agent, body));
+  }
+
+  /**
+   * One turn bought per token (paid-chat.ts). The buyer's messages are the whole conversation (the session's history
+   * is not sent: a buyer reads none of it); the runtime caps the turn at `maxTokens`; `end` writes what the turn's
+   * tokens cost, with its answer, in the transaction that completes it. A failure throws as chat() does.
+   */
+  async paidTurn(agent: AgentRow, body: ChatBody, paid: PaidTurnOptions): Promise<ChatResult> {
+    return this.#run(await this.#prepare(agent, body, paid), paid.end);
+  }
+
+  async #run(turn: PreparedTurn, end?: PaidTurnOptions['end']): Promise<ChatResult> {
     try {
       const response = await this.runtime.send(turn.instance, turn.request);
       const answer = (await response.json().catch(() => null)) as Record<string, unknown> | null;
       if (response.status !== 200 || !answer) {
-        await this.#mirror(agent.id, answer?.day);
+        await this.#mirror(turn.agent.id, answer?.day);
         throw this.runtime.failure(turn.instance, response.status, answer, this.ctx.clock.now());
       }
-      return await this.#record(turn, answer);
+      return await this.#record(turn, answer, end);
     } catch (error) {
       throw await this.#failed(turn, error);
     } finally {
@@ -192,10 +212,10 @@ export class AgentChat {
     if (failed.length > 0) this.ctx.log.warn({ turns: failed.map((t) => t.id) }, 'agent turns interrupted (their node stopped): failed');
   }
 
-  async #prepare(agent: AgentRow, body: ChatBody): Promise<PreparedTurn> {
+  async #prepare(agent: AgentRow, body: ChatBody, paid?: PaidTurnOptions): Promise<PreparedTurn> {
     if (this.#stopping) throw agentsErrors.serviceStopping();
     if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
-    const [instance, [key], history] = await Promise.all([this.store.instanceOf(agent.id), this.store.providerKeys(agent.id), this.chats.context(agent.id, body.session)]);
+    const [instance, [key], history] = await Promise.all([this.store.instanceOf(agent.id), this.store.providerKeys(agent.id), paid ? [] : this.chats.context(agent.id, body.session)]);
     if (!key) throw agentsErrors.providerNotConfigured();
     if (!instance) throw agentsErrors.runtimeUnavailable();
     const settings = agent.botSettings ?? {};
@@ -210,16 +230,16 @@ export class AgentChat {
     const sampling = { maxOutputTokens: settings.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS, ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }) };
     const transcript = [...system, ...trimToContext([...history, ...added])];
     // The turn and the user's messages are stored before the model is called: a crash from here on leaves them.
-    const id = newId();
+    const id = paid?.turnId ?? newId();
     const requestId = currentRequestId() ?? null;
     await this.chats.beginTurn({ id, agentId: agent.id, session: body.session, requestId }, added, this.ctx.clock.now());
     const controller = new AbortController();
     this.#begin(id, controller);
-    const turnBody = { transcript, provider, sampling, turn: { id, ...(requestId ? { requestId } : {}) } };
+    const turnBody = { transcript, provider, sampling, turn: { id, ...(requestId ? { requestId } : {}), ...(paid ? { maxTokens: paid.maxTokens, tools: false } : {}) } };
     return { id, session: body.session, agent, instance, controller, request: { method: 'POST', path: '/chat', body: turnBody, signal: controller.signal } };
   }
 
-  async #record(turn: PreparedTurn, answer: unknown): Promise<ChatResult> {
+  async #record(turn: PreparedTurn, answer: unknown, end?: PaidTurnOptions['end']): Promise<ChatResult> {
     const parsed = turnOutcome.safeParse(answer);
     if (!parsed.success) {
       this.ctx.log.error({ agentId: turn.agent.id, issues: parsed.error.issues.slice(0, 5) }, 'agent runtime answered a turn that is not one');
@@ -227,10 +247,12 @@ export class AgentChat {
     }
     const outcome: TurnOutcome = parsed.data;
     const { inputTokens, outputTokens } = outcome.usage;
-    const stored = await this.chats.completeTurn({ id: turn.id, agentId: turn.agent.id, session: turn.session }, outcome.entries as TranscriptEntry[], inputTokens + outputTokens, outcome.day ?? null, this.ctx.clock.now());
+    const result: ChatResult = { message: { role: 'assistant', content: outcome.text }, raw: outcome.raw ?? null, text: outcome.text };
+    const tokens = inputTokens + outputTokens;
+    const stored = await this.chats.completeTurn({ id: turn.id, agentId: turn.agent.id, session: turn.session }, outcome.entries as TranscriptEntry[], tokens, outcome.day ?? null, this.ctx.clock.now(), end && ((tx) => end(tx, tokens, result)));
     // Ended meanwhile (a shutdown, or the sweep took this node for dead): the answer is not the history's.
     if (!stored) throw turn.controller.signal.aborted ? agentsErrors.serviceStopping() : agentsErrors.runtimeUnavailable();
-    return { message: { role: 'assistant', content: outcome.text }, raw: outcome.raw ?? null, text: outcome.text };
+    return result;
   }
 
   /** Records the turn as failed (once) and answers the error its client gets: a shutdown's own, or the failure's. */

@@ -37,5 +37,15 @@ export const agentsErrors = {
   /** The wallet's spend policy refused (its reason and rule, as the wallet answers them); nothing was signed. */
   policyRefused: (status: number, reason: string, message: string, rule: unknown, remaining: bigint, limits: unknown) => fail(status, reason, message, { rule, remaining: remaining.toString(), limits }),
   budgetBelowSpent: (spent: string) => fail(409, 'budget_below_spent', `The payment budget cannot be set below what was already spent (${spent})`, { spent }),
+  turnTokenCapReached: (maxTokens: number) =>
+    fail(413, 'turn_token_cap_reached', `This paid turn's token cap (${maxTokens}) cannot cover its next model call: send a shorter conversation`, { maxTokens }),
+  chatNotForSale: () => fail(404, 'agent_not_found', 'No such agent sells chat'),
+  permitTooShort: (minSeconds: number) =>
+    fail(400, 'permit_too_short', `The permit must stay valid at least ${minSeconds} s after it arrives (a turn runs, then settles); sign one with a later deadline`, { minSeconds }),
+  paidTurnPays: () => fail(409, 'paid_turn_pays_nothing', "A turn sold per token never pays from the agent's wallet; nothing was paid"),
+  maximumBelowMinimum: (minimum: bigint) =>
+    fail(400, 'price_below_minimum', `pricePer1kTokens × maxTokensPerTurn / 1000 must be at least ${minimum} atomic units, the least a payment settles`, { minAmount: minimum.toString() }),
+  paidTurnInProgress: () => fail(409, 'paid_turn_in_progress', 'This payment is running its turn; send it again shortly for the answer', undefined, { 'retry-after': '5' }),
+  payToRequired: () => fail(400, 'pay_to_required', 'A runtime_a agent has no wallet: name the payTo address its chats are paid to'),
   providerFailed: (message: string, providerStatus: number | null) => fail(502, 'provider_failed', message, { providerStatus }),
 };

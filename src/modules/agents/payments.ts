@@ -9,6 +9,7 @@ import type { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
 import type { AgentPaymentView } from './schemas.js';
 import { AGENTS_WALLET_OWNER } from './deployer.js';
+import type { PaidChatStore } from './paid-chat-store.js';
 import type { AgentRow, AgentsStore, HoldRow } from './store.js';
 
 export interface ToolPayment {
@@ -49,6 +50,7 @@ export class AgentPayments {
     private readonly store: AgentsStore,
     private readonly chats: ChatStore,
     private readonly secrets: AgentSecrets,
+    private readonly paidTurns: PaidChatStore,
   ) {}
 
   /**
@@ -68,6 +70,8 @@ export class AgentPayments {
     if (input.turnId !== undefined) {
       const turn = await this.chats.turn(input.turnId);
       if (!turn || turn.agentId !== agentId || turn.status !== 'running') throw agentsErrors.turnNotRunning();
+      // A turn a buyer paid for runs without tools; a runtime that offered them anyway pays nothing for it.
+      if (await this.paidTurns.isPaidTurn(turn.id)) throw agentsErrors.paidTurnPays();
     }
     const walletId = agent.walletId;
 

@@ -48,6 +48,10 @@ import { AgentDeployer } from './deployer.js';
 import { AgentSupervisor, agentLoops } from './supervisor.js';
 import { AgentWalletPolicy } from './wallet-policy.js';
 import { agentWalletRoutes } from './wallet-routes.js';
+import { PaidChat } from './paid-chat.js';
+import { paidChatRoutes } from './paid-chat-routes.js';
+import { PaidChatStore } from './paid-chat-store.js';
+import { AGENTS_WALLET_OWNER } from './deployer.js';
 import { FlyRuntimeProvider } from './fly-provider.js';
 import { LocalRuntimeProvider } from './local-provider.js';
 import { RuntimeClient } from './runtime-client.js';
@@ -80,9 +84,13 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
   const deployer = new AgentDeployer(ctx, store, provider, secrets);
   const supervisor = new AgentSupervisor(ctx, store, provider, runtime, deployer);
   const operations = new AgentOperations(ctx, store, chats, secrets, runtime);
-  const payments = new AgentPayments(ctx, store, chats, secrets);
+  const paidChatStore = new PaidChatStore(ctx.db);
+  const payments = new AgentPayments(ctx, store, chats, secrets, paidChatStore);
   const chat = new AgentChat(ctx, store, chats, secrets, runtime, payments);
   const walletPolicy = new AgentWalletPolicy(ctx);
+  const paidChat = new PaidChat(ctx, store, paidChatStore, chat, chats, async (agent) =>
+    agent.walletId ? ((await ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId)).address ?? null) : null,
+  );
   const lifecycle = new AgentLifecycle(ctx, store, chats, supervisor, operations.config, (agent) => payments.holdsMoney(agent));
   const userOf = (request: FastifyRequest) => principalOf(request, 'identity').userId;
   // Every agent route's first step: the caller's own agent (params validated as a uuid by its schema).
@@ -274,6 +282,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           async (request) => envelope(await operations.usage(await agentOf(request))),
         );
         agentWalletRoutes(app, { signedIn, agentOf, userOf, payments, walletPolicy });
+        paidChatRoutes(app, { ctx, signedIn, agentOf, paidChat });
         app.post(
           '/agents/:agentId/wallet/withdraw',
           {

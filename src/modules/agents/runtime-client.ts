@@ -78,6 +78,7 @@ export class RuntimeClient {
       const { dailyTokens, usedToday, resetsAt } = answer as unknown as RuntimeTokenDay;
       return agentsErrors.tokenBudgetExhausted({ dailyTokens, usedToday, resetsAt }, now);
     }
+    if (status === 413 && answer && typeof answer.maxTokens === 'number') return agentsErrors.turnTokenCapReached(answer.maxTokens);
     // The runtime's own 502 names the provider's status; a proxy's 502 in front of a runtime does not.
     if (status === 502 && answer && 'providerStatus' in answer) return agentsErrors.providerFailed(String(answer?.error ?? 'the model provider failed'), (answer?.providerStatus as number | null) ?? null);
     this.log.warn({ agentId: instance.agentId, status, error: answer?.error }, 'agent runtime answered with an error');

@@ -194,14 +194,51 @@ export const usageSchema = z.object({
   payments: z.object({ count: z.number().int().describe('tool payments that settled'), spent: z.string().describe('atomic units they paid'), held: z.string().describe('held for payments whose outcome is not final') }),
 });
 
+// A mixed-case address must carry its EIP-55 checksum (a typo is caught, not paid); the zero address burns.
+const payeeAddress = z
+  .string()
+  .refine((value) => isAddress(value, { strict: true }), 'must be an EVM address (0x and 40 hex digits; mixed case must match its EIP-55 checksum)')
+  .refine((value) => !/^0x0{40}$/.test(value), 'must not be the zero address');
+const positiveAtomic = z.string().regex(/^(?=\d{1,30}$)0*[1-9]\d*$/, 'must be a whole number of atomic units above 0, as a string');
+
 export const withdrawBody = z.strictObject({
-  // A mixed-case address must carry its EIP-55 checksum (a typo is caught, not paid); the zero address burns.
-  to: z
-    .string()
-    .refine((value) => isAddress(value, { strict: true }), 'must be an EVM address (0x and 40 hex digits; mixed case must match its EIP-55 checksum)')
-    .refine((value) => !/^0x0{40}$/.test(value), 'must not be the zero address'),
-  amount: z
-    .string()
-    .regex(/^(?=\d{1,30}$)0*[1-9]\d*$/, 'must be a whole number of atomic units above 0, as a string')
-    .describe("atomic units of the chain's asset (USDG: 6 decimals)"),
+  to: payeeAddress,
+  amount: positiveAtomic.describe("atomic units of the chain's asset (USDG: 6 decimals)"),
 });
+
+/** Bounds of a paid turn's token cap (PUT /agents/{agentId}/chat/price). */
+export const PAID_CHAT_LIMITS = { minTokensPerTurn: 256, maxTokensPerTurn: 1_000_000, defaultTokensPerTurn: 16_000 } as const;
+
+export const chatPriceBody = z.strictObject({
+  pricePer1kTokens: positiveAtomic.describe("what 1,000 model tokens (input + output) cost, in atomic units of the chain's asset (USDG: 6 decimals)"),
+  maxTokensPerTurn: z
+    .number()
+    .int()
+    .min(PAID_CHAT_LIMITS.minTokensPerTurn)
+    .max(PAID_CHAT_LIMITS.maxTokensPerTurn)
+    .default(PAID_CHAT_LIMITS.defaultTokensPerTurn)
+    .describe('the most tokens one paid turn may use: the upto maximum a buyer signs is their price'),
+  payTo: payeeAddress.optional().describe("where payments go; default: a runtime_b agent's own wallet (a runtime_a agent must name one)"),
+});
+export const chatPriceSchema = z.object({
+  pricePer1kTokens: z.string(),
+  maxTokensPerTurn: z.number().int(),
+  maximum: z.string().describe("what a buyer's upto permit must allow: pricePer1kTokens × maxTokensPerTurn / 1000, rounded up"),
+  payTo: z.string(),
+  network: z.string(),
+  asset: z.string(),
+  updatedAt: z.string(),
+});
+export type ChatPriceView = z.infer<typeof chatPriceSchema>;
+export const paidChatBody = z.strictObject({
+  messages: z.array(chatMessageSchema).min(1).max(CHAT_LIMITS.maxMessages).describe('the whole conversation: a paid turn reads no stored history'),
+});
+export const paidChatResult = chatResult.extend({
+  usage: z.object({
+    tokens: z.number().int().describe('model tokens (input + output) the turn used, as the provider reported them'),
+    pricePer1kTokens: z.string().describe('the price the permit was signed at'),
+    amount: z.string().describe('what was settled: tokens × price / 1000 rounded up, at most the maximum'),
+    maximum: z.string(),
+  }),
+});
+export type PaidChatResult = z.infer<typeof paidChatResult>;

@@ -232,3 +232,58 @@ export const agentWithdrawals = pgTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.idempotencyKey] })],
 );
+
+/**
+ * An agent's chat for sale (issue 47): its owner's price in atomic units of the chain's asset per 1,000 model tokens,
+ * the most tokens one paid turn may use (the `upto` maximum is their price), and where the payments go.
+ */
+export const agentChatPrices = pgTable(
+  'agent_chat_prices',
+  {
+    agentId: uuid('agent_id').primaryKey(),
+    pricePer1kTokens: numeric('price_per_1k_tokens', { precision: 78, scale: 0 }).notNull(),
+    maxTokensPerTurn: integer('max_tokens_per_turn').notNull(),
+    payTo: text('pay_to').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [check('agent_chat_prices_price_check', sql`${t.pricePer1kTokens} > 0 and ${t.maxTokensPerTurn} > 0`)],
+);
+
+export type PaidTurnStatus = 'running' | 'completed' | 'failed';
+
+/**
+ * One paid chat turn per `upto` permit, keyed as x402_paid_requests keys the payment (network, asset, payer, Permit2
+ * nonce): inserted before the turn begins, so a permit runs one turn whatever the races, with the price it was signed
+ * at. Its end (the answer or the error, the tokens and the amount to settle) is written in the transaction that
+ * completes the chat turn, so a settle retried after a crash asks exactly that amount and answers that answer.
+ */
+export const agentPaidTurns = pgTable(
+  'agent_paid_turns',
+  {
+    network: text('network').notNull(),
+    asset: text('asset').notNull(),
+    payer: text('payer').notNull(),
+    nonce: text('nonce').notNull(),
+    agentId: uuid('agent_id').notNull(),
+    turnId: uuid('turn_id').notNull(),
+    pricePer1kTokens: numeric('price_per_1k_tokens', { precision: 78, scale: 0 }).notNull(),
+    maxTokens: integer('max_tokens').notNull(),
+    maximum: numeric('maximum', { precision: 78, scale: 0 }).notNull(),
+    payTo: text('pay_to').notNull(),
+    status: text('status').$type<PaidTurnStatus>().notNull(),
+    tokens: integer('tokens'),
+    amount: numeric('amount', { precision: 78, scale: 0 }),
+    /** completed: the chat answer ({ message, raw, text }); failed: the error ({ status, code, message, details }). */
+    answer: jsonb('answer'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.network, t.asset, t.payer, t.nonce] }),
+    check('agent_paid_turns_status_check', sql`${t.status} in ('running', 'completed', 'failed')`),
+    check('agent_paid_turns_amount_check', sql`${t.amount} is null or (${t.amount} >= 0 and ${t.amount} <= ${t.maximum})`),
+    index('agent_paid_turns_agent_idx').on(t.agentId, t.createdAt),
+    // The tool's pay route refuses a paid turn's payments: looked up by the turn.
+    index('agent_paid_turns_turn_idx').on(t.turnId),
+  ],
+);

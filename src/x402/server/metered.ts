@@ -4,6 +4,9 @@
 // permit buys one response and the payer's retry after a lost answer gets that same answer. The amount used is a
 // function of the record (`use(maximum, recordId)`), so a settle retried under the record asks for the same amount.
 // The seller can take at most the signed maximum (the proxy enforces it); what it took is the settle's `amount`.
+// `use` may be asynchronous and may do the work itself (a paid chat runs its turn there, once per permit, and keeps
+// what it used by the permit's key: a settle retried under a new record, after one was dropped, asks the same). A use
+// of 0 sends nothing: the record is settled with `amount: "0"`, so the permit buys nothing more here.
 import { randomUUID } from 'node:crypto';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import type { FastifyRequest } from 'fastify';
@@ -13,19 +16,20 @@ import { paymentIdOf } from '../facilitator/payment-id.js';
 import { parsePermit2, permit2PayloadHash } from '../facilitator/permit2/payment.js';
 import { Reason } from '../facilitator/reasons.js';
 import type { PaidRequestRow } from '../tables.js';
+import type { PaidRequestKey } from './paid-requests.js';
 import type { ChargeDeps } from './charge.js';
 import { NO_MATCH } from './charge.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
 import type { PaymentSteps, PricedResource } from './payment-steps.js';
 
 export type UsageResult =
-  | { paid: true; requirements: PaymentRequirements; settlement: SettleResponse; payer: string; used: string }
+  | { paid: true; requirements: PaymentRequirements; settlement: SettleResponse; payer: string; used: string; key: PaidRequestKey }
   | { paid: false; paymentRequired: PaymentRequired; settlement?: SettleResponse };
 
-/** What a request used, at most `maximum`; the same for the same record. */
-export type Usage = (maximum: bigint, recordId: string) => bigint;
+/** What a request used, at most `maximum`; the same for the same record (and, where it keeps it, the same permit). */
+export type Usage = (maximum: bigint, recordId: string, key: PaidRequestKey) => bigint | Promise<bigint>;
 
-type Key = { network: string; asset: string; payer: string; nonce: string };
+type Key = PaidRequestKey;
 
 export async function chargeUsage(x402: PaymentSteps, deps: ChargeDeps, request: FastifyRequest, resource: PricedResource, use: Usage): Promise<UsageResult> {
   const payload = x402.readPayment(request);
@@ -65,7 +69,7 @@ async function again(x402: PaymentSteps, deps: ChargeDeps, row: PaidRequestRow, 
   if (!same) return refuse(Reason.nonceAlreadyUsed);
   if (row.status === 'settled') {
     const settlement = row.settlement as SettleResponse;
-    return { paid: true, requirements, settlement, payer: p.key.payer, used: String(settlement.amount ?? use(BigInt(requirements.amount), row.recordId)) };
+    return { paid: true, requirements, settlement, payer: p.key.payer, used: String(settlement.amount ?? (await use(BigInt(requirements.amount), row.recordId, p.key))), key: p.key };
   }
   return settleUse(x402, deps, row, p.key, payload, requirements, use, refuse, false);
 }
@@ -73,8 +77,9 @@ async function again(x402: PaymentSteps, deps: ChargeDeps, row: PaidRequestRow, 
 /** Settles the record's use under its own payment-identifier: a retry gets the facilitator's first answer back. */
 async function settleUse(x402: PaymentSteps, deps: ChargeDeps, row: PaidRequestRow, key: Key, payload: PaymentPayload, requirements: PaymentRequirements, use: Usage, refuse: Refuse, fresh: boolean): Promise<UsageResult> {
   const maximum = BigInt(requirements.amount);
-  const used = use(maximum, row.recordId);
+  const used = await use(maximum, row.recordId, key);
   if (used < 0n || used > maximum) throw new Error(`usage ${used} is outside 0..${maximum}`);
+  if (used === 0n) return served(deps, row, key, requirements, { success: true, transaction: '', network: requirements.network, payer: key.payer, amount: '0' }, used);
   const settled = await x402.settle(payload, { ...requirements, amount: used.toString() }, `x402-metered:${row.recordId}`);
   crashPoint('x402.after-settle');
   switch (settled.kind) {
@@ -86,15 +91,19 @@ async function settleUse(x402: PaymentSteps, deps: ChargeDeps, row: PaidRequestR
     case 'failed':
       if (fresh) await deps.purchases.drop(key);
       return refuse(settled.reason, settled.response);
-    case 'settled': {
-      let settlement = settled.response;
-      if (!(await deps.purchases.settle(key, settlement))) {
-        const current = await deps.purchases.find(key);
-        if (current?.status === 'settled' && current.recordId === row.recordId) settlement = current.settlement as SettleResponse;
-      }
-      return { paid: true, requirements, settlement, payer: key.payer, used: used.toString() };
-    }
+    case 'settled':
+      return served(deps, row, key, requirements, settled.response, used);
   }
+}
+
+/** Records the settlement; whoever moved the record serves, a racer gets the recorded result. */
+async function served(deps: ChargeDeps, row: PaidRequestRow, key: Key, requirements: PaymentRequirements, response: SettleResponse, used: bigint): Promise<UsageResult> {
+  let settlement = response;
+  if (!(await deps.purchases.settle(key, settlement))) {
+    const current = await deps.purchases.find(key);
+    if (current?.status === 'settled' && current.recordId === row.recordId) settlement = current.settlement as SettleResponse;
+  }
+  return { paid: true, requirements, settlement, payer: key.payer, used: used.toString(), key };
 }
 
 /**

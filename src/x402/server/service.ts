@@ -10,6 +10,7 @@ import { getAddress, type Hex } from 'viem';
 import { judgePayment, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AssetInfo } from '../../chain/registry.js';
 import { ApiError } from '../../platform/http/errors.js';
+import { PERMIT2_NONCE_USED } from '../facilitator/permit2/chain.js';
 import { settleClaimant } from '../settlement-claimant.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
 import { chargeOnce, type ChargeDeps } from './charge.js';
@@ -175,10 +176,12 @@ export class X402Service implements PaymentSteps {
     if (!response.success && response.errorReason === PENDING) {
       return { kind: 'unknown', transaction: response.transaction || null, message: response.errorMessage ?? 'settlement pending' };
     }
-    if (!response.success && response.errorReason === NONCE_USED && response.transaction && record !== undefined && this.deps.records) {
+    if (!response.success && (response.errorReason === NONCE_USED || response.errorReason === PERMIT2_NONCE_USED) && response.transaction && record !== undefined && this.deps.records) {
       // "Used, in this transaction": if that transaction paid exactly this authorization and its transfer is
       // free or already this record's, it is this record's payment (an answer our own settle lost to a
-      // takeover or a crash); a transfer another settle holds stays refused.
+      // takeover or a crash, or a concurrent settle of the same record answered first); a transfer another
+      // settle holds stays refused. A Permit2 permit is this record's only when our facilitator's success
+      // claimed its transfer under the record's own name (#claimTransfer reads no Permit2 logs).
       if (await this.#claimTransfer(record, paid, requirements, response)) {
         const settled: SettleResponse = { success: true, transaction: response.transaction, network: requirements.network, payer: response.payer };
         return { kind: 'settled', transaction: response.transaction, payer: response.payer ?? '', response: settled };
