@@ -7,7 +7,7 @@ import { readChannel, type ChannelState } from '../../x402/facilitator/batch/cha
 import { ChannelPayments, clientSigner, cumulativeOf } from './channel-pay.js';
 import { ChannelStore, type ChannelRow } from './channel-store.js';
 import type { SafeFetch } from './pay-and-call.js';
-import type { WalletProvider } from './provider.js';
+import { signerOrRefuse, type WalletProvider } from './provider.js';
 import type { SpendGuard } from './spend-guard.js';
 import { WalletsStore, type WalletRow } from './store.js';
 
@@ -49,9 +49,7 @@ export class ChannelClose {
     const leaseId = newId();
     await this.payments.lease(channel.id, leaseId);
     try {
-      const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch(() => {
-        throw new ApiError(502, 'signing_failed', 'Signing failed: the wallet key is unavailable; nothing was sent');
-      });
+      const signer = await signerOrRefuse(this.provider, { id: wallet.id, keyRef: wallet.keyRef }, this.ctx.log, 'Signing failed: the wallet key is unavailable; nothing was sent');
       const deps: BatchSettlementClientDeps = {
         signer: clientSigner(this.ctx, signer),
         salt: channel.salt as Hex,

@@ -11,7 +11,7 @@ import type { ChannelRow } from './channel-store.js';
 import { refuseWithoutPermit2Allowance } from './permit2-allowance.js';
 import { forwardedRequest, resourceOf } from './forward.js';
 import type { PayAndCallInput, PayAndCallResult, PaymentView } from './pay-schemas.js';
-import type { WalletProvider } from './provider.js';
+import { signerOrRefuse, type WalletProvider } from './provider.js';
 import { parseSettlement, SellerAnswerError } from '../../x402/seller-answers.js';
 import type { PaymentReconciler } from './reconcile.js';
 import { authorizationValidity, pendingPaymentRow, signPayment, type SignedPayment } from './signing.js';
@@ -104,10 +104,7 @@ export class PayAndCall {
     const requirement = chooseRequirement(deposit === undefined ? challenge : { ...challenge, accepts: challenge.accepts.filter((r) => r.scheme === 'batch-settlement') }, input.maxPayment);
     if (requirement.scheme === 'batch-settlement') {
       // A voucher on the wallet's channel with this seller (channel-pay.ts): its own reservation, lease and booking.
-      const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
-        this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
-        throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
-      });
+      const signer = await signerOrRefuse(this.provider, { id: wallet.id, keyRef: wallet.keyRef }, this.ctx.log, 'x402 signing failed: the wallet key is unavailable');
       const send = (headers: Record<string, string>) => this.fetch(first.url, { method: input.method, headers: { ...request.headers, ...headers }, body: request.body, timeoutMs, maxRedirects: 0 });
       const paid = await this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, send });
       // The channel's row goes only to the channel routes (open, top-up), never out of pay-and-call's own answer.
@@ -133,10 +130,7 @@ export class PayAndCall {
 
     let signed: SignedPayment;
     try {
-      const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
-        this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
-        throw new ApiError(502, 'signing_failed', 'x402 signing failed: the wallet key is unavailable');
-      });
+      const signer = await signerOrRefuse(this.provider, { id: wallet.id, keyRef: wallet.keyRef }, this.ctx.log, 'x402 signing failed: the wallet key is unavailable');
       signed = await signPayment(signer, challenge, requirement, input.maxPayment.amount, { ...validity, planned });
       // The row tracks the planned authorization: a signature of any other would go unreconciled.
       if (signed.nonce !== planned.nonce || signed.validBefore !== planned.validBefore.toString()) {

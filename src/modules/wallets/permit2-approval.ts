@@ -4,7 +4,7 @@ import { PERMIT2_ADDRESS } from '../../chain/x402-contracts.js';
 import { isTransportError } from '../../chain/errors.js';
 import { ApiError, conflict } from '../../platform/http/errors.js';
 import { gasWithin, GasCeilingError } from '../../x402/facilitator/gas-ceiling.js';
-import type { WalletProvider } from './provider.js';
+import { signerOrRefuse, type WalletProvider } from './provider.js';
 import type { Permit2ApprovalView } from './schemas.js';
 import type { WalletRow } from './store.js';
 
@@ -66,10 +66,7 @@ export class Permit2Approval {
       );
     }
 
-    const signer = await this.provider.signer(wallet.id, wallet.keyRef).catch((error: unknown) => {
-      this.ctx.log.error({ walletId: wallet.id, err: error }, 'wallet key unavailable');
-      throw new ApiError(502, 'signing_failed', 'Signing failed: the wallet key is unavailable; nothing was sent');
-    });
+    const signer = await signerOrRefuse(this.provider, { id: wallet.id, keyRef: wallet.keyRef }, this.ctx.log, 'Signing failed: the wallet key is unavailable; nothing was sent');
     const nonce = await client.getTransactionCount({ address: owner, blockTag: 'pending' });
     const feeFields =
       'maxFeePerGas' in fees && fees.maxFeePerGas !== undefined ? { type: 'eip1559' as const, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas! } : { type: 'legacy' as const, gasPrice: perGas };
