@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/ci/sequencer.js';
 
 export default defineConfig({
   // As tsconfig's `paths`: in the repository @tollgate/client is its source, so no build is needed to test it.
@@ -17,6 +18,8 @@ export default defineConfig({
     // leave process-wide state behind (env, listeners, timers).
     isolate: false,
     globalSetup: ['test/build-once.ts'],
+    // Longest files first, by a recorded run's timings, so both workers finish together (test/ci/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 60_000,
     // The suite's spawned instances share a PostgreSQL server with dev keys by design (see ALLOW_DEV_KEYS).
     env: { ALLOW_DEV_KEYS: '1' },
