@@ -3,8 +3,12 @@
 // the seller's channel manager claims them in one transaction and sweeps them to its payee in another. Balances
 // of the payer, the payee, the channel and the relayer are read from the chain.
 import type { SettleResponse } from '@x402/core/types';
+import { and, eq } from 'drizzle-orm';
+import { createPublicClient, custom, http, type Hex, type PublicClient } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BATCH_SETTLEMENT } from '../../src/chain/x402-contracts.js';
+import { channelVerdict } from '../../src/x402/facilitator/batch/chain.js';
+import { x402Settlements, type SettlementRow } from '../../src/x402/tables.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer } from '../x402/support.js';
 import { batchBuyer, channelOf, channelState, NETWORK, startBatchSeller, type BatchSeller } from './batch-support.js';
@@ -99,5 +103,31 @@ describe('batch-settlement with the official client and server', () => {
     for (const loss of answers.filter((a) => !a.body.success)) expect(loss.body.errorReason).toBe('invalid_exact_evm_nonce_already_used');
     const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
     expect((await channelState(app, channelId)).balance).toBe(BigInt((payload.payload as { deposit: { amount: string } }).deposit.amount));
+  });
+});
+
+describe('a claim row decided from the chain alone (its transaction hash never reached the row)', () => {
+  /** The same chain through an RPC whose eth_getLogs answers an empty list: state ahead of the logs. */
+  const lagging = (): PublicClient => {
+    const upstream = http(app.ctx.chain.rpcUrl)({});
+    return createPublicClient({ transport: custom({ request: async (args: { method: string; params?: unknown }) => (args.method === 'eth_getLogs' ? [] : upstream.request(args as never)) }) });
+  };
+
+  it('its Claimed event found: settled; the channel past it with no log yet: pending, not failed; past it by a larger claim: failed', async () => {
+    const payer = await fundedPayer(app, '1');
+    const buyer = batchBuyer(app, payer);
+    for (let i = 0; i < 2; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
+    const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
+    const [claimed] = await manager.claim();
+    const [row] = await app.ctx.db.select().from(x402Settlements).where(and(eq(x402Settlements.kind, 'batch-claim'), eq(x402Settlements.payer, payer.address)));
+    expect(row).toMatchObject({ status: 'settled', txHash: claimed!.transaction });
+    // The row as a crash between send and recordBroadcast left it: claimed, no hash.
+    const open: SettlementRow = { ...row!, status: 'claimed', txHash: null };
+    expect(await channelVerdict(app.ctx.chain.publicClient, open)).toMatchObject({ kind: 'settled', txHash: claimed!.transaction as Hex });
+    expect(await channelVerdict(lagging(), open)).toEqual({ kind: 'pending' });
+    // An increment below the 2000 the chain claimed in one transaction was never claimed on its own.
+    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const below: SettlementRow = { ...open, amount: '1000', request: { channelId, totalClaimed: '1000' } };
+    expect(await channelVerdict(app.ctx.chain.publicClient, below)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' });
   });
 });

@@ -116,10 +116,15 @@ export async function channelVerdict(client: PublicClient, row: SettlementRow): 
     const total = BigInt(op.totalClaimed!);
     if (state.totalClaimed >= total) {
       // Reached: by a transaction of ours whose hash never made it to the row, or by a larger claim.
-      const logs = await client.getLogs({ address: BATCH_SETTLEMENT, event: claimedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number });
-      const exact = logs.find((l) => !l.removed && l.args.newTotalClaimed === total);
+      const logs = (await client.getLogs({ address: BATCH_SETTLEMENT, event: claimedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number })).filter((l) => !l.removed);
+      const exact = logs.find((l) => l.args.newTotalClaimed === total);
       if (exact) return { kind: 'settled', txHash: exact.transactionHash, logIndex: exact.logIndex };
-      return { kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed', message: 'the channel claimed a larger total first: this increment was never claimed on its own', txHash: null };
+      if (logs.some((l) => l.args.newTotalClaimed! > total)) {
+        return { kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed', message: 'the channel claimed a larger total first: this increment was never claimed on its own', txHash: null };
+      }
+      // State ahead of the logs (a node mid-block, a lagging log backend): our own claim may be the one that reached
+      // it. Only a larger claim in the logs is a verdict; "failed" here would record a paid claim as unpaid.
+      return { kind: 'pending' };
     }
   } else if (state.refundNonce > BigInt(op.refundNonce!)) {
     const logs = await client.getLogs({ address: BATCH_SETTLEMENT, event: refundedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number });
