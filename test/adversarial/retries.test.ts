@@ -10,6 +10,8 @@ import { rpcCall } from '../../src/chain/rpc.js';
 import { readPaymentRequired, readSettlement, signPayment } from '../../src/x402/client.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer, nonceOf, transfersForNonce } from '../x402/support.js';
+import { batchBuyer, channelOf, channelState, NETWORK, startBatchSeller } from '../facilitator/batch-support.js';
+import { relayerState } from '../facilitator/permit2-support.js';
 import { paymentsTo, checkLedger, reportTally } from './support.js';
 
 let app: TestApp;
@@ -65,6 +67,36 @@ describe('an honest payer whose answer was lost', () => {
     expect(readSettlement((name) => again.headers.get(name)).transaction).toBe(settlement.transaction);
     expect(await transfersForNonce(app, payer.address, nonceOf(payload))).toBe(1);
     expect(paid).toBe(1);
+  });
+});
+
+describe('a seller whose batch-settlement claim was answered pending', () => {
+  it("retries the same claim with the official channel manager after it mined and gets the one success; nothing is sent again", async () => {
+    const seller = await startBatchSeller(app, '1000');
+    try {
+      const payer = await fundedPayer(app, '1');
+      const buyer = batchBuyer(app, payer);
+      for (let i = 0; i < 2; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
+      const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
+      const before = await relayerState(app);
+      const rpc = app.ctx.chain.rpcUrl;
+      await rpcCall(rpc, 'evm_setAutomine', [false]);
+      try {
+        await expect(manager.claim()).rejects.toThrow(/settlement_pending|pending/);
+      } finally {
+        await rpcCall(rpc, 'evm_setAutomine', [true]);
+      }
+      await rpcCall(rpc, 'evm_mine', []);
+      const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+      expect((await channelState(app, channelId)).totalClaimed).toBe(2000n);
+      // The manager still holds the vouchers as unclaimed and sends the same claim again: it is told the claim paid.
+      const [retried] = await manager.claim();
+      expect(retried!.vouchers).toBe(1);
+      expect((await app.ctx.chain.publicClient.getTransactionReceipt({ hash: retried!.transaction as `0x${string}` })).status).toBe('success');
+      expect((await relayerState(app)).sent - before.sent).toBe(1);
+    } finally {
+      await seller.close();
+    }
   });
 });
 

@@ -83,6 +83,8 @@ export class BatchClaims {
       return this.#held(await Promise.all(keys.map((key) => this.ports.ledger.find(key))), hash, requirements);
     }
     const owned = claimed.map((c) => (c as { row: SettlementRow }).row);
+    // Answered pending, this call says no success: when the chain gives it, it is the same claim's retry's.
+    const disown = () => Promise.all(owned.map((row) => this.ports.ledger.disown(row, row.claimToken)));
     const data = encodeFunctionData({ abi: batchAbi, functionName: 'claimWithSignature', args: [contractClaims(rows.map((r) => r.claim)), claimAuthorizerSignature as Hex] });
     const call = newCallContext();
     let txHash: Hash;
@@ -93,6 +95,7 @@ export class BatchClaims {
     } catch (error) {
       if (error instanceof BroadcastUncertainError) {
         await Promise.all(owned.map((row) => this.ports.ledger.recordBroadcast(row, error.hash)));
+        await disown();
         return failure(network, Reason.settlementPending, 'the claim may have been sent; retry the same claim', undefined, error.hash);
       }
       await release();
@@ -107,6 +110,7 @@ export class BatchClaims {
       receipt = { status: mined.status, logs: (mined as { logs?: readonly Log[] }).logs ?? [] };
     } catch {
       // Not known yet: the rows stay open for the reconciler; the same claim again is answered from them.
+      await disown();
       return failure(network, Reason.settlementPending, 'claim sent; outcome not known yet, retry the same claim', undefined, txHash);
     }
     // Each increment by its own Claimed event: a row the chain skipped (claimed higher meanwhile) paid nothing.
