@@ -127,7 +127,11 @@ export class SettlementLedger {
     );
     // The claimed rows join the open list in the same statement.
     const listed = this.db.$with('listed').as(
-      this.db.insert(x402SettlementsOpen).select(this.db.select({ network: claimed.network, asset: claimed.asset, payer: claimed.payer, nonce: claimed.nonce }).from(claimed)),
+      this.db
+        .insert(x402SettlementsOpen)
+        .select(this.db.select({ network: claimed.network, asset: claimed.asset, payer: claimed.payer, nonce: claimed.nonce }).from(claimed))
+        // A leftover entry (none is expected) must not fail the claim.
+        .onConflictDoNothing(),
     );
     const inserted = await this.db.with(claimed, listed).select().from(claimed);
     const byToken = new Map(inserted.map((row) => [row.claimToken, row]));
