@@ -1,6 +1,6 @@
 // The settlement ledger's queries. Every state change is a conditional update on the open states,
 // so a settle, its retries and the reconciler can race and still agree on one final row.
-import { and, asc, eq, getTableColumns, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, exists, type Column, getTableColumns, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
 import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.js';
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
@@ -8,7 +8,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
-import { x402Settlements, type SettlementRow } from '../tables.js';
+import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
 
 export interface SettlementKey {
   network: string;
@@ -118,11 +118,22 @@ export class SettlementLedger {
     const now = this.clock.now();
     // In key order, so two nodes' batches lock shared keys in the same order (no deadlock between them).
     const ordered = [...rows].sort((a, b) => (keyString(a) < keyString(b) ? -1 : 1));
-    const inserted = await this.db
-      .insert(x402Settlements)
-      .values(ordered.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
-      .onConflictDoNothing()
-      .returning();
+    const claimed = this.db.$with('claimed').as(
+      this.db
+        .insert(x402Settlements)
+        .values(ordered.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
+        .onConflictDoNothing()
+        .returning(),
+    );
+    // The claimed rows join the open list in the same statement.
+    const listed = this.db.$with('listed').as(
+      this.db
+        .insert(x402SettlementsOpen)
+        .select(this.db.select({ network: claimed.network, asset: claimed.asset, payer: claimed.payer, nonce: claimed.nonce }).from(claimed))
+        // A leftover entry (none is expected) must not fail the claim.
+        .onConflictDoNothing(),
+    );
+    const inserted = await this.db.with(claimed, listed).select().from(claimed);
     const byToken = new Map(inserted.map((row) => [row.claimToken, row]));
     return rows.map((row) => byToken.get(row.claimToken) ?? null);
   }
@@ -261,8 +272,9 @@ export class SettlementLedger {
       sql`, `,
     );
     const now = this.clock.now();
-    const updated = await this.db
-      .update(x402Settlements)
+    const finished = this.db.$with('finished').as(
+      this.db
+        .update(x402Settlements)
       .set({
         status: sql`v.status`,
         txHash: sql`v.tx`,
@@ -275,30 +287,39 @@ export class SettlementLedger {
       })
       .from(sql`(values ${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response)`)
       .where(and(matchesValues, inArray(x402Settlements.status, OPEN)))
-      .returning(getTableColumns(x402Settlements));
+      .returning(getTableColumns(x402Settlements)),
+    );
+    // A finished row leaves the open list in the same statement.
+    const unlisted = this.db.$with('unlisted').as(this.db.delete(x402SettlementsOpen).where(exists(this.db.select({ one: sql`1` }).from(finished).where(sameKey(finished)))));
+    const updated = await this.db.with(finished, unlisted).select().from(finished);
     const byKeyString = new Map(updated.map((row) => [keyString(row), row]));
     return calls.map(({ key }, i) => (first.get(keyString(key)) === i ? (byKeyString.get(keyString(key)) ?? null) : null));
   }
 
   /** Drops a claim that provably broadcast nothing, so a retry starts clean. */
   async release(key: SettlementKey, claimToken: string): Promise<void> {
+    const released = this.db.$with('released').as(
+      this.db
+        .delete(x402Settlements)
+        .where(and(byKey(key), eq(x402Settlements.claimToken, claimToken), eq(x402Settlements.status, 'claimed'), isNull(x402Settlements.txHash)))
+        .returning({ network: x402Settlements.network, asset: x402Settlements.asset, payer: x402Settlements.payer, nonce: x402Settlements.nonce }),
+    );
     await this.db
-      .delete(x402Settlements)
-      .where(
-        and(
-          byKey(key),
-          eq(x402Settlements.claimToken, claimToken),
-          eq(x402Settlements.status, 'claimed'),
-          isNull(x402Settlements.txHash),
-        ),
-      );
+      .with(released)
+      .delete(x402SettlementsOpen)
+      .where(exists(this.db.select({ one: sql`1` }).from(released).where(sameKey(released))));
   }
 
-  /** Open rows untouched since `before`, oldest first: the reconciler's work list. */
+  /**
+   * Open rows untouched since `before`, oldest first: the reconciler's work list. It reads the open list
+   * (x402_settlements_open), so a tick costs what is open, not what has settled; the few open rows are
+   * sorted in memory (updated_at has no index: an index on it would keep every update from being HOT).
+   */
   async listOpen(before: Date, limit: number): Promise<SettlementRow[]> {
     return this.db
-      .select()
-      .from(x402Settlements)
+      .select(getTableColumns(x402Settlements))
+      .from(x402SettlementsOpen)
+      .innerJoin(x402Settlements, sameKey(x402Settlements))
       .where(and(inArray(x402Settlements.status, OPEN), lt(x402Settlements.updatedAt, before)))
       .orderBy(asc(x402Settlements.updatedAt))
       .limit(limit);
@@ -336,6 +357,15 @@ const matchesValues: SQL = and(
   eq(x402Settlements.payer, sql`v.payer`),
   eq(x402Settlements.nonce, sql`v.nonce`),
 )!;
+
+/** An open-list row is the one named by `rows` (a statement's RETURNING, or the settlements table). */
+const sameKey = (rows: Record<keyof SettlementKey, Column>): SQL =>
+  and(
+    eq(x402SettlementsOpen.network, rows.network),
+    eq(x402SettlementsOpen.asset, rows.asset),
+    eq(x402SettlementsOpen.payer, rows.payer),
+    eq(x402SettlementsOpen.nonce, rows.nonce),
+  )!;
 
 /** Who a settled row's success is for in chain_payment_uses: its payment-identifier, else its authorization. */
 const claimantOf = (row: SettlementRow, paymentId: string | null) => (paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row));
