@@ -70,7 +70,7 @@ export const x402Settlements = pgTable(
     // One payload per payment-identifier id (scoped by payer): another payload under it is a conflict.
     uniqueIndex('x402_settlements_payment_id_idx').on(t.payer, t.paymentId).where(sql`${t.paymentId} is not null`),
     // No index covers a column an update changes (status, tx_hash, updated_at, claimed_at, the answer mark...):
-    // every update after the claim stays HOT (fillfactor 70, migration 0042). The reconciler's work list is
+    // every update after the claim stays HOT (fillfactor 50, migration 0042). The reconciler's work list is
     // x402_settlements_open below, not an index here.
   ],
 );
