@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError, unauthorized } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import type { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
@@ -60,7 +61,7 @@ export class AgentPayments {
    * refusal tells the model why and what remains (the budget, the policy's limits), never the wallet's
    * `maxPayment`, which the model did not set.
    */
-  async pay(agentId: string, presentedToken: string, input: ToolPayment) {
+  async pay(agentId: string, presentedToken: string, input: ToolPayment, caller?: Caller) {
     const agent = await this.store.byId(agentId);
     const instance = agent && (await this.store.instanceOf(agentId));
     // Only the agent's current runtime: its token opens from the instance row.
@@ -92,7 +93,7 @@ export class AgentPayments {
           maxPayment: { network: this.ctx.chain.network, asset: this.ctx.chain.asset.address, amount: amount.toString() },
           ...(input.approvalId === undefined ? {} : { approvalId: input.approvalId }),
         },
-        hold.id,
+        { paymentId: hold.id, caller },
       );
     } catch (error) {
       await this.#follow(hold.id, await this.#outcome(walletId, hold.id));
