@@ -177,7 +177,7 @@ export class AgentPayments {
    * minimum comes before the rate, so a refused amount costs no part of the hour; the key names the payment
    * only once both passed, so a refused request binds nothing to its key.
    */
-  async withdraw(agent: AgentRow, input: { to: string; amount: string }, idempotencyKey: string | null) {
+  async withdraw(agent: AgentRow, input: { to: string; amount: string }, idempotencyKey: string | null, caller?: Caller) {
     if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.noWallet();
     const wallet = await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId);
     if (wallet.address && wallet.address.toLowerCase() === input.to.toLowerCase()) throw agentsErrors.withdrawToSelf();
@@ -195,7 +195,7 @@ export class AgentPayments {
       if (made) return { transfer: made };
       paymentId = named.paymentId;
     }
-    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input, paymentId) };
+    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input, paymentId, caller) };
   }
 
   /** The transfer a key's withdrawal already made (null: none yet); the key with another address or amount is refused. */

@@ -305,7 +305,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           async (request) => {
             const key = request.headers['idempotency-key'];
             if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{8,200}$/.test(key))) throw agentsErrors.invalidIdempotencyKey();
-            return envelope(await payments.withdraw(await agentOf(request), request.body, key ?? null));
+            return envelope(await payments.withdraw(await agentOf(request), request.body, key ?? null, callerOf(request)));
           },
         );
         // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the

@@ -49,7 +49,7 @@ declare module '../../context.js' {
      */
     walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, options?: { paymentId?: string; ceiling?: CredentialCeiling; caller?: Caller }): Promise<PayAndCallResult>;
     /** Sends `amount` of the chain's asset from a wallet to `to` (other modules: an agent's withdrawal). */
-    walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string): Promise<PaymentView>;
+    walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string, caller?: Caller): Promise<PaymentView>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
     walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
@@ -87,7 +87,7 @@ export const createWalletsModule =
     ctx.services.walletPayAndCall = async (walletId, credentialId, input, options) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, options);
     const transfer = new WalletTransfer(ctx, provider, reconciler);
     const permit2Approval = new Permit2Approval(ctx, provider);
-    ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId);
+    ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId, caller) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId, caller);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
