@@ -26,8 +26,8 @@ import { unsafeParameters } from './json-body.js';
 //   no object made per request).
 //
 // Each route gets its own hooks when it is registered (an onRoute hook), ahead of the route's own hooks, in
-// the order the instance-wide hooks they replace ran. Per-route data (the route pattern, its audit) is read then, not per
-// request: `request.routeOptions` builds a new object on every read.
+// the order the instance-wide hooks they replace ran. Per-route data (the route pattern, its audit) is read
+// then, not per request: `request.routeOptions` builds a new object on every read.
 // The not-found handler gets the same hooks (`notFoundHooks`), its route pattern being `unmatched`.
 
 export interface RouteHookDeps {

@@ -20,7 +20,6 @@ import { transferWithAuthorizationData } from './quick-check.js';
 import { ownWords, Reason } from './reasons.js';
 import type { FacilitatorSigner } from './signer.js';
 
-/** A settle's request, stored with its claim so a takeover can execute it after the claiming node died. */
 /** How a claimed row is sent: when its claim was asked, whether it was just simulated, the route that asked (the gas metric's label). */
 export interface ExecuteOptions {
   claimAskedAt: number;
@@ -28,6 +27,7 @@ export interface ExecuteOptions {
   route?: string;
 }
 
+/** A settle's request, stored with its claim so a takeover can execute it after the claiming node died. */
 export interface SettleRequest {
   payload: PaymentPayload;
   requirements: PaymentRequirements;
