@@ -49,7 +49,7 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
   // so re-validating every response with zod would only cost time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('principal', null);
-  // Every route's per-request work (x-request-id, CORS, the parameter guard, the request scope, audit rows,
+  // Every route's per-request work (x-request-id, CORS, the parameter guard, audit rows,
   // request metrics) in one hook per lifecycle phase, given to each route as it is registered.
   const routeHooks = { metrics: ctx.metrics.http(origin), audit: ctx.audit };
   installRouteHooks(app, routeHooks);

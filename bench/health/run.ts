@@ -66,8 +66,8 @@ try {
     { name: 'Tollgate GET /health', url: `${tollgate.origin}/health`, pid: tollgate.child.pid, ratios: [] as number[], cpuRatios: [] as number[] },
     ...(before ? [{ name: 'before: GET /health', url: `${before.origin}/health`, pid: before.child.pid, ratios: [] as number[], cpuRatios: [] as number[] }] : []),
   ];
-  // As in production after any real request, the request scope (AsyncLocalStorage, src/platform/request-context.ts)
-  // is on process-wide, whether or not /health itself runs in it: one request to a route that does.
+  // As in production, one request to another route first: a tree whose request context was an AsyncLocalStorage
+  // (before 46-2) then pays its async hooks process-wide, /health too.
   for (const server of [tollgate, before]) if (server) await fetch(`${server.origin}/ready`);
   // Warm all up (JIT, connection setup), then measure alternately.
   for (const side of sides) await load(side.url, { seconds: 2, connections });

@@ -1,8 +1,7 @@
-import type { FacilitatorClient } from '@x402/core/server';
 import type { Metrics } from '../platform/metrics.js';
-import { currentRoute } from '../platform/request-context.js';
 import type { Facilitator, FacilitatorObserver } from './facilitator/facilitator.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './server/errors.js';
+import type { CallerFacilitatorClient } from './server/facilitator-clients.js';
 
 // x402 metrics: what this process's facilitator answered (settlement outcomes, latency), how its relayer
 // keys stand (gas, nonce gap), and how long paid endpoints wait on whichever facilitator they use.
@@ -22,12 +21,12 @@ export function facilitatorObserver(metrics: Metrics): FacilitatorObserver {
   );
   const gas = metrics.counter(
     'tollgate_relayer_gas_spent_total',
-    "Gas our relayer's settlement transactions used, by the route that caused them (worker: a background loop) and outcome (settled, failed); a batch's gas is shared by its calls",
+    "Gas our relayer's settlement transactions used, by the route that caused them (worker: a background loop, or a settle whose caller named no route) and outcome (settled, failed); a batch's gas is shared by its calls",
     ['route', 'outcome'],
   );
   return {
-    gasSpent(used, outcome) {
-      gas.inc({ route: currentRoute() ?? 'worker', outcome }, Number(used));
+    gasSpent(used, outcome, route) {
+      gas.inc({ route: route ?? 'worker', outcome }, Number(used));
     },
     answered(operation, answer, seconds) {
       duration.observe({ operation, outcome: answer === 'error' ? 'error' : answer.ok ? 'ok' : 'rejected' }, seconds);
@@ -61,7 +60,7 @@ export function registerRelayerMetrics(metrics: Metrics, facilitator: Facilitato
  * operation and outcome: ok, rejected (a definitive no), unavailable (nothing happened), unknown (a settle
  * that may have happened).
  */
-export function observedFacilitatorClient(client: FacilitatorClient, metrics: Metrics, facilitator: 'local' | 'http'): FacilitatorClient {
+export function observedFacilitatorClient(client: CallerFacilitatorClient, metrics: Metrics, facilitator: 'local' | 'http'): CallerFacilitatorClient {
   const duration = facilitatorClientDuration(metrics);
   const timed = async <T>(operation: 'verify' | 'settle', call: Promise<T>, ok: (answer: T) => boolean): Promise<T> => {
     const end = duration.startTimer({ facilitator, operation });
@@ -75,8 +74,8 @@ export function observedFacilitatorClient(client: FacilitatorClient, metrics: Me
     }
   };
   return {
-    verify: (payload, requirements) => timed('verify', client.verify(payload, requirements), (answer) => answer.isValid),
-    settle: (payload, requirements) => timed('settle', client.settle(payload, requirements), (answer) => answer.success),
+    verify: (payload, requirements, caller) => timed('verify', client.verify(payload, requirements, caller), (answer) => answer.isValid),
+    settle: (payload, requirements, caller) => timed('settle', client.settle(payload, requirements, caller), (answer) => answer.success),
     getSupported: () => client.getSupported(),
   };
 }

@@ -1,7 +1,6 @@
 // Builds ctx.x402 and ctx.facilitator. Which facilitator a paid endpoint talks to:
 // FACILITATOR_URL when set; else this process's facilitator directly when the facilitator role runs
 // here; else HTTP to our own facilitator origin (PUBLIC_FACILITATOR_URL or its default port).
-import type { FacilitatorClient } from '@x402/core/server';
 import type { Logger } from 'pino';
 import type { ChainService } from '../chain/service.js';
 import type { Config } from '../config.js';
@@ -12,7 +11,7 @@ import type { Metrics } from '../platform/metrics.js';
 import { Facilitator, type FacilitatorOptions } from './facilitator/facilitator.js';
 import { SettlePolicy } from './facilitator/settle-policy.js';
 import { RateLimiter } from '../platform/rate-limiter.js';
-import { httpFacilitatorClient, localFacilitatorClient } from './server/facilitator-clients.js';
+import { httpFacilitatorClient, localFacilitatorClient, type CallerFacilitatorClient } from './server/facilitator-clients.js';
 import { PaymentUses } from '../chain/payment-uses.js';
 import { PaidRequests } from './server/paid-requests.js';
 import { X402Service } from './server/service.js';
@@ -80,8 +79,8 @@ export function createX402(deps: X402WiringDeps): X402Parts {
       : null;
   if (facilitator) registerRelayerMetrics(deps.metrics, facilitator);
   facilitatorClientDuration(deps.metrics);
-  let client: FacilitatorClient | null = null;
-  const facilitatorClient = (): FacilitatorClient => {
+  let client: CallerFacilitatorClient | null = null;
+  const facilitatorClient = (): CallerFacilitatorClient => {
     if (client) return client;
     if (!config.facilitatorUrl && facilitator && deps.roles.includes('facilitator')) {
       client = observedFacilitatorClient(localFacilitatorClient(facilitator), deps.metrics, 'local');

@@ -6,7 +6,6 @@ import type { Executor } from '../../platform/db.js';
 import { errorBody } from '../../platform/http/render.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
-import { currentRequestId } from '../../platform/request-context.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import type { ChatStore, TranscriptEntry } from './chat-store.js';
 import { agentsErrors } from './errors.js';
@@ -65,6 +64,8 @@ export interface PaidTurnOptions {
   turnId: string;
   maxTokens: number;
   end: (tx: Executor, tokens: number, result: ChatResult) => Promise<void>;
+  /** The request that bought the turn (its X-Request-Id): stored with the turn, sent to the runtime. */
+  requestId?: string;
 }
 
 /** A transcript entry a user reads as a message: not a tool result, not a bare tool call. */
@@ -93,8 +94,9 @@ export class AgentChat {
     private readonly payments: AgentPayments,
   ) {}
 
-  async chat(agent: AgentRow, body: ChatBody): Promise<ChatResult> {
-    return this.#run(await this.#prepare(agent, body));
+  /** `requestId`: the request that asked (its X-Request-Id), stored with the turn and sent to the runtime. */
+  async chat(agent: AgentRow, body: ChatBody, requestId?: string): Promise<ChatResult> {
+    return this.#run(await this.#prepare(agent, body, requestId));
   }
 
   /**
@@ -103,7 +105,7 @@ export class AgentChat {
    * tokens cost, with its answer, in the transaction that completes it. A failure throws as chat() does.
    */
   async paidTurn(agent: AgentRow, body: ChatBody, paid: PaidTurnOptions): Promise<ChatResult> {
-    return this.#run(await this.#prepare(agent, body, paid), paid.end);
+    return this.#run(await this.#prepare(agent, body, paid.requestId, paid), paid.end);
   }
 
   async #run(turn: PreparedTurn, end?: PaidTurnOptions['end']): Promise<ChatResult> {
@@ -128,8 +130,8 @@ export class AgentChat {
    * first chunk (the agent, the budget, the provider) are plain error answers. A client that goes away does
    * not stop the turn: it completes into the history.
    */
-  async stream(agent: AgentRow, body: ChatBody, reply: FastifyReply): Promise<void> {
-    const turn = await this.#prepare(agent, body);
+  async stream(agent: AgentRow, body: ChatBody, reply: FastifyReply, requestId?: string): Promise<void> {
+    const turn = await this.#prepare(agent, body, requestId);
     let response: Response;
     try {
       response = await this.runtime.send(turn.instance, { ...turn.request, accept: 'text/event-stream' });
@@ -212,7 +214,7 @@ export class AgentChat {
     if (failed.length > 0) this.ctx.log.warn({ turns: failed.map((t) => t.id) }, 'agent turns interrupted (their node stopped): failed');
   }
 
-  async #prepare(agent: AgentRow, body: ChatBody, paid?: PaidTurnOptions): Promise<PreparedTurn> {
+  async #prepare(agent: AgentRow, body: ChatBody, askedBy: string | undefined, paid?: PaidTurnOptions): Promise<PreparedTurn> {
     if (this.#stopping) throw agentsErrors.serviceStopping();
     if (agent.status !== 'running') throw agentsErrors.notRunning(agent.status);
     const [instance, [key], history] = await Promise.all([this.store.instanceOf(agent.id), this.store.providerKeys(agent.id), paid ? [] : this.chats.context(agent.id, body.session)]);
@@ -231,7 +233,7 @@ export class AgentChat {
     const transcript = [...system, ...trimToContext([...history, ...added])];
     // The turn and the user's messages are stored before the model is called: a crash from here on leaves them.
     const id = paid?.turnId ?? newId();
-    const requestId = currentRequestId() ?? null;
+    const requestId = askedBy ?? null;
     await this.chats.beginTurn({ id, agentId: agent.id, session: body.session, requestId }, added, this.ctx.clock.now());
     const controller = new AbortController();
     this.#begin(id, controller);

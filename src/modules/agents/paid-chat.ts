@@ -112,7 +112,7 @@ export class PaidChat {
       payTo: terms.payTo,
       maxTimeoutSeconds: PERMIT_SECONDS,
     };
-    const result = await this.ctx.x402.chargeUsage(request, resource, (maximum, _recordId, key) => this.#use(agent, messages, terms, maximum, key));
+    const result = await this.ctx.x402.chargeUsage(request, resource, (maximum, _recordId, key) => this.#use(agent, messages, terms, maximum, key, request.id));
     if (!result.paid) return { paid: false, result };
     const turn = (await this.store.find(result.key))!;
     if (turn.status !== 'completed') {
@@ -128,7 +128,7 @@ export class PaidChat {
    * What the permit's turn used: runs it the first time (its row, keyed by the permit, inserted before it begins, so
    * two requests with one permit run one turn), else reads what it cost. A turn that failed costs nothing.
    */
-  async #use(agent: AgentRow, messages: ChatResult['message'][], terms: Terms, maximum: bigint, key: PermitKey): Promise<bigint> {
+  async #use(agent: AgentRow, messages: ChatResult['message'][], terms: Terms, maximum: bigint, key: PermitKey, requestId: string): Promise<bigint> {
     const turnId = newId();
     const opened = await this.store.open({ ...key, agentId: agent.id, turnId, pricePer1kTokens: terms.pricePer1kTokens.toString(), maxTokens: terms.maxTokens, maximum: maximum.toString(), payTo: terms.payTo }, this.ctx.clock.now());
     if (!opened) return this.#usedBy((await this.store.find(key))!);
@@ -136,6 +136,7 @@ export class PaidChat {
     try {
       await this.chat.paidTurn(agent, { messages, session: `x402:${key.payer}` }, {
         turnId,
+        requestId,
         maxTokens: terms.maxTokens,
         end: async (tx, tokens, result) => {
           await this.store.complete(tx, key, { tokens, amount: costOf(tokens, terms.pricePer1kTokens, maximum, this.ctx.config.facilitatorLimits.minSettleAmount), answer: result }, this.ctx.clock.now());

@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError, unauthorized } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { BackgroundLoop } from '../../platform/jobs.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import type { ChatStore } from './chat-store.js';
 import { agentsErrors } from './errors.js';
@@ -60,7 +61,7 @@ export class AgentPayments {
    * refusal tells the model why and what remains (the budget, the policy's limits), never the wallet's
    * `maxPayment`, which the model did not set.
    */
-  async pay(agentId: string, presentedToken: string, input: ToolPayment) {
+  async pay(agentId: string, presentedToken: string, input: ToolPayment, caller?: Caller) {
     const agent = await this.store.byId(agentId);
     const instance = agent && (await this.store.instanceOf(agentId));
     // Only the agent's current runtime: its token opens from the instance row.
@@ -92,7 +93,7 @@ export class AgentPayments {
           maxPayment: { network: this.ctx.chain.network, asset: this.ctx.chain.asset.address, amount: amount.toString() },
           ...(input.approvalId === undefined ? {} : { approvalId: input.approvalId }),
         },
-        hold.id,
+        { paymentId: hold.id, caller },
       );
     } catch (error) {
       await this.#follow(hold.id, await this.#outcome(walletId, hold.id));
@@ -176,7 +177,7 @@ export class AgentPayments {
    * minimum comes before the rate, so a refused amount costs no part of the hour; the key names the payment
    * only once both passed, so a refused request binds nothing to its key.
    */
-  async withdraw(agent: AgentRow, input: { to: string; amount: string }, idempotencyKey: string | null) {
+  async withdraw(agent: AgentRow, input: { to: string; amount: string }, idempotencyKey: string | null, caller?: Caller) {
     if (agent.type !== 'runtime_b' || !agent.walletId || !agent.walletCredentialId) throw agentsErrors.noWallet();
     const wallet = await this.ctx.services.wallets.get(AGENTS_WALLET_OWNER, agent.walletId);
     if (wallet.address && wallet.address.toLowerCase() === input.to.toLowerCase()) throw agentsErrors.withdrawToSelf();
@@ -194,7 +195,7 @@ export class AgentPayments {
       if (made) return { transfer: made };
       paymentId = named.paymentId;
     }
-    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input, paymentId) };
+    return { transfer: await this.ctx.services.walletTransfer(agent.walletId, agent.walletCredentialId, input, paymentId, caller) };
   }
 
   /** The transfer a key's withdrawal already made (null: none yet); the key with another address or amount is refused. */

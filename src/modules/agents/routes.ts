@@ -6,6 +6,7 @@ import { principalOf } from '../../platform/auth/authenticator.js';
 import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import { callerOf } from '../../platform/request-context.js';
 import type { Module } from '../module.js';
 import {
   agentIdParams,
@@ -236,8 +237,8 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           },
           async (request, reply) => {
             const agent = await agentOf(request);
-            if (!wantsEvents(request)) return envelope(await chat.chat(agent, request.body));
-            await chat.stream(agent, request.body, reply);
+            if (!wantsEvents(request)) return envelope(await chat.chat(agent, request.body, request.id));
+            await chat.stream(agent, request.body, reply, request.id);
             return reply;
           },
         );
@@ -304,7 +305,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           async (request) => {
             const key = request.headers['idempotency-key'];
             if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{8,200}$/.test(key))) throw agentsErrors.invalidIdempotencyKey();
-            return envelope(await payments.withdraw(await agentOf(request), request.body, key ?? null));
+            return envelope(await payments.withdraw(await agentOf(request), request.body, key ?? null, callerOf(request)));
           },
         );
         // The runtime's own route (runtime_b's tool), authenticated by its token, not a user's: kept out of the
@@ -314,7 +315,7 @@ export const createAgentsModule = (options: AgentsModuleOptions = {}) => (ctx: A
           { schema: { hide: true, params, body: toolPaymentBody } },
           async (request) => {
             const token = (request.headers.authorization ?? '').replace(/^Bearer /, '');
-            return envelope(await payments.pay(request.params.agentId, token, request.body));
+            return envelope(await payments.pay(request.params.agentId, token, request.body, callerOf(request)));
           },
         );
       },

@@ -6,6 +6,7 @@ import { principalOf } from '../../platform/auth/authenticator.js';
 import { sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import { callerOf } from '../../platform/request-context.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { toApiError } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
@@ -101,7 +102,7 @@ export function creditsModule(ctx: AppContext): Module {
             const userId = principalOf(request, 'identity').userId;
             // With an Idempotency-Key the top-up takes the key's stable id: a repeat signed anew credits nothing more.
             return sendIdempotent(ctx.idempotency, request, reply, 'credits.top-up', async (attempt) => {
-              const answer = await topUps.topUp(userId, request.body.amountUsdCents, payment, attempt?.id);
+              const answer = await topUps.topUp(userId, request.body.amountUsdCents, payment, attempt?.id, callerOf(request));
               const headers: Record<string, string> = { 'cache-control': 'no-store' };
               if (answer.settlement) headers['payment-response'] = headers['x-payment-response'] = ctx.x402.encodePaymentResponse(answer.settlement);
               if (answer.status === 402) {

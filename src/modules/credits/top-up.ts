@@ -2,6 +2,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId } from '../../platform/ids.js';
+import type { Caller } from '../../platform/request-context.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { FacilitatorUnavailableError } from '../../x402/server/errors.js';
 import { NO_MATCH } from '../../x402/server/charge.js';
@@ -40,7 +41,7 @@ export class TopUpService {
   ) {}
 
   /** `topUpId`: an Idempotency-Key's stable id: the top-up made under it is answered again, never made twice. */
-  async topUp(userId: string, amountUsdCents: number, paymentHeader: PaymentPayload | null, topUpId?: string): Promise<TopUpAnswer> {
+  async topUp(userId: string, amountUsdCents: number, paymentHeader: PaymentPayload | null, topUpId?: string, caller?: Caller): Promise<TopUpAnswer> {
     if (!this.payTo) throw creditsErrors.unavailable();
     const challenge = this.ctx.x402.paymentRequired(this.resource(amountUsdCents), 'Payment required');
     if (!paymentHeader) return { status: 402, paymentRequired: challenge };
@@ -67,13 +68,13 @@ export class TopUpService {
     });
     if (!claimed) return this.existing(userId, await this.store.topUpByAuthorization(key.network, key.asset, key.payer, key.nonce));
     crashPoint('credits.after-claim');
-    return this.settle(claimed, paymentHeader, requirements, challenge);
+    return this.settle(claimed, paymentHeader, requirements, challenge, caller);
   }
 
-  private async settle(topUp: TopUpRow, payload: PaymentPayload, requirements: PaymentRequirements, challenge: PaymentRequired): Promise<TopUpAnswer> {
+  private async settle(topUp: TopUpRow, payload: PaymentPayload, requirements: PaymentRequirements, challenge: PaymentRequired, caller: Caller | undefined): Promise<TopUpAnswer> {
     let outcome;
     try {
-      outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(topUp.id, topUp.nonce));
+      outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(topUp.id, topUp.nonce), caller);
       crashPoint('credits.after-settle');
     } catch (error) {
       // After the claim, an exception says nothing about what reached the chain: the reconciler decides.

@@ -7,6 +7,7 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { getAddress, isAddress } from 'viem';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
 
@@ -48,10 +49,10 @@ export class PublicFacilitatorPolicy {
    * engine's (every path spends them). Only a payment that verifies now is counted (the one kind that can
    * spend gas): a forged payload cannot use up someone's budget.
    */
-  async chargeOwners(payload: PaymentPayload, requirements: PaymentRequirements): Promise<void> {
+  async chargeOwners(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<void> {
     const owners = await this.ctx.services.projects.merchantOwnersOf(getAddress(requirements.payTo));
     if (owners.length === 0) return;
-    const verdict = await this.facilitator.verify(payload, requirements);
+    const verdict = await this.facilitator.verify(payload, requirements, caller);
     if (!verdict.isValid) return;
     const { settlePerOwner, windowSeconds } = this.ctx.config.facilitatorLimits;
     const byOwner = await this.ctx.rateLimiter.hitMany(

@@ -4,6 +4,7 @@ import { ChainUnavailableError } from '../../chain/errors.js';
 import { ApiError, tooManyRequests } from '../../platform/http/errors.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
+import { callerOf } from '../../platform/request-context.js';
 import { ChainSettlementReconciler } from '../../x402/facilitator/chain-reconciler.js';
 import type { Facilitator } from '../../x402/facilitator/facilitator.js';
 import { GasFloatLowError } from '../../x402/facilitator/gas-float.js';
@@ -103,7 +104,7 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
       const refused = await policy.terms(parsed.payload, parsed.requirements);
       if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message };
       try {
-        return await facilitator.verify(parsed.payload, parsed.requirements);
+        return await facilitator.verify(parsed.payload, parsed.requirements, callerOf(request));
       } catch (error) {
         throw unavailable(error);
       }
@@ -147,8 +148,9 @@ function routes(app: ZodApp, ctx: AppContext, facilitator: Facilitator) {
       try {
         // Anyone can call this door: it stops at a higher float than our own modules' settles.
         await facilitator.requireFloat('public');
-        await policy.chargeOwners(parsed.payload, parsed.requirements);
-        const result = await facilitator.settle(parsed.payload, parsed.requirements);
+        const caller = callerOf(request);
+        await policy.chargeOwners(parsed.payload, parsed.requirements, caller);
+        const result = await facilitator.settle(parsed.payload, parsed.requirements, caller);
         // x402 payment-identifier: the same id with another payload is a 409 Conflict.
         return reply.code(result.errorReason === Reason.paymentIdentifierConflict ? 409 : 200).send(result);
       } catch (error) {

@@ -24,8 +24,8 @@ export function paymentRailOf(ctx: AppContext): PaymentRail {
       }
     },
     select: (paymentRequired, payload) => x402.match(paymentRequired, payload),
-    verify: (payload, requirements) => x402.verify(payload, requirements),
-    settle: (payload, requirements, record) => x402.settle(payload, requirements, record),
+    verify: (payload, requirements, caller) => x402.verify(payload, requirements, caller),
+    settle: (payload, requirements, record, caller) => x402.settle(payload, requirements, record, caller),
     encodeResponse: (response) => x402.encodePaymentResponse(response),
   };
 }

@@ -2,6 +2,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import type { Caller } from '../../platform/request-context.js';
 import { intentErrors } from './errors.js';
 import { authorizationOf, refusedBeforeTransfer, type Charge, type PaymentRail, type SignedAuthorization } from './payments.js';
 import type { SettleOutcome } from '../../x402/server/payment-steps.js';
@@ -22,6 +23,8 @@ export interface PayRequest {
   /** PAYMENT-SIGNATURE, else X-PAYMENT. */
   paymentHeader: string | null;
   clientAddress: string;
+  /** The request that asked: its id goes to the facilitator, its route labels the settle's gas. */
+  caller?: Caller;
 }
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -65,7 +68,7 @@ export class PayService {
     const requirements = this.rail.select(paymentRequired, payload);
     if (!requirements) return this.challenge(charge, 'No matching payment requirements');
 
-    const verified = await this.rail.verify(payload, requirements);
+    const verified = await this.rail.verify(payload, requirements, request.caller);
     if (verified.kind === 'unavailable') throw intentErrors.facilitatorUnavailable();
     if (verified.kind === 'invalid') {
       // A concurrent pay of this same authorization may have claimed it while we verified (the
@@ -86,7 +89,7 @@ export class PayService {
     }
     if (claim === 'not_pending') return this.afterLostClaim(intent.id);
     crashPoint('intent.after-claim');
-    return this.settle(intent, charge, { id: authorizationId, payer: authorization.payer }, payload, requirements);
+    return this.settle(intent, charge, { id: authorizationId, payer: authorization.payer }, payload, requirements, request.caller);
   }
 
   private async settle(
@@ -95,10 +98,11 @@ export class PayService {
     authorization: { id: string; payer: string },
     payload: PaymentPayload,
     requirements: PaymentRequirements,
+    caller: Caller | undefined,
   ): Promise<PayAnswer> {
     let outcome: SettleOutcome;
     try {
-      outcome = await this.rail.settle(payload, requirements, settlementRecordOf(authorization.id));
+      outcome = await this.rail.settle(payload, requirements, settlementRecordOf(authorization.id), caller);
       crashPoint('intent.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.

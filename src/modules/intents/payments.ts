@@ -1,6 +1,7 @@
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { getAddress, isAddress } from 'viem';
 import { z } from 'zod';
+import type { Caller } from '../../platform/request-context.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
 import type { SettleOutcome, VerifyOutcome } from '../../x402/server/payment-steps.js';
 
@@ -35,9 +36,10 @@ export interface PaymentRail {
   decode(header: string): PaymentPayload | null;
   /** The requirement of the challenge the payload answers exactly; null when none matches. */
   select(paymentRequired: PaymentRequired, payload: PaymentPayload): PaymentRequirements | null;
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome>;
+  /** `caller`, here and in settle: the request it is for (its id to the facilitator, its route on the gas metric). */
+  verify(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<VerifyOutcome>;
   /** `record` names the settle: its retries and the reconciler's claim on the chain agree on it. */
-  settle(payload: PaymentPayload, requirements: PaymentRequirements, record: string): Promise<SettleOutcome>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements, record: string, caller?: Caller): Promise<SettleOutcome>;
   /** PAYMENT-RESPONSE header value. */
   encodeResponse(response: SettleResponse): string;
 }

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
+import { callerOf } from '../../platform/request-context.js';
 import type { Module, ModuleFactory, ZodApp } from '../module.js';
 import { intentErrors } from './errors.js';
 import { intentAdminCommands } from './admin.js';
@@ -194,6 +195,7 @@ function intentsModuleWith(ctx: AppContext, options: IntentsModuleOptions): Modu
           intentId: request.params.intentId,
           paymentHeader: headerOf(request.headers['payment-signature']) ?? headerOf(request.headers['x-payment']),
           clientAddress: request.ip,
+          caller: callerOf(request),
         });
         reply.code(answer.status).headers(answer.headers);
         return answer.status === 402 ? reply.send(answer.body as z.infer<typeof paymentRequiredSchema>) : reply.send(answer.body);

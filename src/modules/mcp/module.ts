@@ -31,7 +31,7 @@ export function mcpModule(ctx: AppContext): Module {
         // Not a REST resource: kept out of the OpenAPI document (its own schemas are the tools').
         app.post('/mcp', { onRequest: credential, bodyLimit, schema: { hide: true } }, async (request, reply) => {
           const server = new McpServer({ name: 'tollgate-wallet', version: '1.0.0' }, { instructions: INSTRUCTIONS });
-          registerWalletTools(server, ctx, principalOf(request, 'wallet', 'oauth'));
+          registerWalletTools(server, ctx, principalOf(request, 'wallet', 'oauth'), request);
           const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
           // The transport writes the answer itself; what the hooks set so far (x-request-id, CORS) goes with it.
           reply.hijack();

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from '../../platform/http/errors.js';
 import { redactText } from '../../platform/log-redaction.js';
@@ -52,10 +52,10 @@ export function answered(structured: Record<string, unknown>, note?: string): Ca
  * A failure as a tool error. An ApiError the services threw is a refusal the agent can act on: its code is the
  * `reason`, its details ride along (a policy refusal's `rule`, the budget, the offers above maxPayment; a detail's
  * own `reason` becomes `cause`). Anything else is said only as `internal_error`. As the HTTP API does, what would
- * be a 5xx there goes to the log (the request id comes with it). The message is redacted as an HTTP error
+ * be a 5xx there goes to the request's log (its `reqId` comes with it). The message is redacted as an HTTP error
  * answer's is (errorBody): a quoted URL keeps its host only.
  */
-export function refused(error: unknown, log: Logger): CallToolResult {
+export function refused(error: unknown, log: FastifyBaseLogger): CallToolResult {
   if (!(error instanceof ApiError) || error.status >= 500) log.error({ err: error }, 'MCP tool failed');
   if (!(error instanceof ApiError)) return refusal({ reason: 'internal_error', message: 'Internal server error' });
   const details = isRecord(error.details) ? error.details : error.details === undefined ? {} : { details: error.details };

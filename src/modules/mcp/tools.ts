@@ -1,8 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import type { PrincipalOf } from '../../platform/auth/principal.js';
+import { callerOf } from '../../platform/request-context.js';
 import { ceilingSchema } from '../oauth/schemas.js';
 import { payAndCallBody, payAndCallResult, paymentSchema, paymentsQuery } from '../wallets/pay-schemas.js';
 import { approvalSchema, budgetLimitSchema, policySchema } from '../wallets/policy-schemas.js';
@@ -43,7 +45,8 @@ const payAndCallInput = payAndCallBody.extend({
 
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-export function registerWalletTools(server: McpServer, ctx: AppContext, principal: PrincipalOf<'wallet' | 'oauth'>): void {
+/** `request`: the MCP request these tools serve (its logger for failures, its id for pay-and-call's upstream). */
+export function registerWalletTools(server: McpServer, ctx: AppContext, principal: PrincipalOf<'wallet' | 'oauth'>, request: FastifyRequest): void {
   const { walletId, credentialId } = principal;
   const ceiling = principal.kind === 'oauth' ? principal.ceiling : undefined;
   const { wallets, walletPolicies } = ctx.services;
@@ -51,7 +54,7 @@ export function registerWalletTools(server: McpServer, ctx: AppContext, principa
     try {
       return await work();
     } catch (error) {
-      return refused(error, ctx.log);
+      return refused(error, request.log);
     }
   };
 
@@ -103,7 +106,7 @@ export function registerWalletTools(server: McpServer, ctx: AppContext, principa
     },
     ({ idempotencyKey, ...input }) =>
       run(async () => {
-        const pay = async (paymentId?: string) => ({ status: 200, body: await ctx.services.walletPayAndCall(walletId, credentialId, input, paymentId, ceiling) });
+        const pay = async (paymentId?: string) => ({ status: 200, body: await ctx.services.walletPayAndCall(walletId, credentialId, input, { paymentId, ceiling, caller: callerOf(request) }) });
         // Scoped to this wallet like the HTTP route's keys: the same key there is another request (409), never a second payment.
         const { body } = idempotencyKey
           ? await ctx.idempotency.run({ scope: `wallet:${walletId}`, key: idempotencyKey, operation: 'mcp.pay_and_call', request: input }, (attempt) => pay(attempt.id))

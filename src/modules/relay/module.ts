@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { directErrorSchema } from '../../platform/http/schemas.js';
 import { MemoryRateLimiter } from '../../platform/rate-limiter.js';
+import { callerOf } from '../../platform/request-context.js';
 import type { ModuleFactory, ZodApp } from '../module.js';
 import type { RelayAsset } from './credential.js';
 import { relayErrors } from './errors.js';
@@ -68,7 +69,7 @@ export const relayModule: ModuleFactory = (ctx) => {
         schema: { tags, summary: 'Validate a credential without broadcasting (advisory)', body, response: { 200: z.any().describe('{ success: true, accepted: true, method, intent, source, details }'), ...errors(400, 413, 422, 429, 500, 503) } },
       },
       async (request, reply) => {
-        const answer = await relay.validate(request.body);
+        const answer = await relay.validate(request.body, callerOf(request));
         return reply.code(answer.status as 200).send(answer.body);
       },
     );
@@ -86,7 +87,7 @@ export const relayModule: ModuleFactory = (ctx) => {
       },
       async (request, reply) => {
         const key = request.headers['idempotency-key'];
-        const answer = await relay.broadcast(typeof key === 'string' ? key : null, request.body);
+        const answer = await relay.broadcast(typeof key === 'string' ? key : null, request.body, callerOf(request));
         return reply.code(answer.status as 200).header('cache-control', 'no-store').send(answer.body);
       },
     );

@@ -7,6 +7,7 @@ import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
+import type { Caller } from '../../platform/request-context.js';
 import { GasFloatLowError } from '../../x402/facilitator/gas-float.js';
 import { Reason } from '../../x402/facilitator/reasons.js';
 import { parseRelayBody, relayReceipt, type RelayAsset, type RelayPayment } from './credential.js';
@@ -66,20 +67,21 @@ export class RelayService {
     private readonly options: RelayOptions,
   ) {}
 
-  async validate(body: unknown): Promise<RelayAnswer> {
+  /** `caller`: the request that asked (its id goes to the facilitator, its route labels the settle's gas). */
+  async validate(body: unknown, caller?: Caller): Promise<RelayAnswer> {
     const payment = this.parse(body);
-    await this.verify(payment);
+    await this.verify(payment, caller);
     return { status: 200, body: this.accepted(payment) };
   }
 
-  async broadcast(keyHeader: string | null, body: unknown): Promise<RelayAnswer> {
+  async broadcast(keyHeader: string | null, body: unknown, caller?: Caller): Promise<RelayAnswer> {
     const idempotencyKey = checkedKey(keyHeader);
     const payment = this.parse(body);
     // Anyone can call the relay: below the public gas floor it stops before our own modules' settles do.
     await this.ctx.facilitator?.requireFloat('public').catch((error: unknown) => {
       throw error instanceof GasFloatLowError ? relayErrors.gasLow(error.message) : relayErrors.unavailable();
     });
-    return this.attempt({ payer: payment.payer.toLowerCase(), idempotencyKey }, payment);
+    return this.attempt({ payer: payment.payer.toLowerCase(), idempotencyKey }, payment, caller);
   }
 
   /**
@@ -88,9 +90,9 @@ export class RelayService {
    * could otherwise hold that payer's key, or count against its capacity, for as long as its own
    * verification takes); then the payer's capacity; then the one INSERT that decides which request is first.
    */
-  private async attempt(key: RecordKey, payment: RelayPayment): Promise<RelayAnswer> {
+  private async attempt(key: RecordKey, payment: RelayPayment, caller: Caller | undefined): Promise<RelayAnswer> {
     const existing = await this.store.byKey(key);
-    if (existing) return this.repeat(existing, payment);
+    if (existing) return this.repeat(existing, payment, caller);
     await this.proveSigned(payment);
     // A guard against one payer's unbounded growth, not an exact quota: concurrent new keys may pass it together.
     const live = await this.store.liveOf(key.payer, this.options.capacityPerPayer);
@@ -101,17 +103,17 @@ export class RelayService {
       // Lost the race to create it: a concurrent request with this key is the first. (Two inserts of one
       // key and credential at once may trip either unique constraint first.)
       const first = await this.store.byKey(key);
-      if (first) return this.repeat(first, payment);
-      if (created === 'key_taken') return this.attempt(key, payment); // its record was discarded meanwhile
+      if (first) return this.repeat(first, payment, caller);
+      if (created === 'key_taken') return this.attempt(key, payment, caller); // its record was discarded meanwhile
       // Another key holds this credential: it is relayed (and answered) under that key only.
       throw relayErrors.rejected(422, 'authorization_already_used', 'This credential is being relayed, or was, under another Idempotency-Key');
     }
     crashPoint('relay.after-record');
-    return this.run(created, owner, payment, false);
+    return this.run(created, owner, payment, false, caller);
   }
 
   /** A key seen before: the same credential gets the same result (waiting for it if in flight); another is 409. */
-  private async repeat(record: BroadcastRow, payment: RelayPayment): Promise<RelayAnswer> {
+  private async repeat(record: BroadcastRow, payment: RelayPayment, caller: Caller | undefined): Promise<RelayAnswer> {
     if (record.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (let current: BroadcastRow | undefined = record; current; current = await this.store.byKey(record)) {
@@ -119,12 +121,12 @@ export class RelayService {
       if (current.fingerprint !== payment.fingerprint) throw relayErrors.idempotencyConflict();
       if (current.status === 'completed') return stored(current);
       const owner = newId();
-      if (await this.store.takeOver(current.id, this.options.takeoverAfterSeconds, owner)) return this.run(current, owner, payment, true);
+      if (await this.store.takeOver(current.id, this.options.takeoverAfterSeconds, owner)) return this.run(current, owner, payment, true, caller);
       if (Date.now() > deadline) throw relayErrors.inProgress();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Pruned or discarded meanwhile (its attempt changed nothing): this request is a first attempt again.
-    return this.attempt(record, payment);
+    return this.attempt(record, payment, caller);
   }
 
   /**
@@ -133,14 +135,14 @@ export class RelayService {
    * transaction, never settled again; and it is never discarded, since what that attempt did is not
    * known — a refusal leaves it for the next repeat to resolve.
    */
-  private async run(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
+  private async run(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean, caller: Caller | undefined): Promise<RelayAnswer> {
     try {
       if (resumed) {
         const resolved = await this.resolveFromChain(record, payment);
         if (resolved) return await this.complete(record, owner, resolved);
       }
-      await this.verify(payment);
-      return await this.settle(record, owner, payment, resumed);
+      await this.verify(payment, caller);
+      return await this.settle(record, owner, payment, resumed, caller);
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) {
         if (!resumed) {
@@ -155,9 +157,9 @@ export class RelayService {
     }
   }
 
-  private async settle(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean): Promise<RelayAnswer> {
+  private async settle(record: BroadcastRow, owner: string, payment: RelayPayment, resumed: boolean, caller: Caller | undefined): Promise<RelayAnswer> {
     const { payload, requirements } = this.x402Of(payment);
-    const outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(record.id, payment.authorization.nonce));
+    const outcome = await this.ctx.x402.settle(payload, requirements, settlementRecordOf(record.id, payment.authorization.nonce), caller);
     crashPoint('relay.after-settle');
     switch (outcome.kind) {
       case 'settled':
@@ -207,7 +209,7 @@ export class RelayService {
   }
 
   /** The checks only the chain can answer, by the facilitator engine: signature, balance, nonce unused, time. */
-  private async verify(payment: RelayPayment): Promise<void> {
+  private async verify(payment: RelayPayment, caller: Caller | undefined): Promise<void> {
     // The chain's time, not this node's: the token judges validBefore by its blocks.
     const now = Number(await this.ctx.chain.blockTime().catch(() => {
       throw relayErrors.unavailable();
@@ -216,7 +218,7 @@ export class RelayService {
       throw relayErrors.rejected(400, 'invalid_credential', `The authorization stays valid for more than ${MAX_TIMEOUT_SECONDS} s (validBefore ${payment.authorization.validBefore})`);
     }
     const { payload, requirements } = this.x402Of(payment);
-    const verdict = await this.ctx.x402.verify(payload, requirements);
+    const verdict = await this.ctx.x402.verify(payload, requirements, caller);
     if (verdict.kind === 'unavailable') throw relayErrors.unavailable();
     if (verdict.kind === 'invalid') throw verdictOf(verdict.reason, verdict.message);
   }

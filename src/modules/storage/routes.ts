@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrorSchema, envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import { callerOf } from '../../platform/request-context.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import type { ZodApp } from '../module.js';
 import type { Availability } from './availability.js';
@@ -77,6 +78,7 @@ export function storageRoutes({ ctx, store, uploads, reconciler, availability }:
             orderId: request.query.orderId ?? null,
             file,
             paymentHeader: headerOf(request.headers['payment-signature']) ?? headerOf(request.headers['x-payment']),
+            caller: callerOf(request),
           });
           reply.code(answer.status).headers(answer.headers);
           return answer.status === 402 ? reply.send(answer.body as z.infer<typeof paymentRequiredSchema>) : reply.send(envelope(answer.order));

@@ -3,6 +3,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402
 import type { AppContext } from '../../context.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import type { Caller } from '../../platform/request-context.js';
 import { eip3009PayloadSchema } from '../../x402/payload.js';
 import { PaymentHeaderError } from '../../x402/server/errors.js';
 import type { SettleOutcome } from '../../x402/server/payment-steps.js';
@@ -20,6 +21,8 @@ export interface UploadRequest {
   file: { bytes: Buffer; declaredType: string | null };
   /** PAYMENT-SIGNATURE, else X-PAYMENT. */
   paymentHeader: string | null;
+  /** The request that asked: its id goes to the facilitator, its route labels the settle's gas. */
+  caller?: Caller;
 }
 
 /** What the route sends: the 402 challenge (not an envelope) or the order, with their headers. */
@@ -78,7 +81,7 @@ export class UploadService {
     if (request.orderId !== null && order?.id !== request.orderId) throw storageErrors.orderNotFound();
     if (!order) order = await this.createOrder(keyHash, sha256, bytes, declaredType);
     if (order.fileSha256 !== sha256) throw storageErrors.changedFile();
-    return this.continueOrder(order, bytes, request.paymentHeader, order.quoteOpen);
+    return this.continueOrder(order, bytes, request.paymentHeader, order.quoteOpen, request.caller);
   }
 
   private async createOrder(keyHash: string, sha256: string, bytes: Buffer, declaredType: string | null): Promise<KeyedOrder> {
@@ -107,7 +110,7 @@ export class UploadService {
   }
 
   /** `quoteOpen` is the database's word on the quote, read with the order (false for a re-read: it is not awaiting payment then). */
-  private async continueOrder(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen = false): Promise<UploadAnswer> {
+  private async continueOrder(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen = false, caller?: Caller): Promise<UploadAnswer> {
     switch (order.status) {
       case 'fulfilled':
         // Past retention (the sweep has not moved it yet) it is expired, not served.
@@ -120,11 +123,11 @@ export class UploadService {
       case 'payment_pending':
         throw storageErrors.paymentPending();
       case 'awaiting_payment':
-        return this.pay(order, bytes, paymentHeader, quoteOpen);
+        return this.pay(order, bytes, paymentHeader, quoteOpen, caller);
     }
   }
 
-  private async pay(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen: boolean): Promise<UploadAnswer> {
+  private async pay(order: OrderRow, bytes: Buffer, paymentHeader: string | null, quoteOpen: boolean, caller: Caller | undefined): Promise<UploadAnswer> {
     await this.requireAvailable();
     if (!paymentHeader) {
       if (!quoteOpen) throw storageErrors.quoteExpired(order.quoteExpiresAt);
@@ -150,14 +153,14 @@ export class UploadService {
     if (claim === 'quote_expired') throw storageErrors.quoteExpired(order.quoteExpiresAt);
     if (claim === 'not_awaiting') return this.afterLostClaim(order, bytes);
     crashPoint('storage.after-claim');
-    return this.settle(order, payment, payload, requirements, bytes);
+    return this.settle(order, payment, payload, requirements, bytes, caller);
   }
 
-  private async settle(order: OrderRow, payment: PendingPayment, payload: PaymentPayload, requirements: PaymentRequirements, bytes: Buffer): Promise<UploadAnswer> {
+  private async settle(order: OrderRow, payment: PendingPayment, payload: PaymentPayload, requirements: PaymentRequirements, bytes: Buffer, caller: Caller | undefined): Promise<UploadAnswer> {
     const x402 = this.deps.ctx.x402;
     let outcome: SettleOutcome;
     try {
-      outcome = await x402.settle(payload, requirements, settlementRecordOf(order.id, payment.nonce));
+      outcome = await x402.settle(payload, requirements, settlementRecordOf(order.id, payment.nonce), caller);
       crashPoint('storage.after-settle');
     } catch (error) {
       // An exception after the claim says nothing about what reached the chain.

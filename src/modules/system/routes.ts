@@ -40,9 +40,8 @@ export function systemModule(ctx: AppContext): Module {
   const health = (app: ZodApp, errorSchema: z.ZodType = directErrorSchema) => {
     app.get(
       '/health',
-      // Liveness answers from memory, logs nothing of its own: no request scope (src/platform/request-context.ts).
-      // Its body never changes, so it is serialized once; a plain (not async) handler makes no promise.
-      { config: { requestContext: false }, schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData), 500: errorSchema } } },
+      // Liveness answers from memory, logs nothing of its own. Its body never changes, so it is serialized once; a plain (not async) handler makes no promise.
+      { schema: { tags: ['system'], summary: 'Service health and build (liveness)', response: { 200: envelopeSchema(healthData), 500: errorSchema } } },
       (_request, reply) => {
         reply.type(JSON_TYPE).send(healthBody);
       },

@@ -44,6 +44,8 @@ export interface ChannelPayInput {
   resource: string;
   paidUrl: string;
   ceiling?: CredentialCeiling;
+  /** The request that asked (its X-Request-Id): with the payment's row and its log line. */
+  requestId?: string;
   /** Deposit exactly this (open, top-up); otherwise only what this call needs, within maxPayment. */
   deposit?: bigint;
   /** The paid retry: the same request with these extra headers, never redirected. */
@@ -155,7 +157,7 @@ export class ChannelPayments {
     if (earlier) await this.channels.setVoucherAside(earlier.id, nonce, this.ctx.clock.now());
     const row: PaymentRow = {
       ...pendingPaymentRow(
-        { id: paymentId, walletId: args.walletId, credentialId: args.credentialId, method: input.method, resource: args.resource, now: this.ctx.clock.now() },
+        { id: paymentId, walletId: args.walletId, credentialId: args.credentialId, method: input.method, resource: args.resource, requestId: args.requestId, now: this.ctx.clock.now() },
         { x402Version: args.challenge.x402Version, nonce, validBefore: '0' },
         requirement,
       ),
@@ -175,7 +177,7 @@ export class ChannelPayments {
       await this.store.failPayment(row.id, `signing_failed: ${error instanceof Error ? error.message : String(error)}`, this.ctx.clock.now());
       throw new ApiError(502, 'signing_failed', `x402 signing failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    this.ctx.log.info({ paymentId: row.id, walletId: args.walletId, channelId, cumulative: cumulative.toString(), deposit: deposit?.toString() }, 'pay-and-call sending a batch-settlement voucher');
+    this.ctx.log.info({ reqId: args.requestId, paymentId: row.id, walletId: args.walletId, channelId, cumulative: cumulative.toString(), deposit: deposit?.toString() }, 'pay-and-call sending a batch-settlement voucher');
 
     let paid: SafeResponse;
     try {

@@ -7,6 +7,7 @@ import { notFound } from '../../platform/http/errors.js';
 import { requireIdempotencyKey, sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
+import { callerOf, type Caller } from '../../platform/request-context.js';
 import { readChannel, type ChannelState } from '../../x402/facilitator/batch/chain.js';
 import type { ZodApp } from '../module.js';
 import type { ChannelClose } from './channel-close.js';
@@ -30,8 +31,8 @@ export function channelRoutes(app: ZodApp, deps: { ctx: AppContext; walletCreden
     return row;
   };
   /** Open and top-up are pay-and-calls that deposit: the channel they paid on is in the answer. */
-  const deposit = async (walletId: string, credentialId: string, input: Parameters<PayAndCall['run']>[2], amount: bigint, paymentId: string | undefined) => {
-    const result = await payAndCall.run(await wallets.payingWallet(walletId), credentialId, input, paymentId, undefined, amount);
+  const deposit = async (walletId: string, credentialId: string, input: Parameters<PayAndCall['run']>[2], amount: bigint, paymentId: string | undefined, caller: Caller) => {
+    const result = await payAndCall.run(await wallets.payingWallet(walletId), credentialId, input, { paymentId, deposit: amount, caller });
     if ('approval' in result) return { status: 202, body: envelope(result) };
     return { status: 200, body: envelope({ ...result, channel: await view(result.channel!) }) };
   };
@@ -65,7 +66,7 @@ export function channelRoutes(app: ZodApp, deps: { ctx: AppContext; walletCreden
       requireIdempotencyKey(request, MONEY);
       const principal = principalOf(request, 'wallet');
       const { deposit: amount, ...input } = request.body;
-      return sendIdempotent(ctx.idempotency, request, reply, 'wallets.channel-open', (attempt) => deposit(principal.walletId, principal.credentialId, input, BigInt(amount), attempt?.id));
+      return sendIdempotent(ctx.idempotency, request, reply, 'wallets.channel-open', (attempt) => deposit(principal.walletId, principal.credentialId, input, BigInt(amount), attempt?.id, callerOf(request)));
     },
   );
   app.post(
@@ -88,7 +89,7 @@ export function channelRoutes(app: ZodApp, deps: { ctx: AppContext; walletCreden
       const principal = principalOf(request, 'wallet');
       const channel = await ownChannel(principal.walletId, request.params.channelId);
       const input = { url: channel.url, method: 'GET' as const, maxPayment: request.body.maxPayment };
-      return sendIdempotent(ctx.idempotency, request, reply, 'wallets.channel-top-up', (attempt) => deposit(principal.walletId, principal.credentialId, input, BigInt(request.body.deposit), attempt?.id));
+      return sendIdempotent(ctx.idempotency, request, reply, 'wallets.channel-top-up', (attempt) => deposit(principal.walletId, principal.credentialId, input, BigInt(request.body.deposit), attempt?.id, callerOf(request)));
     },
   );
   app.post(

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError, conflict } from '../../platform/http/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId } from '../../platform/ids.js';
-import { currentRequestId } from '../../platform/request-context.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { SafeFetchOptions, SafeResponse } from '../../platform/safe-fetch.js';
 import { chooseRequirement, parseChallenge } from './challenge.js';
 import { ChannelPayments } from './channel-pay.js';
@@ -26,6 +26,16 @@ import { paymentView } from './views.js';
 const CLOSE_WAIT_MS = 10_000;
 
 export type SafeFetch = (url: string, options?: SafeFetchOptions) => Promise<SafeResponse>;
+
+/** What a pay-and-call is besides its input; see run(). */
+export interface PayAndCallOptions {
+  paymentId?: string;
+  ceiling?: CredentialCeiling;
+  /** Deposit exactly this into the seller's channel (open, top-up). */
+  deposit?: bigint;
+  /** The request that asked: its id goes upstream as X-Request-Id, with the payment's row and its log line. */
+  caller?: Caller;
+}
 
 
 /**
@@ -60,7 +70,8 @@ export class PayAndCall {
    * `paymentId`: the caller's (an Idempotency-Key's, an agent hold's): a payment already made under it is never made again.
    * `ceiling`: what the credential may pay in all (an OAuth grant's), checked with the policy before anything is signed.
    */
-  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling, deposit?: bigint): Promise<PayAndCallResult & { channel?: ChannelRow }> {
+  async run(wallet: WalletRow, credentialId: string, input: PayAndCallInput, options: PayAndCallOptions = {}): Promise<PayAndCallResult & { channel?: ChannelRow }> {
+    const { paymentId, ceiling, deposit } = options;
     try {
       const earlier = paymentId === undefined ? undefined : await this.store.payment(paymentId);
       if (earlier) {
@@ -70,7 +81,7 @@ export class PayAndCall {
           { reason: 'idempotency_key_used', payment: paymentView(earlier) },
         );
       }
-      const result = await this.attempt(wallet, credentialId, input, paymentId ?? newId(), ceiling, deposit);
+      const result = await this.attempt(wallet, credentialId, input, paymentId ?? newId(), ceiling, deposit, options.caller?.requestId);
       this.outcomes.answered(result);
       return result;
     } catch (error) {
@@ -79,7 +90,7 @@ export class PayAndCall {
     }
   }
 
-  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string, ceiling: CredentialCeiling | undefined, deposit?: bigint): Promise<PayAndCallResult & { channel?: ChannelRow }> {
+  private async attempt(wallet: WalletRow, credentialId: string, input: PayAndCallInput, paymentId: string, ceiling: CredentialCeiling | undefined, deposit: bigint | undefined, requestId: string | undefined): Promise<PayAndCallResult & { channel?: ChannelRow }> {
     if (wallet.status !== 'active' || !wallet.keyRef) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -87,7 +98,6 @@ export class PayAndCall {
     const request = forwardedRequest(input.headers, input.body, maxBodyBytes);
     // The id of the request that asked (the caller's own X-Request-Id when it sent one) goes upstream on
     // both requests, and is in the log line of the payment: one id across our logs and the seller's.
-    const requestId = currentRequestId();
     if (requestId !== undefined) request.headers['x-request-id'] = requestId;
     const send = (url: string, headers: Record<string, string>, options: SafeFetchOptions = {}) =>
       this.fetch(url, { method: input.method, headers, body: request.body, timeoutMs, ...options });
@@ -106,7 +116,7 @@ export class PayAndCall {
       // A voucher on the wallet's channel with this seller (channel-pay.ts): its own reservation, lease and booking.
       const signer = await signerOrRefuse(this.provider, { id: wallet.id, keyRef: wallet.keyRef }, this.ctx.log, 'x402 signing failed: the wallet key is unavailable');
       const send = (headers: Record<string, string>) => this.fetch(first.url, { method: input.method, headers: { ...request.headers, ...headers }, body: request.body, timeoutMs, maxRedirects: 0 });
-      const paid = await this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, send });
+      const paid = await this.channels.pay({ walletId: wallet.id, credentialId, signer, challenge, requirement, input, paymentId, resource: resourceOf(first.url), paidUrl: first.url, ceiling, deposit, requestId, send });
       // The channel's row goes only to the channel routes (open, top-up), never out of pay-and-call's own answer.
       if ('approval' in paid || deposit !== undefined) return paid;
       return { upstream: paid.upstream, payment: paid.payment };
@@ -120,7 +130,7 @@ export class PayAndCall {
     const validity = authorizationValidity(this.ctx);
     const planned = await planAuthorization(validity, requirement);
     const row = pendingPaymentRow(
-      { id: paymentId, walletId: wallet.id, credentialId, method: input.method, resource: resourceOf(first.url), now: this.ctx.clock.now() },
+      { id: paymentId, walletId: wallet.id, credentialId, method: input.method, resource: resourceOf(first.url), requestId, now: this.ctx.clock.now() },
       { x402Version: challenge.x402Version, nonce: planned.nonce, validBefore: planned.validBefore.toString() },
       requirement,
     );
@@ -143,7 +153,7 @@ export class PayAndCall {
     }
     crashPoint('pay-and-call.after-sign');
     // The root logger adds the request's id (reqId) to the line.
-    this.ctx.log.info({ paymentId: row.id, walletId: wallet.id, resource: row.resource, amount: requirement.amount, network: requirement.network }, 'pay-and-call sending a signed payment');
+    this.ctx.log.info({ reqId: requestId, paymentId: row.id, walletId: wallet.id, resource: row.resource, amount: requirement.amount, network: requirement.network }, 'pay-and-call sending a signed payment');
 
     let paid: SafeResponse;
     try {

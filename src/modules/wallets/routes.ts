@@ -5,6 +5,7 @@ import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
 import { envelopeErrors as errors, envelopeSchema } from '../../platform/http/schemas.js';
 import type { Resolver } from '../../platform/safe-fetch.js';
+import { callerOf, type Caller } from '../../platform/request-context.js';
 import type { Module } from '../module.js';
 import { walletAdminCommands } from './admin.js';
 import { payAndCallFetch } from './fetcher.js';
@@ -44,11 +45,11 @@ declare module '../../context.js' {
     /**
      * Pay-and-call from a wallet as its credential would (other modules: an agent's tool, the MCP server). `paymentId`
      * names the payment row it records before signing, so the caller can later tell whether anything was signed;
-     * `ceiling` caps what the credential pays in all (an OAuth grant's).
+     * `ceiling` caps what the credential pays in all (an OAuth grant's); `caller`, the request that asked (its id goes upstream).
      */
-    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, paymentId?: string, ceiling?: CredentialCeiling): Promise<PayAndCallResult>;
+    walletPayAndCall(walletId: string, credentialId: string, input: PayAndCallInput, options?: { paymentId?: string; ceiling?: CredentialCeiling; caller?: Caller }): Promise<PayAndCallResult>;
     /** Sends `amount` of the chain's asset from a wallet to `to` (other modules: an agent's withdrawal). */
-    walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string): Promise<PaymentView>;
+    walletTransfer(walletId: string, credentialId: string, input: TransferInput, paymentId?: string, caller?: Caller): Promise<PaymentView>;
     /** Signs an x402 payment of exactly `requirement` with an active wallet's key (other modules: trading's metering). */
     walletSignPayment(walletId: string, challenge: PaymentRequired, requirement: PaymentRequirements): Promise<SignedPayment>;
   }
@@ -83,10 +84,10 @@ export const createWalletsModule =
     const channelClose = new ChannelClose(ctx, provider, upstreamFetch, guard);
     ctx.services.wallets = service;
     ctx.services.walletPolicies = policies;
-    ctx.services.walletPayAndCall = async (walletId, credentialId, input, paymentId, ceiling) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, paymentId, ceiling);
+    ctx.services.walletPayAndCall = async (walletId, credentialId, input, options) => payAndCall.run(await service.payingWallet(walletId), credentialId, input, options);
     const transfer = new WalletTransfer(ctx, provider, reconciler);
     const permit2Approval = new Permit2Approval(ctx, provider);
-    ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId);
+    ctx.services.walletTransfer = async (walletId, credentialId, input, paymentId, caller) => transfer.run(await service.payingWallet(walletId), credentialId, input, paymentId, caller);
     ctx.services.walletSignPayment = async (walletId, challenge, requirement) => {
       const wallet = await service.payingWallet(walletId);
       if (wallet.status !== 'active' || !wallet.keyRef) throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
@@ -165,7 +166,7 @@ export const createWalletsModule =
               // With an Idempotency-Key the payment takes the key's stable id: a repeat never pays twice.
               return sendIdempotent(ctx.idempotency, request, reply, 'wallets.pay-and-call', async (attempt) => {
                 const wallet = await service.payingWallet(principal.walletId);
-                const result = await payAndCall.run(wallet, principal.credentialId, request.body, attempt?.id);
+                const result = await payAndCall.run(wallet, principal.credentialId, request.body, { paymentId: attempt?.id, caller: callerOf(request) });
                 return { status: 'approval' in result ? 202 : 200, body: envelope(result) };
               });
             },

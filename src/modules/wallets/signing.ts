@@ -4,7 +4,6 @@ import type { LocalAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { signPayment as signWithX402Client } from '../../x402/client.js';
-import { currentRequestId } from '../../platform/request-context.js';
 import type { PaymentRow } from './store.js';
 import type { ShortLivedValidity } from '../../x402/short-lived-scheme.js';
 
@@ -19,7 +18,7 @@ export interface SignedPayment {
 
 /** The `pending` payment row of an authorization, recorded before its signature can leave the process. */
 export function pendingPaymentRow(
-  at: { id: string; walletId: string; credentialId: string; method: string; resource: string; now: Date },
+  at: { id: string; walletId: string; credentialId: string; method: string; resource: string; requestId?: string; now: Date },
   signed: { x402Version: number; nonce: string; validBefore: string },
   requirement: PaymentRequirements,
 ): PaymentRow {
@@ -43,7 +42,7 @@ export function pendingPaymentRow(
     settlement: null,
     error: null,
     // The request that asked (its X-Request-Id when the caller sent one): listed with the payment.
-    requestId: currentRequestId() ?? null,
+    requestId: at.requestId ?? null,
     createdAt: at.now,
     updatedAt: at.now,
   };

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { conflict } from '../../platform/http/errors.js';
 import { newId } from '../../platform/ids.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { WalletProvider } from './provider.js';
 import type { PaymentReconciler } from './reconcile.js';
 import type { PaymentView } from './pay-schemas.js';
@@ -35,9 +36,10 @@ export class WalletTransfer {
 
   /**
    * `paymentId` names the payment before it is signed (a caller's idempotency): a second run under the same id
-   * signs nothing that can be sent (its row is refused) and answers 409 transfer_in_progress.
+   * signs nothing that can be sent (its row is refused) and answers 409 transfer_in_progress. `caller`: the request that
+   * asked (its id is listed with the payment, its route labels the settle's gas).
    */
-  async run(wallet: WalletRow, credentialId: string, input: TransferInput, paymentId: string = newId()): Promise<PaymentView> {
+  async run(wallet: WalletRow, credentialId: string, input: TransferInput, paymentId: string = newId(), caller?: Caller): Promise<PaymentView> {
     if (wallet.status !== 'active' || !wallet.keyRef || !wallet.address) {
       throw conflict(`The wallet is ${wallet.status}; only an active wallet can pay`, 'wallet_not_active', { status: wallet.status });
     }
@@ -46,12 +48,12 @@ export class WalletTransfer {
     const requirement = challenge.accepts[0]!;
     const signed = await signPayment(await this.provider.signer(wallet.id, wallet.keyRef), challenge, requirement, input.amount, authorizationValidity(this.ctx));
     const id = paymentId;
-    const pending = pendingPaymentRow({ id, walletId: wallet.id, credentialId, method: 'TRANSFER', resource: `transfer:${to}`, now: this.ctx.clock.now() }, { ...signed, x402Version: signed.payload.x402Version }, requirement);
+    const pending = pendingPaymentRow({ id, walletId: wallet.id, credentialId, method: 'TRANSFER', resource: `transfer:${to}`, requestId: caller?.requestId, now: this.ctx.clock.now() }, { ...signed, x402Version: signed.payload.x402Version }, requirement);
     await this.store.insertPayment(pending).catch((error: unknown) => {
       if (isUniqueViolation(error, 'wallet_payments_pkey')) throw conflict('This transfer is already being sent; ask again for its outcome', 'transfer_in_progress', { reason: 'transfer_in_progress' });
       throw error;
     });
-    const outcome = await this.ctx.x402.settle(signed.payload, requirement, `wallet-transfer:${id}:${signed.nonce}`);
+    const outcome = await this.ctx.x402.settle(signed.payload, requirement, `wallet-transfer:${id}:${signed.nonce}`, caller);
     const at = this.ctx.clock.now();
     // Refused, or never sent (the signature stays here, unsent): nothing can move. Else the chain decides.
     if (outcome.kind === 'failed' || outcome.kind === 'unavailable') {

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { REQUEST_LOGGER } from '../request-context.js';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -54,7 +53,7 @@ class LazyChildLogger {
   }
 
   private real(): FastifyBaseLogger {
-    return (this.#child ??= Object.assign(this.parent.child(this.bindings), { [REQUEST_LOGGER]: true }));
+    return (this.#child ??= this.parent.child(this.bindings));
   }
 }
 

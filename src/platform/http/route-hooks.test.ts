@@ -4,7 +4,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditLog } from '../audit.js';
 import { HttpRequestMetrics } from '../http-metrics.js';
-import { currentRequestId } from '../request-context.js';
+import { callerOf } from '../request-context.js';
 import { installErrorHandling } from './error-handler.js';
 import { ApiError } from './errors.js';
 import { installJsonGuard } from './json-body.js';
@@ -18,9 +18,9 @@ installErrorHandling(app, 'api', notFoundHooks(deps));
 installJsonGuard(app);
 const signedIn = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) =>
   done(request.headers.authorization ? undefined : new ApiError(401, 'unauthorized', 'sign in'));
-app.get('/open/:id', async (request) => ({ id: (request.params as { id: string }).id, inScope: currentRequestId() === request.id }));
+app.get('/open/:id', async (request) => ({ id: (request.params as { id: string }).id, caller: callerOf(request) }));
 app.get('/closed/:id', { onRequest: signedIn }, async () => ({ ok: true }));
-app.post('/echo/:id', async (request) => ({ body: request.body, inScope: currentRequestId() === request.id }));
+app.post('/echo/:id', async (request) => ({ body: request.body, caller: callerOf(request) }));
 
 beforeAll(() => app.ready());
 afterAll(() => app.close());
@@ -29,13 +29,13 @@ const count = (route: string, method: string, status: number) =>
   Number(metrics.text().match(new RegExp(`^tollgate_http_requests_total\\{origin="api",method="${method}",route="${route.replace(/\//g, '\\/')}",status="${status}"\\} (\\d+)$`, 'm'))?.[1] ?? 0);
 
 describe('route hooks', () => {
-  it('answer with the request id, run the handler in scope, and count the route once', async () => {
+  it('answer with the request id, hand the handler its caller (id and route pattern), and count the route once', async () => {
     const answer = await app.inject({ method: 'GET', url: '/open/a', headers: { 'x-request-id': 'trace-1' } });
     expect(answer.statusCode).toBe(200);
     expect(answer.headers['x-request-id']).toBe('trace-1');
-    expect(answer.json()).toEqual({ id: 'a', inScope: true });
-    const posted = await app.inject({ method: 'POST', url: '/echo/b', payload: { a: 1 } });
-    expect(posted.json()).toEqual({ body: { a: 1 }, inScope: true });
+    expect(answer.json()).toEqual({ id: 'a', caller: { requestId: 'trace-1', route: '/open/:id' } });
+    const posted = await app.inject({ method: 'POST', url: '/echo/b', payload: { a: 1 }, headers: { 'x-request-id': 'trace-2' } });
+    expect(posted.json()).toEqual({ body: { a: 1 }, caller: { requestId: 'trace-2', route: '/echo/:id' } });
     expect(count('/open/:id', 'GET', 200)).toBe(1);
     expect(count('/echo/:id', 'POST', 200)).toBe(1);
   });

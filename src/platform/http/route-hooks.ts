@@ -11,7 +11,6 @@ import type {
 } from 'fastify';
 import { auditOnSend, type AuditLog } from '../audit.js';
 import type { HttpRequestMetrics } from '../http-metrics.js';
-import { runInRequestScope } from '../request-context.js';
 import { writeAnswerHeaders } from './cors-and-request-id.js';
 import { unsafeParameters } from './json-body.js';
 
@@ -19,18 +18,16 @@ import { unsafeParameters } from './json-body.js';
 // route has is a call through Fastify's hook runner, and each lifecycle phase with any hook a `next` closure):
 //
 // - onRequest, one hook: x-request-id and CORS (cors-and-request-id.ts); the query and path-parameter guard
-//   (json-body.ts) on GET and HEAD routes, which parse no body; then the request's scope
-//   (request-context.ts), unless the route opts out (`config.requestContext: false`).
+//   (json-body.ts) on GET and HEAD routes, which parse no body.
 // - preValidation, one hook, only on routes that may carry a body: the guard, after the body is parsed (as
-//   before: a malformed body is refused first), and the scope entered again when the body was read in the
-//   socket's own async context, which left it.
+//   before: a malformed body is refused first).
 // - onSend: the audit row, only on routes whose config has `audit`.
 // - onResponse, one hook: the request metrics, through the route's own recorder (no lookup of the route,
 //   no object made per request).
 //
 // Each route gets its own hooks when it is registered (an onRoute hook), ahead of the route's own hooks, in
-// the order the instance-wide hooks they replace ran. Per-route data (the route pattern, whether it is in
-// scope, its audit) is read then, not per request: `request.routeOptions` builds a new object on every read.
+// the order the instance-wide hooks they replace ran. Per-route data (the route pattern, its audit) is read
+// then, not per request: `request.routeOptions` builds a new object on every read.
 // The not-found handler gets the same hooks (`notFoundHooks`), its route pattern being `unmatched`.
 
 export interface RouteHookDeps {
@@ -48,9 +45,9 @@ type Hooks = {
 const BODYLESS = new Set(['GET', 'HEAD']);
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
-/** The hooks of one route, or of the not-found handler (no route: `route` undefined, scope on, may carry a body). */
-function hooksOf(deps: RouteHookDeps, route: string | undefined, options: { scoped: boolean; bodyless: boolean; ownOnRequest: boolean; audit?: Parameters<typeof auditOnSend>[1] }): Hooks {
-  const { scoped, bodyless } = options;
+/** The hooks of one route, or of the not-found handler (no route: `route` undefined, may carry a body). */
+function hooksOf(deps: RouteHookDeps, route: string | undefined, options: { bodyless: boolean; ownOnRequest: boolean; audit?: Parameters<typeof auditOnSend>[1] }): Hooks {
+  const { bodyless } = options;
   // The guard runs in onRequest only where nothing can come between it and preValidation, where it ran
   // before: no body, and no onRequest hook of the route's own (an authentication check still refuses first).
   const guardFirst = bodyless && !options.ownOnRequest;
@@ -62,16 +59,9 @@ function hooksOf(deps: RouteHookDeps, route: string | undefined, options: { scop
       const refused = unsafeParameters(request);
       if (refused !== undefined) return done(refused);
     }
-    if (!scoped) return done();
-    runInRequestScope({ id: request.id, route }, done);
+    done();
   };
   const guard = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => done(unsafeParameters(request));
-  const guardAndEnter = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const refused = unsafeParameters(request);
-    if (refused !== undefined || !scoped) return done(refused);
-    // A body is read in the socket's own async context, outside the scope onRequest entered: enter it again.
-    runInRequestScope({ id: request.id, route }, done);
-  };
   const finish = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     record(request.method, reply.statusCode, reply.elapsedTime);
     done();
@@ -79,7 +69,7 @@ function hooksOf(deps: RouteHookDeps, route: string | undefined, options: { scop
 
   return {
     onRequest: [start],
-    preValidation: bodyless ? (guardFirst ? [] : [guard]) : [guardAndEnter],
+    preValidation: guardFirst ? [] : [guard],
     onSend: options.audit ? [auditOnSend(deps.audit, options.audit)] : [],
     onResponse: [finish],
   };
@@ -93,7 +83,6 @@ export function installRouteHooks(app: FastifyInstance, deps: RouteHookDeps): vo
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = asArray(route.method);
     const hooks = hooksOf(deps, route.url, {
-      scoped: route.config?.requestContext !== false,
       bodyless: methods.every((method) => BODYLESS.has(method)),
       ownOnRequest: route.onRequest !== undefined && asArray(route.onRequest).length > 0,
       audit: route.config?.audit,
@@ -108,6 +97,6 @@ export function installRouteHooks(app: FastifyInstance, deps: RouteHookDeps): vo
 
 /** The same hooks for the not-found handler (`setNotFoundHandler`'s options): its answers carry the id and are counted. */
 export function notFoundHooks(deps: RouteHookDeps): Partial<Hooks> {
-  const { onRequest, preValidation, onResponse } = hooksOf(deps, undefined, { scoped: true, bodyless: false, ownOnRequest: false });
+  const { onRequest, preValidation, onResponse } = hooksOf(deps, undefined, { bodyless: false, ownOnRequest: false });
   return { onRequest, preValidation, onResponse };
 }

@@ -24,6 +24,8 @@ export interface SettleAttempt {
   receipt?: TransactionReceipt;
   /** What interrupted the attempt between send and record (the test seam's simulated crash). */
   crash?: unknown;
+  /** The route of the request that asked for this settle (the gas metric's label); none for a background loop. */
+  route?: string;
 }
 
 export interface CallContext {

@@ -5,6 +5,7 @@ import type { PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { BlockClock } from '../../chain/block-clock.js';
 import type { SettlementRow } from '../tables.js';
+import type { ExecuteOptions } from './execute.js';
 import type { GasFloat } from './gas-float.js';
 import type { SettlementLedger } from './ledger.js';
 import type { ContractPayers, PayerCode } from './payer-code.js';
@@ -30,6 +31,6 @@ export interface EnginePorts {
   /** Settles of one key in this process join the running one. */
   inflight: Map<string, Promise<SettleResponse>>;
   resume(row: SettlementRow, call: { payloadHash: string; paymentId: string | null }): Promise<SettleResponse>;
-  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: { claimAskedAt: number }): Promise<SettleResponse>;
+  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: ExecuteOptions): Promise<SettleResponse>;
   finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse>;
 }

@@ -20,6 +20,13 @@ import { transferWithAuthorizationData } from './quick-check.js';
 import { ownWords, Reason } from './reasons.js';
 import type { FacilitatorSigner } from './signer.js';
 
+/** How a claimed row is sent: when its claim was asked, whether it was just simulated, the route that asked (the gas metric's label). */
+export interface ExecuteOptions {
+  claimAskedAt: number;
+  simulated?: boolean;
+  route?: string;
+}
+
 /** A settle's request, stored with its claim so a takeover can execute it after the claiming node died. */
 export interface SettleRequest {
   payload: PaymentPayload;
@@ -53,7 +60,7 @@ export class SettleExecutor {
     row: SettlementRow,
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    { claimAskedAt, simulated = false }: { claimAskedAt: number; simulated?: boolean },
+    { claimAskedAt, simulated = false, route }: ExecuteOptions,
     answer: 'owner' | 'nobody' = 'owner',
   ): Promise<SettleResponse> {
     const { ledger, maxSettleGas } = this.ports;
@@ -69,6 +76,7 @@ export class SettleExecutor {
       gasLimit: simulated ? maxSettleGas : undefined,
       recorded: false,
       uncertain: false,
+      route,
     };
     const call = newCallContext(attempt);
     let result: SettleResponse;

@@ -23,13 +23,14 @@ import { createBlockClock, type BlockClock } from '../../chain/block-clock.js';
 import { ChainUnavailableError } from '../../chain/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
+import type { Caller } from '../../platform/request-context.js';
 import { definedOnly } from '../../platform/defined-only.js';
 import type { SettlementRow } from '../tables.js';
 import { SettleAnswers } from './answering.js';
 import { BatchSettlements } from './batch/settlements.js';
 import { DEFAULT_BATCH, SettlementBatcher, type BatchPolicy } from './batcher.js';
 import { newCallContext, runInCall } from './call-context.js';
-import { SettleExecutor } from './execute.js';
+import { SettleExecutor, type ExecuteOptions } from './execute.js';
 import { GasFloat, type FloorName, type GasFloors } from './gas-float.js';
 import { reconcileFromChain } from './judge.js';
 import { keyOf, keyString, SettlementLedger } from './ledger.js';
@@ -96,7 +97,7 @@ export interface FacilitatorOptions {
 export interface FacilitatorObserver {
   answered(operation: 'verify' | 'settle', answer: { ok: boolean; reason?: string } | 'error', seconds: number): void;
   /** A settlement transaction of this settle's mined: the gas it used (its share of a batch), and whether it paid. */
-  gasSpent?(gas: bigint, outcome: 'settled' | 'failed'): void;
+  gasSpent?(gas: bigint, outcome: 'settled' | 'failed', route?: string): void;
 }
 
 // An EOA's transferWithAuthorization costs 60-85k gas (more when the payee's balance slot is new, measured
@@ -198,7 +199,7 @@ export class Facilitator {
     const afterClaim = {
       inflight: this.#inflight,
       resume: (row: SettlementRow, call: { payloadHash: string; paymentId: string | null }) => this.#answers.resume(row, call),
-      execute: (row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, opts: { claimAskedAt: number; simulated?: boolean }) =>
+      execute: (row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, opts: ExecuteOptions) =>
         this.#executor.execute(row, payload, requirements, opts),
       finishOwned: (row: SettlementRow, response: SettleResponse, logIndex?: number) => this.#answers.finishOwned(row, response, logIndex),
     };
@@ -275,9 +276,12 @@ export class Facilitator {
     return this.#sdk.getSupported() as SupportedResponse;
   }
 
-  /** Off-chain checks plus a simulation; no state is written. Throws ChainUnavailableError when the RPC does not answer. */
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
-    return this.#observed('verify', this.#verify(payload, requirements), (answer) => ({ ok: answer.isValid, reason: answer.invalidReason }));
+  /**
+   * Off-chain checks plus a simulation; no state is written. Throws ChainUnavailableError when the RPC does not answer.
+   * `caller`: the request this verify answers (its id is in the answer's log line).
+   */
+  verify(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<VerifyResponse> {
+    return this.#observed('verify', caller, this.#verify(payload, requirements), (answer) => ({ ok: answer.isValid, reason: answer.invalidReason }));
   }
 
   async #verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
@@ -289,33 +293,34 @@ export class Facilitator {
   /**
    * Settles once per authorization. Failures come back as `success: false` with a reason; a
    * `settlement_pending` answer means the transaction may be in flight (retry the same settle).
-   * Throws ChainUnavailableError only when nothing can have been broadcast.
+   * Throws ChainUnavailableError only when nothing can have been broadcast. `caller`: the request this settle answers
+   * (its id is in the answer's log line, its route labels the gas spent).
    */
-  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    return this.#observed('settle', this.#settle(payload, requirements), (answer) => ({ ok: answer.success, reason: answer.errorReason }));
+  settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
+    return this.#observed('settle', caller, this.#settle(payload, requirements, caller), (answer) => ({ ok: answer.success, reason: answer.errorReason }));
   }
 
   /** Logs (debug) and reports each answer: the line carries the request id of the call it answers. */
-  async #observed<T>(operation: 'verify' | 'settle', answering: Promise<T>, outcome: (answer: T) => { ok: boolean; reason?: string }): Promise<T> {
+  async #observed<T>(operation: 'verify' | 'settle', caller: Caller | undefined, answering: Promise<T>, outcome: (answer: T) => { ok: boolean; reason?: string }): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
       const answer = await answering;
       const { ok, reason } = outcome(answer);
-      this.#log.debug({ operation, ok, reason, ms: Math.round(seconds() * 1000) }, `${operation} answered`);
+      this.#log.debug({ reqId: caller?.requestId, operation, ok, reason, ms: Math.round(seconds() * 1000) }, `${operation} answered`);
       this.#observer?.answered(operation, { ok, reason }, seconds());
       return answer;
     } catch (error) {
-      this.#log.debug({ operation, err: error, ms: Math.round(seconds() * 1000) }, `${operation} failed`);
+      this.#log.debug({ reqId: caller?.requestId, operation, err: error, ms: Math.round(seconds() * 1000) }, `${operation} failed`);
       this.#observer?.answered(operation, 'error', seconds());
       throw error;
     }
   }
 
-  async #settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    if (this.#batch.handles(payload, requirements)) return this.#batch.settle(payload, requirements);
-    if (this.#permit2.handles(payload, requirements)) return this.#permit2.settle(payload, requirements);
-    return this.#settler.settle(payload, requirements);
+  async #settle(payload: PaymentPayload, requirements: PaymentRequirements, caller: Caller | undefined): Promise<SettleResponse> {
+    if (this.#batch.handles(payload, requirements)) return this.#batch.settle(payload, requirements, caller);
+    if (this.#permit2.handles(payload, requirements)) return this.#permit2.settle(payload, requirements, caller);
+    return this.#settler.settle(payload, requirements, caller);
   }
 
   /** Worker: resolves open rows nobody is working on (crash between broadcast and record, lost receipts). */

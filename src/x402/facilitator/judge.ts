@@ -21,7 +21,7 @@ export interface JudgePorts {
   blockTime: BlockClock;
   batcher: { callsIn(hash: Hash): number };
   /** Told the gas each mined settlement used (its share of a batch). */
-  observer: { gasSpent?(gas: bigint, outcome: 'settled' | 'failed'): void } | null;
+  observer: { gasSpent?(gas: bigint, outcome: 'settled' | 'failed', route?: string): void } | null;
   /** The SDK's exact scheme verify (verify.ts): why a call failed inside a batch. */
   schemeVerify(key: SettlementKey, payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
 }
@@ -48,7 +48,7 @@ export async function judgeSent(
   } else if (result.success) {
     result = failure(row.network, Reason.transferEventMismatch, 'no receipt to judge the settlement by', row.payer, result.transaction);
   }
-  if (attempt.receipt) ports.observer?.gasSpent?.(attempt.receipt.gasUsed / BigInt(ports.batcher.callsIn(attempt.receipt.transactionHash)), result.success ? 'settled' : 'failed');
+  if (attempt.receipt) ports.observer?.gasSpent?.(attempt.receipt.gasUsed / BigInt(ports.batcher.callsIn(attempt.receipt.transactionHash)), result.success ? 'settled' : 'failed', attempt.route);
   if (!result.success) {
     // Another transaction may have executed the authorization first (a front-run): that pays too.
     const verdict = await settlementVerdict(ports.client, { ...row, txHash: attempt.txHash ?? (result.transaction || null) }, ports.blockTime).catch(() => null);

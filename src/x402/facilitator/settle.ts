@@ -11,10 +11,11 @@ import type { BlockClock } from '../../chain/block-clock.js';
 import { transferWithAuthorizationTypes } from '../../chain/eip3009.js';
 import { ChainUnavailableError, isTransportError } from '../../chain/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
+import type { Caller } from '../../platform/request-context.js';
 import type { Eip3009Payload } from '../payload.js';
 import type { SettlementRow } from '../tables.js';
 import { failure, idConflict, settledBy } from './answers.js';
-import type { SettleRequest } from './execute.js';
+import type { ExecuteOptions, SettleRequest } from './execute.js';
 import type { GasFloat } from './gas-float.js';
 import { keyString, type SettlementKey, type SettlementLedger } from './ledger.js';
 import { paymentIdOf } from './payment-id.js';
@@ -41,7 +42,7 @@ export interface SettlePorts {
   /** Settles of one key in this process join the running one. */
   inflight: Map<string, Promise<SettleResponse>>;
   resume(row: SettlementRow, call: { payloadHash: string; paymentId: string | null }): Promise<SettleResponse>;
-  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: { claimAskedAt: number; simulated?: boolean }): Promise<SettleResponse>;
+  execute(row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, options: ExecuteOptions): Promise<SettleResponse>;
   finishOwned(row: SettlementRow, response: SettleResponse, transferLogIndex?: number): Promise<SettleResponse>;
 }
 
@@ -58,7 +59,7 @@ interface SettleCall {
 export class ExactSettler {
   constructor(private readonly ports: SettlePorts) {}
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
     const { ledger, verifier, inflight } = this.ports;
     const pre = precheck(this.ports.network, payload, requirements);
     if (!pre.ok) return failure(requirements.network, pre.reason, pre.message, pre.payer);
@@ -73,7 +74,7 @@ export class ExactSettler {
     const running = inflight.get(id);
     if (running) {
       await running.catch(() => undefined);
-      return this.settle(payload, requirements);
+      return this.settle(payload, requirements, caller);
     }
     const call: SettleCall = {
       key: pre.key,
@@ -82,7 +83,7 @@ export class ExactSettler {
       eip3009: pre.eip3009,
       request: { payload, requirements },
     };
-    const settling = this.#settleKey(call, payload, requirements);
+    const settling = this.#settleKey(call, payload, requirements, caller);
     inflight.set(id, settling);
     try {
       return await settling;
@@ -91,7 +92,7 @@ export class ExactSettler {
     }
   }
 
-  async #settleKey(call: SettleCall, payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async #settleKey(call: SettleCall, payload: PaymentPayload, requirements: PaymentRequirements, caller: Caller | undefined): Promise<SettleResponse> {
     const { ledger, verifier } = this.ports;
     const { key } = call;
     // A payment-identifier names one payload: its retry resumes that payload's row, another payload is a conflict.
@@ -122,7 +123,7 @@ export class ExactSettler {
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.ports.resume(claim.row, call);
     crashPoint('settle.after-claim');
-    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, simulated });
+    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, simulated, route: caller?.route });
   }
 
   #claim(call: SettleCall, requirements: PaymentRequirements, fromBlock: bigint) {

@@ -9,22 +9,25 @@ import { SettleBudgetError } from '../facilitator/settle-policy.js';
 import { FacilitatorUnavailableError, SettlementUnknownError } from './errors.js';
 import { parseGuardedJson } from '../../platform/json-guard.js';
 import { errorText, redactText } from '../../platform/log-redaction.js';
-import { currentRequestId } from '../../platform/request-context.js';
+import { requestIdHeader, type Caller } from '../../platform/request-context.js';
 
-/** The paid request's id, so the facilitator's logs of this call carry it too. */
-const requestIdHeader = (): Record<string, string> => {
-  const id = currentRequestId();
-  return id === undefined ? {} : { 'x-request-id': id };
-};
+/**
+ * The SDK's facilitator client, told which request each verify and settle is for (`caller`): the facilitator's
+ * log lines of that call carry its id (passed over HTTP as X-Request-Id), its gas is labelled with its route.
+ */
+export interface CallerFacilitatorClient extends FacilitatorClient {
+  verify(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<VerifyResponse>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse>;
+}
 
-export function localFacilitatorClient(facilitator: Facilitator): FacilitatorClient {
+export function localFacilitatorClient(facilitator: Facilitator): CallerFacilitatorClient {
   const unavailable = (error: unknown) => {
     throw error instanceof ChainUnavailableError ? new FacilitatorUnavailableError(error.message, { cause: error }) : error;
   };
   return {
-    verify: (payload, requirements) => facilitator.verify(payload, requirements).catch(unavailable),
-    settle: (payload, requirements) =>
-      facilitator.settle(payload, requirements).catch((error: unknown) => {
+    verify: (payload, requirements, caller) => facilitator.verify(payload, requirements, caller).catch(unavailable),
+    settle: (payload, requirements, caller) =>
+      facilitator.settle(payload, requirements, caller).catch((error: unknown) => {
         // Nothing was sent: the chain did not answer, the gas float is low, or a settle budget is spent.
         if (error instanceof ChainUnavailableError || error instanceof SettleBudgetError) throw new FacilitatorUnavailableError(error.message, { cause: error });
         // Anything else may have happened after the broadcast. The message is kept with a wallet's payment
@@ -53,14 +56,14 @@ export interface HttpFacilitatorOptions {
   settleTimeoutMs?: number;
 }
 
-export function httpFacilitatorClient(options: HttpFacilitatorOptions): FacilitatorClient {
-  const post = async (path: 'verify' | 'settle', payload: PaymentPayload, requirements: PaymentRequirements, timeoutMs: number) => {
+export function httpFacilitatorClient(options: HttpFacilitatorOptions): CallerFacilitatorClient {
+  const post = async (path: 'verify' | 'settle', payload: PaymentPayload, requirements: PaymentRequirements, timeoutMs: number, caller: Caller | undefined) => {
     const body = JSON.stringify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: requirements });
     let response: Response;
     try {
       response = await fetch(`${options.url()}/${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...requestIdHeader() },
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...requestIdHeader(caller) },
         body,
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -85,13 +88,13 @@ export function httpFacilitatorClient(options: HttpFacilitatorOptions): Facilita
       : { success: false, errorReason: 'invalid_payload', errorMessage: message, transaction: '', network: requirements.network };
   };
   return {
-    async verify(payload, requirements): Promise<VerifyResponse> {
-      const parsed = verifyResponseSchema.safeParse(await post('verify', payload, requirements, options.verifyTimeoutMs ?? 15_000));
+    async verify(payload, requirements, caller): Promise<VerifyResponse> {
+      const parsed = verifyResponseSchema.safeParse(await post('verify', payload, requirements, options.verifyTimeoutMs ?? 15_000, caller));
       if (!parsed.success) throw new FacilitatorUnavailableError('facilitator verify returned an invalid body');
       return parsed.data as VerifyResponse;
     },
-    async settle(payload, requirements): Promise<SettleResponse> {
-      const parsed = settleResponseSchema.safeParse(await post('settle', payload, requirements, options.settleTimeoutMs ?? 60_000));
+    async settle(payload, requirements, caller): Promise<SettleResponse> {
+      const parsed = settleResponseSchema.safeParse(await post('settle', payload, requirements, options.settleTimeoutMs ?? 60_000, caller));
       if (!parsed.success) throw new SettlementUnknownError('facilitator settle returned an invalid body');
       return parsed.data as SettleResponse;
     },

@@ -1,10 +1,11 @@
 // What charge.ts and metered.ts need of the x402 service, and the shapes they share with it: below all three, so
 // service.ts can call the flows (chargeOnce, chargeUsage) that take it without their importing service.ts back.
-import type { FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import type { FastifyRequest } from 'fastify';
 import type { ExpectedPayment } from '../../chain/payment-check.js';
 import type { AssetInfo } from '../../chain/registry.js';
+import type { Caller } from '../../platform/request-context.js';
+import type { CallerFacilitatorClient } from './facilitator-clients.js';
 
 /** A priced resource: what one request to a paid endpoint costs and who is paid. */
 export interface PricedResource {
@@ -45,11 +46,25 @@ export type ChargeResult =
 /** The parts of X402Service (service.ts) that charge.ts and metered.ts call; see there for what each does. */
 export interface PaymentSteps {
   readonly network: string;
-  facilitator(): FacilitatorClient;
+  facilitator(): CallerFacilitatorClient;
   paymentRequired(resource: PricedResource, error?: string): PaymentRequired;
   readPayment(request: FastifyRequest): PaymentPayload | null;
   match(paymentRequired: PaymentRequired, payload: PaymentPayload): PaymentRequirements | null;
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome>;
-  settle(paid: PaymentPayload, requirements: PaymentRequirements, record?: string): Promise<SettleOutcome>;
+  verify(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<VerifyOutcome>;
+  settle(paid: PaymentPayload, requirements: PaymentRequirements, record?: string, caller?: Caller): Promise<SettleOutcome>;
   claimPayment(record: string, expected: ExpectedPayment, paid: { transactionHash: string; logIndex: number }): Promise<boolean>;
+}
+
+/** The same steps with every facilitator verify and settle told which request they are for (charge(), chargeUsage()). */
+export function stepsFor(x402: PaymentSteps, caller: Caller): PaymentSteps {
+  return {
+    network: x402.network,
+    facilitator: () => x402.facilitator(),
+    paymentRequired: (resource, error) => x402.paymentRequired(resource, error),
+    readPayment: (request) => x402.readPayment(request),
+    match: (paymentRequired, payload) => x402.match(paymentRequired, payload),
+    verify: (payload, requirements) => x402.verify(payload, requirements, caller),
+    settle: (paid, requirements, record) => x402.settle(paid, requirements, record, caller),
+    claimPayment: (record, expected, paid) => x402.claimPayment(record, expected, paid),
+  };
 }

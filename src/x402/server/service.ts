@@ -1,7 +1,6 @@
 // ctx.x402: the resource-server side of x402 for every paid endpoint. Builds challenges, reads the
 // payment header, verifies and settles through the configured facilitator, writes the answers.
 // See /work/notes/x402-wiring.md for how endpoints use it.
-import type { FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { deepEqual } from '@x402/core/utils';
 import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
@@ -10,13 +9,15 @@ import { getAddress, type Hex } from 'viem';
 import { judgePayment, paymentUseOf, type ExpectedPayment } from '../../chain/payment-check.js';
 import type { AssetInfo } from '../../chain/registry.js';
 import { ApiError } from '../../platform/http/errors.js';
+import { callerOf, type Caller } from '../../platform/request-context.js';
 import { PERMIT2_NONCE_USED } from '../facilitator/permit2/chain.js';
 import { settleClaimant } from '../settlement-claimant.js';
 import { FacilitatorUnavailableError, PaymentHeaderError, SettlementUnknownError } from './errors.js';
 import { chargeOnce, type ChargeDeps } from './charge.js';
+import type { CallerFacilitatorClient } from './facilitator-clients.js';
 import { chargeUsage, type Usage, type UsageResult } from './metered.js';
 import { encodeChallengeHeader, encodeSettlementHeader, PAYMENT_SIGNATURE, readPaymentHeader } from './headers.js';
-import type { ChargeResult, PaymentSteps, PricedResource, SettleOutcome, VerifyOutcome } from './payment-steps.js';
+import { stepsFor, type ChargeResult, type PaymentSteps, type PricedResource, type SettleOutcome, type VerifyOutcome } from './payment-steps.js';
 
 export interface X402ServiceDeps {
   network: string;
@@ -24,7 +25,7 @@ export interface X402ServiceDeps {
   serviceName: string;
   /** Public base URL of the api origin (resolved per call: it is known once the listener is up). */
   apiBaseUrl: () => string;
-  facilitator: () => FacilitatorClient;
+  facilitator: () => CallerFacilitatorClient;
   /** Keyed hash (the server pepper): a record's payment-identifier must be one nobody else can compute. */
   keyedHash: (value: string) => string;
   /**
@@ -56,7 +57,7 @@ export class X402Service implements PaymentSteps {
   }
 
   /** The facilitator client in use (local engine or HTTP), for callers that need raw access. */
-  facilitator(): FacilitatorClient {
+  facilitator(): CallerFacilitatorClient {
     return this.deps.facilitator();
   }
 
@@ -126,10 +127,10 @@ export class X402Service implements PaymentSteps {
     return null;
   }
 
-  /** Facilitator verify, as an outcome: valid / invalid (with the facilitator's reason) / unavailable. */
-  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyOutcome> {
+  /** Facilitator verify, as an outcome: valid / invalid (with the facilitator's reason) / unavailable. `caller`: the request it is for. */
+  async verify(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<VerifyOutcome> {
     try {
-      const result = await this.deps.facilitator().verify(payload, requirements);
+      const result = await this.deps.facilitator().verify(payload, requirements, caller);
       if (result.isValid) return { kind: 'valid', payer: result.payer ?? '', response: result };
       const reason = result.invalidReason ?? 'invalid_payment';
       return { kind: 'invalid', reason, message: result.invalidMessage ?? reason, response: result };
@@ -145,25 +146,25 @@ export class X402Service implements PaymentSteps {
    * gets the first answer back, while any other settle of the same authorization is refused: a
    * `success: true` is this request's alone. Still pending, a lost answer or a 5xx after sending is
    * `unknown`: money may have moved, so record it and never charge again for this request. With a
-   * facilitator that ignores the identifier, a retry is only trusted when it succeeds.
+   * facilitator that ignores the identifier, a retry is only trusted when it succeeds. `caller`: the request it is for.
    */
-  async settle(paid: PaymentPayload, requirements: PaymentRequirements, record?: string): Promise<SettleOutcome> {
+  async settle(paid: PaymentPayload, requirements: PaymentRequirements, record?: string, caller?: Caller): Promise<SettleOutcome> {
     const client = this.deps.facilitator();
     const payload = withOwnPaymentId(paid, record === undefined ? generatePaymentId('tg_') : this.paymentIdOf(record));
     let ownEarlierAttempt = false;
     let response: SettleResponse;
     try {
       try {
-        response = await client.settle(payload, requirements);
+        response = await client.settle(payload, requirements, caller);
       } catch (error) {
         if (!(error instanceof SettlementUnknownError)) throw error;
         // Our own request may have settled it: ask again; that answer is not someone else's replay.
         ownEarlierAttempt = true;
-        response = await client.settle(payload, requirements);
+        response = await client.settle(payload, requirements, caller);
       }
       if (!response.success && response.errorReason === PENDING) {
         ownEarlierAttempt = true;
-        response = await client.settle(payload, requirements);
+        response = await client.settle(payload, requirements, caller);
       }
     } catch (error) {
       if (error instanceof FacilitatorUnavailableError) {
@@ -265,7 +266,7 @@ export class X402Service implements PaymentSteps {
   async charge(request: FastifyRequest, resource: PricedResource): Promise<ChargeResult> {
     if (!this.deps.records) throw new Error('charge() needs the payment records (X402ServiceDeps.records)');
     try {
-      return await chargeOnce(this, this.deps.records, request, resource);
+      return await chargeOnce(stepsFor(this, callerOf(request)), this.deps.records, request, resource);
     } catch (error) {
       throw toApiError(error);
     }
@@ -278,7 +279,7 @@ export class X402Service implements PaymentSteps {
   async chargeUsage(request: FastifyRequest, resource: PricedResource, use: Usage): Promise<UsageResult> {
     if (!this.deps.records) throw new Error('chargeUsage() needs the payment records (X402ServiceDeps.records)');
     try {
-      return await chargeUsage(this, this.deps.records, request, resource, use);
+      return await chargeUsage(stepsFor(this, callerOf(request)), this.deps.records, request, resource, use);
     } catch (error) {
       throw toApiError(error);
     }

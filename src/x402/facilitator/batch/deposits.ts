@@ -16,6 +16,7 @@ import { settlementVerdict } from '../verdicts.js';
 import { batchAbi } from './chain.js';
 import { channelIdOf, contractConfig, depositKey, depositNonce, depositSchema } from './payload.js';
 import { Err, exclusive, FRONT_RUN_LOOKBACK_BLOCKS, payloadHash, withChannel, type BatchEngine, type BatchPorts } from './shared.js';
+import type { Caller } from '../../../platform/request-context.js';
 
 export class BatchDeposits {
   constructor(
@@ -23,7 +24,7 @@ export class BatchDeposits {
     private readonly engine: BatchEngine,
   ) {}
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
     const network = requirements.network;
     const parsed = depositSchema.safeParse(payload.payload);
     if (!parsed.success) return failure(network, Err.depositPayload, 'payload must be a batch-settlement deposit');
@@ -42,7 +43,7 @@ export class BatchDeposits {
     if (outOfBounds && !(await this.ports.ledger.find(key))) {
       return failure(network, outOfBounds.reason === Reason.validAfter ? Err.validAfter : Err.validBefore, outOfBounds.message, config.payer);
     }
-    const answered = await exclusive(this.ports, this.engine, key, payload, requirements, async () => {
+    const answered = await exclusive(this.ports, this.engine, key, payload, requirements, caller, async () => {
       const call = { payloadHash: payloadHash(key, requirements, payload.payload), paymentId: paymentId.id };
       const named = paymentId.id ? await this.ports.ledger.findByPaymentId(key.payer, paymentId.id) : null;
       if (named && (keyString(named) !== keyString(key) || named.payloadHash !== call.payloadHash)) return idConflict(network, key.payer);
@@ -72,7 +73,7 @@ export class BatchDeposits {
       const claim = await this.ports.ledger.claim({ ...row, claimToken: crypto.randomUUID(), fromBlock: Number(fromBlock > 5n ? fromBlock - 5n : 0n) });
       if (claim.kind === 'id_conflict') return idConflict(network, key.payer);
       if (claim.kind === 'exists') return this.ports.resume(claim.row, call);
-      return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked });
+      return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, route: caller?.route });
     });
     return withChannel(this.ports, answered, channelId);
   }

@@ -9,6 +9,7 @@ import { Reason } from '../reasons.js';
 import { batchAbi, judgeRefundReceipt, readChannel } from './chain.js';
 import { channelIdOf, contractClaims, contractConfig, refundKey, refundSchema, ZERO_ADDRESS } from './payload.js';
 import { Err, exclusive, payloadHash, refusedForCode, withChannel, type BatchEngine, type BatchPorts } from './shared.js';
+import type { Caller } from '../../../platform/request-context.js';
 
 export class BatchRefunds {
   constructor(
@@ -16,7 +17,7 @@ export class BatchRefunds {
     private readonly engine: BatchEngine,
   ) {}
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
     const network = requirements.network;
     const parsed = refundSchema.safeParse(payload.payload);
     if (!parsed.success) return failure(network, Err.refundPayload, 'payload must be a completed batch-settlement refund (amount, refundNonce, claims)');
@@ -31,7 +32,7 @@ export class BatchRefunds {
       return failure(network, Reason.invalidPaymentRequirements, 'the channel pays another payTo or asset than the requirements', config.payer);
     }
     const key = refundKey(network, config, channelId, BigInt(refund.refundNonce));
-    return exclusive(this.ports, this.engine, key, payload, requirements, async () => {
+    return exclusive(this.ports, this.engine, key, payload, requirements, caller, async () => {
       const call = { payloadHash: payloadHash(key, requirements, payload.payload), paymentId: null };
       const existing = await this.ports.ledger.find(key);
       if (existing) return this.#answer(await this.ports.resume(existing, call), channelId);
@@ -65,7 +66,7 @@ export class BatchRefunds {
         request: { payload, requirements },
       });
       if (claim.kind !== 'claimed') return claim.kind === 'exists' ? this.#answer(await this.ports.resume(claim.row, call), channelId) : idConflict(network, key.payer);
-      return this.#answer(await this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked }), channelId);
+      return this.#answer(await this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, route: caller?.route }), channelId);
     });
   }
 

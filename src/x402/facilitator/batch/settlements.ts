@@ -34,6 +34,7 @@ import { depositSchema, refundSchema, ZERO_ADDRESS, type ChannelConfig } from '.
 import { BatchRefunds, refundCallData } from './refunds.js';
 import { Err, refusedForCode, type BatchPorts } from './shared.js';
 import { BatchSweeps } from './sweeps.js';
+import type { Caller } from '../../../platform/request-context.js';
 
 export const BATCH_SCHEME = 'batch-settlement';
 
@@ -47,7 +48,7 @@ export class BatchSettlements {
     // Deposits and refunds call back into this engine: a deposit is verified whole, a join re-enters settle.
     const engine = {
       verify: (payload: PaymentPayload, requirements: PaymentRequirements) => this.verify(payload, requirements),
-      settle: (payload: PaymentPayload, requirements: PaymentRequirements) => this.settle(payload, requirements),
+      settle: (payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller) => this.settle(payload, requirements, caller),
     };
     this.#deposits = new BatchDeposits(ports, engine);
     this.#claims = new BatchClaims(ports);
@@ -82,18 +83,18 @@ export class BatchSettlements {
     return verdict.isValid ? verdict : { ...verdict, invalidMessage: ownWords(verdict.invalidReason) };
   }
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
     const refused = this.#request(payload, requirements);
     if (refused) return failure(requirements.network, refused.reason, refused.message);
     switch ((payload.payload as { type?: unknown }).type) {
       case 'deposit':
-        return this.#deposits.settle(payload, requirements);
+        return this.#deposits.settle(payload, requirements, caller);
       case 'claim':
         return this.#claims.settle(payload, requirements);
       case 'settle':
         return this.#sweeps.settle(payload, requirements);
       case 'refund':
-        return this.#refunds.settle(payload, requirements);
+        return this.#refunds.settle(payload, requirements, caller);
       default:
         // A voucher moves nothing on chain: the seller commits it (and later claims it); there is nothing to settle.
         return failure(requirements.network, Err.payloadType, 'vouchers are committed by the seller and claimed in batches; settle takes deposit, claim, settle and refund payloads');

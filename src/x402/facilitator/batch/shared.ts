@@ -8,6 +8,7 @@ import { chainReads } from '../answers.js';
 import { keyString, type SettlementKey } from '../ledger.js';
 import type { EnginePorts } from '../engine-ports.js';
 import { readChannel, snapshotOf } from './chain.js';
+import type { Caller } from '../../../platform/request-context.js';
 
 /** What the facilitator lends this engine (engine-ports.ts), with the batch ceilings. */
 export interface BatchPorts extends EnginePorts {
@@ -20,7 +21,7 @@ export interface BatchPorts extends EnginePorts {
 /** The engine's own steps (settlements.ts) an operation calls back: its whole verify, and its settle (a join re-enters it). */
 export interface BatchEngine {
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
-  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse>;
 }
 
 export const FRONT_RUN_LOOKBACK_BLOCKS = 10_000n;
@@ -55,13 +56,14 @@ export async function exclusive(
   key: SettlementKey,
   payload: PaymentPayload,
   requirements: PaymentRequirements,
+  caller: Caller | undefined,
   run: () => Promise<SettleResponse>,
 ): Promise<SettleResponse> {
   const id = keyString(key);
   const running = ports.inflight.get(id);
   if (running) {
     await running.catch(() => undefined);
-    return engine.settle(payload, requirements);
+    return engine.settle(payload, requirements, caller);
   }
   const settling = run();
   ports.inflight.set(id, settling);

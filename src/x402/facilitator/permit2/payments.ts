@@ -22,6 +22,7 @@ import type { EnginePorts } from '../engine-ports.js';
 import { GasCeilingError, gasWithin } from '../gas-ceiling.js';
 import { keyString, type SettlementKey } from '../ledger.js';
 import { paymentIdOf } from '../payment-id.js';
+import type { Caller } from '../../../platform/request-context.js';
 import { ownWords, Reason } from '../reasons.js';
 import { settlementVerdict } from '../verdicts.js';
 import { PERMIT2_NONCE_USED, permit2NonceUsed } from './chain.js';
@@ -85,7 +86,7 @@ export class Permit2Payments {
     return { isValid: true, payer: payment.payer };
   }
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, caller?: Caller): Promise<SettleResponse> {
     const parsed = parsePermit2(this.ports.network, payload, requirements);
     if (!parsed.ok) return failure(requirements.network, parsed.reason, parsed.message, parsed.payer);
     const { payment, key } = parsed;
@@ -100,9 +101,9 @@ export class Permit2Payments {
     const running = this.ports.inflight.get(id);
     if (running) {
       await running.catch(() => undefined);
-      return this.settle(payload, requirements);
+      return this.settle(payload, requirements, caller);
     }
-    const settling = this.#settleKey(payload, requirements, payment, key, paymentId.id);
+    const settling = this.#settleKey(payload, requirements, payment, key, paymentId.id, caller);
     this.ports.inflight.set(id, settling);
     try {
       return await settling;
@@ -111,7 +112,7 @@ export class Permit2Payments {
     }
   }
 
-  async #settleKey(payload: PaymentPayload, requirements: PaymentRequirements, payment: Permit2Payment, key: SettlementKey, paymentId: string | null): Promise<SettleResponse> {
+  async #settleKey(payload: PaymentPayload, requirements: PaymentRequirements, payment: Permit2Payment, key: SettlementKey, paymentId: string | null, caller: Caller | undefined): Promise<SettleResponse> {
     const { ledger } = this.ports;
     const call = { payloadHash: permit2PayloadHash(key, requirements, payment), paymentId };
     if (paymentId) {
@@ -140,7 +141,7 @@ export class Permit2Payments {
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.ports.resume(claim.row, call);
     if (!sends) return this.ports.finishOwned(claim.row, { success: true, transaction: '', network: requirements.network, payer: payment.payer, amount: '0' });
-    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked });
+    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, route: caller?.route });
   }
 
   #claim(key: SettlementKey, requirements: PaymentRequirements, payment: Permit2Payment, call: { payloadHash: string; paymentId: string | null }, payload: PaymentPayload, fromBlock: bigint) {
