@@ -109,3 +109,20 @@ export function commitTrees(commits: readonly string[]): { trees: Array<{ name: 
   });
   return { trees, remove: () => void (process.env.BENCH_KEEP_TREES || trees.forEach((t) => git('worktree', 'remove', '--force', t.dir))) };
 }
+
+/**
+ * Runs one round of `script` (a path inside this repo) in `tree` (a commitTrees() checkout, so the round imports
+ * that commit's code) and resolves with the line it prints that starts with `{"tree"`: its results as JSON.
+ */
+export function runTreeRound(script: string, tree: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, script)], { cwd: tree, env: { ...process.env, BENCH_TREE: tree }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const line = out.trim().split('\n').find((l) => l.startsWith('{"tree"'));
+      if (code === 0 && line) resolve(line);
+      else reject(new Error(`${script} in ${tree} exited ${code}: ${out}`));
+    });
+  });
+}

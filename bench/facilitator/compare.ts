@@ -2,10 +2,8 @@
 // (default: b3e3b6f, the commit before the relayer pool, and HEAD) is checked out as a detached git worktree
 // under the temp dir, and compare-round.ts runs against each in turn, BENCH_ROUNDS times (the order rotates
 // every round). Prints per-commit medians and spreads. Run: npx tsx bench/facilitator/compare.ts
-import { spawn } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
-import { commitTrees, machine, median, repo } from '../lib.js';
+import { commitTrees, machine, median, runTreeRound } from '../lib.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const { trees, remove } = commitTrees((process.env.BENCH_COMMITS ?? 'b3e3b6f,78e47a5^,HEAD').split(','));
@@ -15,7 +13,7 @@ try {
   for (let round = 0; round < rounds; round += 1) {
     const order = trees.map((_, i) => trees[(i + round) % trees.length]);
     for (const tree of order) {
-      const line = await runRound(tree.dir);
+      const line = await runTreeRound('bench/facilitator/compare-round.ts', tree.dir);
       type Rate = { perSecond: number; ok: number };
       const parsed = JSON.parse(line) as { http: Rate; direct: Rate; settle: Rate };
       results.get(tree.name)!.http.push(parsed.http.perSecond);
@@ -34,21 +32,4 @@ try {
     })].join('\n'));
 } finally {
   remove();
-}
-
-function runRound(tree: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/facilitator/compare-round.ts')], {
-      cwd: tree,
-      env: { ...process.env, BENCH_TREE: tree },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('exit', (code) => {
-      const line = out.trim().split('\n').find((l) => l.startsWith('{"tree"'));
-      if (code === 0 && line) resolve(line);
-      else reject(new Error(`verify round in ${tree} exited ${code}: ${out}`));
-    });
-  });
 }

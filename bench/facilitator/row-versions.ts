@@ -5,10 +5,8 @@
 // open list, where the commit has one): medians over rounds. PostgreSQL only (PGlite keeps no table statistics).
 // Run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/facilitator/row-versions.ts
 // Env: BENCH_COMMITS, BENCH_ROUNDS (default 3), BENCH_SETTLE (settles per round, default 1000), BENCH_CONCURRENCY (64).
-import { spawn } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
-import { commitTrees, machine, median, repo } from '../lib.js';
+import { commitTrees, machine, median, runTreeRound } from '../lib.js';
 
 interface TableStats {
   relname: string;
@@ -26,7 +24,7 @@ try {
   const results = new Map<string, Map<string, Record<'ins' | 'upd' | 'hot' | 'del', number[]>>>(trees.map((t) => [t.name, new Map()]));
   for (let round = 0; round < rounds; round += 1) {
     for (const tree of trees.map((_, i) => trees[(i + round) % trees.length])) {
-      const { settles, ok, tables } = JSON.parse(await runRound(tree.dir)) as { settles: number; ok: number; tables: TableStats[] };
+      const { settles, ok, tables } = JSON.parse(await runTreeRound('bench/facilitator/row-versions-round.ts', tree.dir)) as { settles: number; ok: number; tables: TableStats[] };
       for (const t of tables) {
         const perTable = results.get(tree.name)!;
         const row = perTable.get(t.relname) ?? { ins: [], upd: [], hot: [], del: [] };
@@ -45,21 +43,4 @@ try {
     }))].join('\n'));
 } finally {
   remove();
-}
-
-function runRound(tree: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'bench/facilitator/row-versions-round.ts')], {
-      cwd: tree,
-      env: { ...process.env, BENCH_TREE: tree },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('exit', (code) => {
-      const line = out.trim().split('\n').find((l) => l.startsWith('{"tree"'));
-      if (code === 0 && line) resolve(line);
-      else reject(new Error(`row-versions round in ${tree} exited ${code}: ${out}`));
-    });
-  });
 }
