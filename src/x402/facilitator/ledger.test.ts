@@ -1,11 +1,15 @@
 // The ledger's statements shared by the calls of one turn (a mined batch's settles resume together): each
 // call must get exactly the answer it would have got alone. Calls started in one synchronous block share a turn.
+// And the reconciler's work list (x402_settlements_open), kept by the ledger's own statements: a claim joins it,
+// the outcome or a release leaves it, a lost claim race adds nothing; no index on x402_settlements covers a
+// column an update changes, so those updates can stay HOT.
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAddress } from 'viem';
 import { openTestDatabase, type TestDatabase } from '../../../test/helpers/database.js';
 import { PaymentUses } from '../../chain/payment-uses.js';
 import { systemClock } from '../../platform/clock.js';
-import { SettlementLedger, type NewSettlement, type SettlementKey } from './ledger.js';
+import { keyOf, SettlementLedger, type NewSettlement, type SettlementKey } from './ledger.js';
 
 let testDb: TestDatabase;
 let ledger: SettlementLedger;
@@ -111,5 +115,35 @@ describe('SettlementLedger, calls of one turn', () => {
     await ledger.finish(b, settled(1));
     await ledger.recordBroadcast(b, later);
     expect(await ledger.find(b)).toMatchObject({ status: 'settled', txHash: TX });
+  });
+});
+
+describe('the open list', () => {
+  /** The open list's entries among `rows` (other tests of this file leave rows of their own open). */
+  const listed = async (rows: NewSettlement[]) =>
+    (await testDb.database.query<{ nonce: string }>(sql`select nonce from x402_settlements_open order by nonce`)).map((r) => r.nonce).filter((n) => rows.some((r) => r.nonce === n));
+  const listedOpen = async (rows: NewSettlement[]) => (await ledger.listOpen(new Date(Date.now() + 60_000), 50)).map((r) => r.nonce).filter((n) => rows.some((r) => r.nonce === n));
+
+  it('a claim joins it (once, however many race); the outcome and a release take it out', async () => {
+    const [a, b, c] = [newRow(), newRow(), newRow()];
+    const claims = await Promise.all([ledger.claim(a), ledger.claim({ ...a, claimToken: crypto.randomUUID() }), ledger.claim(b), ledger.claim(c)]);
+    expect(claims.map((x) => x.kind)).toEqual(['claimed', 'exists', 'claimed', 'claimed']);
+    expect(await listed([a, b, c])).toEqual([a.nonce, b.nonce, c.nonce]);
+    expect(await listedOpen([a, b, c])).toEqual([a.nonce, b.nonce, c.nonce]);
+
+    await ledger.recordBroadcast(keyOf(a), TX);
+    expect(await listed([a])).toContain(a.nonce); // broadcast is still open
+    await ledger.finish(keyOf(a), { status: 'failed', response: { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: 'eip155:4663' } });
+    await ledger.release(keyOf(b), b.claimToken);
+    await ledger.release(keyOf(c), crypto.randomUUID()); // not its claim: it stays
+    expect(await listed([a, b, c])).toEqual([c.nonce]);
+    expect(await listedOpen([a, b, c])).toEqual([c.nonce]);
+  });
+
+  it('no index on x402_settlements covers a column an update changes', async () => {
+    const indexes = await testDb.database.query<{ indexdef: string }>(sql`select indexdef from pg_indexes where tablename = 'x402_settlements'`);
+    const updated = ['status', 'tx_hash', 'transfer_log_index', 'claim_token', 'claimed_at', 'success_answered_at', 'error_reason', 'error_message', 'response', 'updated_at', 'finished_at'];
+    for (const { indexdef } of indexes) for (const column of updated) expect(indexdef).not.toMatch(new RegExp(`\\b${column}\\b`));
+    expect(indexes).toHaveLength(3); // primary key, signature, payment id
   });
 });
