@@ -126,3 +126,19 @@ export function runTreeRound(script: string, tree: string): Promise<string> {
     });
   });
 }
+
+/**
+ * The environment of a facilitator under load in a bench: its data in `dataDir`, every port chosen by the OS, and the
+ * per-client, per-payer and per-payTo limits lifted (one load-generating client and a few payers; they still count).
+ */
+export const facilitatorBenchEnv = (dataDir: string): Record<string, string> => ({
+  TOLLGATE_DATA_DIR: dataDir,
+  API_PORT: '0',
+  FACILITATOR_PORT: '0',
+  DEVCHAIN_PORT: '0',
+  LOG_LEVEL: 'warn',
+  FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000000',
+  FACILITATOR_VERIFY_LIMIT_PER_CLIENT: '1000000000',
+  FACILITATOR_SETTLE_LIMIT_PER_PAYER: '1000000000',
+  FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: '1000000000',
+});

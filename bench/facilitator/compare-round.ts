@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { facilitatorBenchEnv } from '../lib.js';
 
 const tree = path.resolve(process.env.BENCH_TREE ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'));
 const count = Number(process.env.BENCH_VERIFY ?? 4000);
@@ -23,17 +24,7 @@ const { signAuthorization } = await import(path.join(tree, 'test/x402/support.ts
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-verify-'));
 const testDatabase = await openTestDatabase();
-const config = loadConfig({
-  TOLLGATE_DATA_DIR: dataDir,
-  API_PORT: '0',
-  FACILITATOR_PORT: '0',
-  DEVCHAIN_PORT: '0',
-  LOG_LEVEL: 'warn',
-  FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000000',
-  FACILITATOR_VERIFY_LIMIT_PER_CLIENT: '1000000000',
-  FACILITATOR_SETTLE_LIMIT_PER_PAYER: '1000000000',
-  FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: '1000000000',
-});
+const config = loadConfig(facilitatorBenchEnv(dataDir));
 const server = await startServer({ config, roles: ['facilitator'], database: testDatabase.database, ephemeralSecrets: true, adminSocket: false, log: pino({ level: 'warn' }) });
 try {
   const { ctx } = server;

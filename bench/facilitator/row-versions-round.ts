@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { databaseUrl, pgAdmin } from '../lib.js';
+import { databaseUrl, facilitatorBenchEnv, pgAdmin } from '../lib.js';
 
 const tree = path.resolve(process.env.BENCH_TREE ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'));
 const settleCount = Number(process.env.BENCH_SETTLE ?? 1000);
@@ -31,16 +31,7 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-rowversion
 try {
   const database = await openDatabase({ url, pgliteDir: null, poolSize: 10 });
   await runMigrations(database);
-  const config = loadConfig({
-    TOLLGATE_DATA_DIR: dataDir,
-    API_PORT: '0',
-    FACILITATOR_PORT: '0',
-    DEVCHAIN_PORT: '0',
-    LOG_LEVEL: 'warn',
-    FACILITATOR_SETTLE_LIMIT_PER_CLIENT: '1000000000',
-    FACILITATOR_SETTLE_LIMIT_PER_PAYER: '1000000000',
-    FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: '1000000000',
-  });
+  const config = loadConfig(facilitatorBenchEnv(dataDir));
   const server = await startServer({ config, roles: ['facilitator'], database, ephemeralSecrets: true, adminSocket: false, log: pino({ level: 'warn' }) });
   let ok = 0;
   try {

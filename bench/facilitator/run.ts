@@ -29,7 +29,7 @@ import { startServer, type RunningServer } from '../../src/server.js';
 import { Facilitator } from '../../src/x402/facilitator/facilitator.js';
 import { openTestDatabase } from '../../test/helpers/database.js';
 import { signAuthorization } from '../../test/x402/support.js';
-import { machine } from '../lib.js';
+import { facilitatorBenchEnv, machine } from '../lib.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const verifyCount = Number(process.env.BENCH_VERIFY ?? 2000);
@@ -46,7 +46,6 @@ const batchOverride = {
   idle: process.env.BENCH_BATCH_IDLE as 'send' | 'wait' | undefined,
 };
 const maxKeys = Math.max(...keySets);
-const LIFTED = '1000000000';
 
 const log = pino({ level: 'warn' });
 const results = new Map<string, Row[]>();
@@ -93,21 +92,12 @@ async function runRound(round: number): Promise<void> {
   // A fresh database: in-memory PGlite, or a new database on the PostgreSQL server DATABASE_URL names.
   const testDatabase = await openTestDatabase();
   const database = testDatabase.database;
-  // One load-generating client and a few payers: lift the per-client, per-payer and per-payTo limits (they still count).
   const config = loadConfig({
-    TOLLGATE_DATA_DIR: dataDir,
-    API_PORT: '0',
-    FACILITATOR_PORT: '0',
-    DEVCHAIN_PORT: '0',
-    LOG_LEVEL: 'warn',
+    ...facilitatorBenchEnv(dataDir),
     FACILITATOR_RELAYER_COUNT: String(maxKeys),
     ...(batchOverride.maxCalls && { FACILITATOR_BATCH_MAX_CALLS: String(batchOverride.maxCalls) }),
     ...(batchOverride.idle && { FACILITATOR_BATCH_IDLE: batchOverride.idle }),
     ...(batchOverride.waitMs !== undefined && { FACILITATOR_BATCH_WAIT_MS: String(batchOverride.waitMs) }),
-    FACILITATOR_SETTLE_LIMIT_PER_CLIENT: LIFTED,
-    FACILITATOR_VERIFY_LIMIT_PER_CLIENT: LIFTED,
-    FACILITATOR_SETTLE_LIMIT_PER_PAYER: LIFTED,
-    FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: LIFTED,
   });
   const server = await startServer({ config, roles: ['facilitator'], database, ephemeralSecrets: true, adminSocket: false, log });
   let proxy: http.Server | null = null;
