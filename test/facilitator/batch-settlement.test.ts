@@ -4,10 +4,11 @@
 // of the payer, the payee, the channel and the relayer are read from the chain.
 import type { SettleResponse } from '@x402/core/types';
 import { and, eq } from 'drizzle-orm';
-import { createPublicClient, custom, http, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, createWalletClient, custom, http, parseAbi, type Hex, type LocalAccount, type PublicClient } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BATCH_SETTLEMENT } from '../../src/chain/x402-contracts.js';
-import { channelVerdict } from '../../src/x402/facilitator/batch/chain.js';
+import { adminCommands } from '../../src/admin/commands.js';
+import { batchAbi, channelVerdict } from '../../src/x402/facilitator/batch/chain.js';
 import { x402Settlements, type SettlementRow } from '../../src/x402/tables.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer } from '../x402/support.js';
@@ -130,4 +131,70 @@ describe('a claim row decided from the chain alone (its transaction hash never r
     const below: SettlementRow = { ...open, amount: '1000', request: { channelId, totalClaimed: '1000' } };
     expect(await channelVerdict(app.ctx.chain.publicClient, below)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' });
   });
+});
+
+describe('a refund row decided from the chain alone (its transaction hash never reached the row)', () => {
+  /** The same chain through an RPC whose eth_getLogs answers an empty list: state ahead of the logs. */
+  const withoutLogs = (): PublicClient => {
+    const upstream = http(app.ctx.chain.rpcUrl)({});
+    return createPublicClient({ transport: custom({ request: async (args: { method: string; params?: unknown }) => (args.method === 'eth_getLogs' ? [] : upstream.request(args as never)) }) });
+  };
+
+  it('paid: settled by its log, and by its receipt when the logs lag; a refund that found nothing to return: failed', async () => {
+    const payer = await fundedPayer(app, '1');
+    const buyer = batchBuyer(app, payer);
+    for (let i = 0; i < 2; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
+    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
+    const [paid] = await manager.refund([channelId]);
+    const rows = await app.ctx.db.select().from(x402Settlements).where(and(eq(x402Settlements.kind, 'batch-refund'), eq(x402Settlements.payer, payer.address)));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'settled', txHash: paid!.transaction });
+    // The row as a crash between send and recordBroadcast left it: claimed, no hash.
+    const open: SettlementRow = { ...rows[0]!, status: 'claimed', txHash: null };
+    expect(await channelVerdict(app.ctx.chain.publicClient, open)).toMatchObject({ kind: 'settled', txHash: paid!.transaction as Hex });
+    // No Refunded log served: the transaction that spent the nonce is found by the channel's state, and its receipt pays.
+    expect(await channelVerdict(withoutLogs(), open)).toMatchObject({ kind: 'settled', txHash: paid!.transaction as Hex });
+
+    // Nothing unclaimed is left: a refund signed for nonce 1 spends the nonce, moves nothing and emits no Refunded.
+    expect(await channelState(app, channelId)).toMatchObject({ balance: 2000n, totalClaimed: 2000n, refundNonce: 1n });
+    const { config } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const signature = await seller.authorizer.signTypedData(refundTypedData(channelId, 1n, 500n));
+    const empty = await sendRefund(payer, 'refundWithSignature', [config, 500n, 1n, signature]);
+    const emptyRow = refundRow(open, 1n);
+    for (const client of [app.ctx.chain.publicClient, withoutLogs()]) {
+      expect(await channelVerdict(client, emptyRow)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_no_balance', txHash: empty });
+    }
+    // The receiver side's own refund() spends nonce 2: the refund signed for it never ran.
+    await adminCommands(app.ctx, app.modules)['dev.fund']({ address: seller.authorizer.address, amount: '0' });
+    await sendRefund(seller.authorizer, 'refund', [config, 500n]);
+    expect(await channelVerdict(withoutLogs(), refundRow(open, 2n))).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_transaction_failed', txHash: null });
+    expect(await channelState(app, channelId)).toMatchObject({ balance: 2000n, refundNonce: 3n });
+  });
+
+  const receiverRefundAbi = parseAbi([
+    'struct ChannelConfig { address payer; address payerAuthorizer; address receiver; address receiverAuthorizer; address token; uint40 withdrawDelay; bytes32 salt; }',
+    'function refund(ChannelConfig config, uint128 amount)',
+  ]);
+
+  /** The open row of a refund signed for `nonce` (the request it was claimed with names the nonce). */
+  const refundRow = (row: SettlementRow, nonce: bigint): SettlementRow => {
+    const request = structuredClone(row.request) as { payload: { payload: { refundNonce: string } } };
+    request.payload.payload.refundNonce = nonce.toString();
+    return { ...row, request };
+  };
+
+  const refundTypedData = (channelId: Hex, nonce: bigint, amount: bigint) => ({
+    domain: { name: 'x402 Batch Settlement', version: '1', chainId: app.ctx.chain.viemChain.id, verifyingContract: BATCH_SETTLEMENT },
+    types: { Refund: [{ name: 'channelId', type: 'bytes32' }, { name: 'nonce', type: 'uint256' }, { name: 'amount', type: 'uint128' }] },
+    primaryType: 'Refund' as const,
+    message: { channelId, nonce, amount },
+  });
+
+  async function sendRefund(from: LocalAccount, functionName: 'refund' | 'refundWithSignature', args: readonly unknown[]): Promise<Hex> {
+    const wallet = createWalletClient({ account: from, chain: app.ctx.chain.viemChain, transport: http(app.ctx.chain.rpcUrl) });
+    const hash = await wallet.writeContract({ address: BATCH_SETTLEMENT, abi: [...batchAbi, ...receiverRefundAbi], functionName, args: args as never });
+    expect((await app.ctx.chain.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success');
+    return hash;
+  }
 });

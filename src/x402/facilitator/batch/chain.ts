@@ -4,7 +4,7 @@
 // only where the receipt carries `Claimed(channelId, …, newTotalClaimed)` for exactly the total it claimed; a sweep
 // only where it carries `Settled(receiver, token, …, amount)`; a refund only where it carries `Refunded(channelId)`.
 // (A deposit is an ERC-3009 authorization: judged by its AuthorizationUsed + Transfer pair, chain-verdict.ts.)
-import { decodeFunctionData, isAddressEqual, parseAbi, parseEventLogs, type Address, type Hash, type Hex, type Log, type PublicClient } from 'viem';
+import { BlockNotFoundError, decodeFunctionData, isAddressEqual, parseAbi, parseEventLogs, type Address, type Hash, type Hex, type Log, type PublicClient } from 'viem';
 import { BATCH_SETTLEMENT } from '../../../chain/x402-contracts.js';
 import type { SettlementRow } from '../../tables.js';
 import { isKnownTransaction, maybeReceipt, type ChainVerdict } from '../chain-verdict.js';
@@ -127,16 +127,58 @@ export async function channelVerdict(client: PublicClient, row: SettlementRow): 
       return { kind: 'pending' };
     }
   } else if (state.refundNonce > BigInt(op.refundNonce!)) {
-    const logs = await client.getLogs({ address: BATCH_SETTLEMENT, event: refundedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number });
-    for (const log of logs.filter((l) => !l.removed)) {
-      if (!refundsWithNonce(await client.getTransaction({ hash: log.transactionHash }), BigInt(op.refundNonce!))) continue;
-      return { kind: 'settled', txHash: log.transactionHash, logIndex: log.logIndex };
-    }
-    return { kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_transaction_failed', message: "the channel's refund nonce moved on without this refund moving anything", txHash: (row.txHash as Hash | null) ?? null };
+    return refundVerdict(client, row, op, block.number);
   }
   // Not reached. A transaction of ours the node no longer knows was dropped: nothing happened, the seller may ask again.
   if (row.txHash) return { kind: 'failed', reason: Reason.transactionFailed, message: 'the transaction was dropped before it was mined; nothing happened', txHash: row.txHash as Hash };
   return { kind: 'pending' };
+}
+
+/**
+ * A refund whose nonce the channel has moved past: paid by the refund that spent the nonce, or nothing when that refund
+ * found no unclaimed escrow (the contract spends the nonce and emits no `Refunded`). The logs name a paid refund; when
+ * they name none, only the receipt of the transaction that spent the nonce decides: "no log" alone may be a log
+ * backend behind the state (it would record a paid refund as unpaid).
+ */
+async function refundVerdict(client: PublicClient, row: SettlementRow, op: ChannelOperation, head: bigint): Promise<ChainVerdict> {
+  const nonce = BigInt(op.refundNonce!);
+  const logs = await client.getLogs({ address: BATCH_SETTLEMENT, event: refundedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: head });
+  for (const log of logs.filter((l) => !l.removed)) {
+    if (refundsWithNonce(await client.getTransaction({ hash: log.transactionHash }), nonce)) return { kind: 'settled', txHash: log.transactionHash, logIndex: log.logIndex };
+  }
+  const spentIn = await maybeBlock(client, await blockSpendingNonce(client, op.channelId, nonce, BigInt(row.fromBlock), head));
+  // The block or the receipt not served yet: the same lag, ask again next pass.
+  if (!spentIn) return { kind: 'pending' };
+  const spender = spentIn.transactions.find((tx) => refundsWithNonce(tx, nonce));
+  if (!spender) {
+    // A receiver-side `refund()` (or a refund signed for the same nonce that we did not send) spent it first.
+    return { kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_transaction_failed', message: "another refund spent the channel's refund nonce first: this one never ran", txHash: (row.txHash as Hash | null) ?? null };
+  }
+  const receipt = await maybeReceipt(client, spender.hash);
+  if (!receipt) return { kind: 'pending' };
+  const verdict = judgeRefundReceipt(receipt, op.channelId);
+  return verdict.ok ? { kind: 'settled', txHash: receipt.transactionHash, logIndex: verdict.logIndex } : { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: receipt.transactionHash };
+}
+
+async function maybeBlock(client: PublicClient, blockNumber: bigint) {
+  try {
+    return await client.getBlock({ blockNumber, includeTransactions: true });
+  } catch (error) {
+    if (error instanceof BlockNotFoundError) return null;
+    throw error;
+  }
+}
+
+/** The first block in [from, to] whose state has the channel's refund nonce past `nonce` (it is past it at `to`). */
+async function blockSpendingNonce(client: PublicClient, channelId: Hex, nonce: bigint, from: bigint, to: bigint): Promise<bigint> {
+  let [low, high] = [from, to];
+  while (low < high) {
+    const middle = (low + high) / 2n;
+    const atMiddle = (await client.readContract({ address: BATCH_SETTLEMENT, abi: batchAbi, functionName: 'refundNonce', args: [channelId], blockNumber: middle })) as bigint;
+    if (atMiddle > nonce) high = middle;
+    else low = middle + 1n;
+  }
+  return low;
 }
 
 /** Whether the transaction sends refundWithSignature with this nonce (directly, or inside the contract's multicall). */
