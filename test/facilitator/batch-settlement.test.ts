@@ -107,14 +107,15 @@ describe('batch-settlement with the official client and server', () => {
   });
 });
 
-describe('a claim row decided from the chain alone (its transaction hash never reached the row)', () => {
-  /** The same chain through an RPC whose eth_getLogs answers an empty list: state ahead of the logs. */
-  const lagging = (): PublicClient => {
-    const upstream = http(app.ctx.chain.rpcUrl)({});
-    return createPublicClient({ transport: custom({ request: async (args: { method: string; params?: unknown }) => (args.method === 'eth_getLogs' ? [] : upstream.request(args as never)) }) });
-  };
+/** The same chain through an RPC that does not serve these methods yet (empty logs, no receipts): state ahead of them. */
+function lagging(methods: string[]): PublicClient {
+  const upstream = http(app.ctx.chain.rpcUrl)({});
+  const behind = (method: string) => (method === 'eth_getLogs' ? [] : null);
+  return createPublicClient({ transport: custom({ request: async (args: { method: string; params?: unknown }) => (methods.includes(args.method) ? behind(args.method) : upstream.request(args as never)) }) });
+}
 
-  it('its Claimed event found: settled; the channel past it with no log yet: pending, not failed; past it by a larger claim: failed', async () => {
+describe('a claim row decided from the chain alone (its transaction hash never reached the row)', () => {
+  it('its Claimed event found: settled, from the logs or, when none is served, the receipts of the block that reached it; neither served: pending; past it by a larger claim: failed', async () => {
     const payer = await fundedPayer(app, '1');
     const buyer = batchBuyer(app, payer);
     for (let i = 0; i < 2; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
@@ -125,21 +126,19 @@ describe('a claim row decided from the chain alone (its transaction hash never r
     // The row as a crash between send and recordBroadcast left it: claimed, no hash.
     const open: SettlementRow = { ...row!, status: 'claimed', txHash: null };
     expect(await channelVerdict(app.ctx.chain.publicClient, open)).toMatchObject({ kind: 'settled', txHash: claimed!.transaction as Hex });
-    expect(await channelVerdict(lagging(), open)).toEqual({ kind: 'pending' });
+    expect(await channelVerdict(lagging(['eth_getLogs']), open)).toMatchObject({ kind: 'settled', txHash: claimed!.transaction as Hex });
+    // The state ahead of both: the claim may be ours, so no verdict yet (never "failed").
+    expect(await channelVerdict(lagging(['eth_getLogs', 'eth_getBlockReceipts']), open)).toEqual({ kind: 'pending' });
     // An increment below the 2000 the chain claimed in one transaction was never claimed on its own.
     const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
     const below: SettlementRow = { ...open, amount: '1000', request: { channelId, totalClaimed: '1000' } };
-    expect(await channelVerdict(app.ctx.chain.publicClient, below)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' });
+    for (const client of [app.ctx.chain.publicClient, lagging(['eth_getLogs'])]) {
+      expect(await channelVerdict(client, below)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' });
+    }
   });
 });
 
 describe('a refund row decided from the chain alone (its transaction hash never reached the row)', () => {
-  /** The same chain through an RPC whose eth_getLogs answers an empty list: state ahead of the logs. */
-  const withoutLogs = (): PublicClient => {
-    const upstream = http(app.ctx.chain.rpcUrl)({});
-    return createPublicClient({ transport: custom({ request: async (args: { method: string; params?: unknown }) => (args.method === 'eth_getLogs' ? [] : upstream.request(args as never)) }) });
-  };
-
   it('paid: settled by its log, and by its receipt when the logs lag; a refund that found nothing to return: failed', async () => {
     const payer = await fundedPayer(app, '1');
     const buyer = batchBuyer(app, payer);
@@ -154,7 +153,8 @@ describe('a refund row decided from the chain alone (its transaction hash never 
     const open: SettlementRow = { ...rows[0]!, status: 'claimed', txHash: null };
     expect(await channelVerdict(app.ctx.chain.publicClient, open)).toMatchObject({ kind: 'settled', txHash: paid!.transaction as Hex });
     // No Refunded log served: the transaction that spent the nonce is found by the channel's state, and its receipt pays.
-    expect(await channelVerdict(withoutLogs(), open)).toMatchObject({ kind: 'settled', txHash: paid!.transaction as Hex });
+    expect(await channelVerdict(lagging(['eth_getLogs']), open)).toMatchObject({ kind: 'settled', txHash: paid!.transaction as Hex });
+    expect(await channelVerdict(lagging(['eth_getLogs', 'eth_getTransactionReceipt']), open)).toEqual({ kind: 'pending' });
 
     // Nothing unclaimed is left: a refund signed for nonce 1 spends the nonce, moves nothing and emits no Refunded.
     expect(await channelState(app, channelId)).toMatchObject({ balance: 2000n, totalClaimed: 2000n, refundNonce: 1n });
@@ -162,13 +162,13 @@ describe('a refund row decided from the chain alone (its transaction hash never 
     const signature = await seller.authorizer.signTypedData(refundTypedData(channelId, 1n, 500n));
     const empty = await sendRefund(payer, 'refundWithSignature', [config, 500n, 1n, signature]);
     const emptyRow = refundRow(open, 1n);
-    for (const client of [app.ctx.chain.publicClient, withoutLogs()]) {
+    for (const client of [app.ctx.chain.publicClient, lagging(['eth_getLogs'])]) {
       expect(await channelVerdict(client, emptyRow)).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_no_balance', txHash: empty });
     }
     // The receiver side's own refund() spends nonce 2: the refund signed for it never ran.
     await adminCommands(app.ctx, app.modules)['dev.fund']({ address: seller.authorizer.address, amount: '0' });
     await sendRefund(seller.authorizer, 'refund', [config, 500n]);
-    expect(await channelVerdict(withoutLogs(), refundRow(open, 2n))).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_transaction_failed', txHash: null });
+    expect(await channelVerdict(lagging(['eth_getLogs']), refundRow(open, 2n))).toMatchObject({ kind: 'failed', reason: 'invalid_batch_settlement_evm_refund_transaction_failed', txHash: null });
     expect(await channelState(app, channelId)).toMatchObject({ balance: 2000n, refundNonce: 3n });
   });
 

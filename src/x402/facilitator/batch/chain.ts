@@ -4,7 +4,7 @@
 // only where the receipt carries `Claimed(channelId, …, newTotalClaimed)` for exactly the total it claimed; a sweep
 // only where it carries `Settled(receiver, token, …, amount)`; a refund only where it carries `Refunded(channelId)`.
 // (A deposit is an ERC-3009 authorization: judged by its AuthorizationUsed + Transfer pair, chain-verdict.ts.)
-import { BlockNotFoundError, decodeFunctionData, isAddressEqual, parseAbi, parseEventLogs, type Address, type Hash, type Hex, type Log, type PublicClient } from 'viem';
+import { BlockNotFoundError, decodeFunctionData, formatLog, isAddressEqual, parseAbi, parseEventLogs, toHex, type Address, type Hash, type Hex, type Log, type PublicClient, type RpcTransactionReceipt } from 'viem';
 import { BATCH_SETTLEMENT } from '../../../chain/x402-contracts.js';
 import type { SettlementRow } from '../../tables.js';
 import { isKnownTransaction, maybeReceipt, type ChainVerdict } from '../chain-verdict.js';
@@ -32,6 +32,8 @@ export const batchAbi = parseAbi([
 
 const claimedEvent = batchAbi.find((e) => e.type === 'event' && e.name === 'Claimed') as Extract<(typeof batchAbi)[number], { name: 'Claimed' }>;
 const refundedEvent = batchAbi.find((e) => e.type === 'event' && e.name === 'Refunded') as Extract<(typeof batchAbi)[number], { name: 'Refunded' }>;
+
+type ClaimedLog = Pick<Log, 'removed' | 'transactionHash' | 'logIndex'> & { args: { newTotalClaimed?: bigint } };
 
 export interface ChannelState {
   balance: bigint;
@@ -116,15 +118,10 @@ export async function channelVerdict(client: PublicClient, row: SettlementRow): 
     const total = BigInt(op.totalClaimed!);
     if (state.totalClaimed >= total) {
       // Reached: by a transaction of ours whose hash never made it to the row, or by a larger claim.
-      const logs = (await client.getLogs({ address: BATCH_SETTLEMENT, event: claimedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number })).filter((l) => !l.removed);
-      const exact = logs.find((l) => l.args.newTotalClaimed === total);
-      if (exact) return { kind: 'settled', txHash: exact.transactionHash, logIndex: exact.logIndex };
-      if (logs.some((l) => l.args.newTotalClaimed! > total)) {
-        return { kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed', message: 'the channel claimed a larger total first: this increment was never claimed on its own', txHash: null };
-      }
-      // State ahead of the logs (a node mid-block, a lagging log backend): our own claim may be the one that reached
-      // it. Only a larger claim in the logs is a verdict; "failed" here would record a paid claim as unpaid.
-      return { kind: 'pending' };
+      const logs = await client.getLogs({ address: BATCH_SETTLEMENT, event: claimedEvent, args: { channelId: op.channelId }, fromBlock: BigInt(row.fromBlock), toBlock: block.number });
+      // No log yet is the state ahead of the logs (a node mid-block, a lagging log backend): "failed" would record a
+      // paid claim as unpaid. The receipts of the block where the channel reached the total decide then.
+      return judgeClaims(logs, total) ?? claimVerdictByBlock(client, op.channelId, total, BigInt(row.fromBlock), block.number);
     }
   } else if (state.refundNonce > BigInt(op.refundNonce!)) {
     return refundVerdict(client, row, op, block.number);
@@ -146,7 +143,7 @@ async function refundVerdict(client: PublicClient, row: SettlementRow, op: Chann
   for (const log of logs.filter((l) => !l.removed)) {
     if (refundsWithNonce(await client.getTransaction({ hash: log.transactionHash }), nonce)) return { kind: 'settled', txHash: log.transactionHash, logIndex: log.logIndex };
   }
-  const spentIn = await maybeBlock(client, await blockSpendingNonce(client, op.channelId, nonce, BigInt(row.fromBlock), head));
+  const spentIn = await maybeBlock(client, await firstBlockWhere(BigInt(row.fromBlock), head, async (blockNumber) => (await readChannel(client, op.channelId, blockNumber)).refundNonce > nonce));
   // The block or the receipt not served yet: the same lag, ask again next pass.
   if (!spentIn) return { kind: 'pending' };
   const spender = spentIn.transactions.find((tx) => refundsWithNonce(tx, nonce));
@@ -169,13 +166,34 @@ async function maybeBlock(client: PublicClient, blockNumber: bigint) {
   }
 }
 
-/** The first block in [from, to] whose state has the channel's refund nonce past `nonce` (it is past it at `to`). */
-async function blockSpendingNonce(client: PublicClient, channelId: Hex, nonce: bigint, from: bigint, to: bigint): Promise<bigint> {
+/**
+ * The claim that took the channel to `total` or past it, read from the receipts of the first block whose state shows
+ * it: exactly `total` is this increment, paid; more is a larger claim that came first.
+ */
+async function claimVerdictByBlock(client: PublicClient, channelId: Hex, total: bigint, from: bigint, head: bigint): Promise<ChainVerdict> {
+  const reached = await firstBlockWhere(from, head, async (blockNumber) => (await readChannel(client, channelId, blockNumber)).totalClaimed >= total);
+  const receipts = (await client.request({ method: 'eth_getBlockReceipts' as never, params: [toHex(reached)] as never })) as RpcTransactionReceipt[] | null;
+  const logs = own((receipts ?? []).filter((r) => r.status === '0x1').flatMap((r) => r.logs.map((log) => formatLog(log as never))));
+  const claims = parseEventLogs({ abi: batchAbi, eventName: 'Claimed', logs: logs as Log[] }).filter((l) => l.args.channelId.toLowerCase() === channelId.toLowerCase());
+  // None: the block's receipts not served yet, ask again next pass.
+  return judgeClaims(claims, total) ?? { kind: 'pending' };
+}
+
+/** The channel's `Claimed` logs say: this increment claimed (exactly `total`), a larger claim came first, or neither (null). */
+function judgeClaims(logs: readonly ClaimedLog[], total: bigint): ChainVerdict | null {
+  const live = logs.filter((l) => !l.removed);
+  const exact = live.find((l) => l.args.newTotalClaimed === total);
+  if (exact) return { kind: 'settled', txHash: exact.transactionHash!, logIndex: exact.logIndex! };
+  if (!live.some((l) => l.args.newTotalClaimed! > total)) return null;
+  return { kind: 'failed', reason: 'invalid_batch_settlement_evm_cumulative_below_claimed', message: 'the channel claimed a larger total first: this increment was never claimed on its own', txHash: null };
+}
+
+/** The first block in [from, to] where `holds` (it holds at `to`, and from there on). */
+async function firstBlockWhere(from: bigint, to: bigint, holds: (blockNumber: bigint) => Promise<boolean>): Promise<bigint> {
   let [low, high] = [from, to];
   while (low < high) {
     const middle = (low + high) / 2n;
-    const atMiddle = (await client.readContract({ address: BATCH_SETTLEMENT, abi: batchAbi, functionName: 'refundNonce', args: [channelId], blockNumber: middle })) as bigint;
-    if (atMiddle > nonce) high = middle;
+    if (await holds(middle)) high = middle;
     else low = middle + 1n;
   }
   return low;
