@@ -7,6 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPaymentRequired } from '../../src/x402/client.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { fundedPayer, randomAddress, relayerTxCount, signAuthorization } from '../x402/support.js';
+import { createIntent, createShop } from '../intents/fixtures.js';
+import { pay, signedHeader } from '../intents/harness.js';
+import { credentialFor, post as relayPost } from '../relay/support.js';
+import { challengeAndSign, jpegOf, newKey, storagePayer, upload, uploadForm } from '../storage/helpers.js';
 import { requirementsFor } from './support.js';
 
 const HUGE = (10n ** 30n).toString();
@@ -49,6 +53,37 @@ describe('gas spent, by route and outcome', () => {
     const ready = (await app.origins.facilitator!.inject({ method: 'GET', url: '/ready' })).json().data;
     expect(ready.checks['relayer-float']).toMatchObject({ ok: true, detail: { publicFloorWei: '5000000000000000', floorWei: '1000000000000000' } });
     expect(BigInt(ready.checks['relayer-float'].detail.floatWei)).toBeGreaterThan(10n ** 16n);
+  });
+});
+
+describe('gas spent by our own modules, each under its own route', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await buildTestApp();
+  });
+  afterAll(async () => app?.close());
+
+  it('a payment-intent pay, a paid upload and a relay broadcast book their gas under their routes, not the worker', async () => {
+    const shop = await createShop(app);
+    const intent = (await createIntent(app, shop)).json();
+    const payer = await fundedPayer(app, '20');
+    expect((await pay(app, intent.id, { 'payment-signature': await signedHeader(app, intent.id, payer) })).statusCode).toBe(200);
+
+    const key = newKey();
+    const form = uploadForm(await jpegOf(10));
+    const uploader = storagePayer();
+    await app.ctx.chain.devchain!.fund(uploader.account.address, '1');
+    const { headers } = await challengeAndSign(app, key, form, uploader);
+    expect((await upload(app, key, form, { headers })).status).toBe(200);
+
+    const relayed = await credentialFor(app);
+    expect((await relayPost(app, '/v1/mpp/broadcast', relayed.body, { 'idempotency-key': newKey() })).status).toBe(200);
+
+    const spent = await gasSpent(app);
+    expect(spent['route="/v1/payment-intents/:intentId/pay",outcome="settled"']).toBeGreaterThan(40_000);
+    expect(spent['route="/v1/mpp/broadcast",outcome="settled"']).toBeGreaterThan(40_000);
+    expect(spent['route="/v1/ipfs/upload",outcome="settled"']).toBeGreaterThan(40_000);
+    expect(spent['route="worker",outcome="settled"']).toBeUndefined();
   });
 });
 
