@@ -99,8 +99,10 @@ describe('POST /v1/payment-intents/{id}/refunds', () => {
     const shop = await refundingShop();
     const { intent, payer } = await paidIntent(shop);
     const before = await balanceOf(app, payer.address);
-    const created = await refund(shop, intent.id, 500);
+    const created = await call('POST', `/v1/payment-intents/${intent.id}/refunds`, shop.apiKey, { amountUsdCents: 500 }, { 'idempotency-key': `refund-${newId()}`, 'x-request-id': 'refund-request-1' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // The wallet payment names the request that asked for it.
+    expect(await app.ctx.services.wallets.payment(shop.walletId, created.body.id)).toMatchObject({ requestId: 'refund-request-1' });
     expect(created.body).toMatchObject({ intentId: intent.id, amountUsdCents: 500, status: 'succeeded', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), recipient: payer.address });
     expect(await balanceOf(app, payer.address)).toBe(before + 5_000_000n);
     const moved = await transfersBetween(shop.walletAddress, payer.address);

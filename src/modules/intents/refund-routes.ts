@@ -8,6 +8,7 @@ import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { requireIdempotencyKey, sendIdempotent } from '../../platform/http/idempotent.js';
 import { envelope } from '../../platform/http/render.js';
+import { callerOf } from '../../platform/request-context.js';
 import { envelopeErrors, envelopeSchema, intentErrorSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
 import type { Refunds } from './refunds.js';
@@ -50,7 +51,7 @@ export function refundRoutes(app: ZodApp, deps: { ctx: AppContext; refunds: Refu
       const projectId = principalOf(request, 'project_key').projectId;
       return sendIdempotent(ctx.idempotency, request, reply, 'intents.refund', async (attempt) => ({
         status: 201,
-        body: refundView(await refunds.create(projectId, request.params.intentId, request.body.amountUsdCents, attempt?.id)),
+        body: refundView(await refunds.create(projectId, request.params.intentId, request.body.amountUsdCents, attempt?.id, callerOf(request))),
       }));
     },
   );
@@ -83,7 +84,7 @@ export function refundRoutes(app: ZodApp, deps: { ctx: AppContext; refunds: Refu
       await ctx.services.projects.requireOwned(principalOf(request, 'identity').userId, projectId);
       return sendIdempotent(ctx.idempotency, request, reply, 'intents.refund', async (attempt) => ({
         status: 201,
-        body: envelope(refundView(await refunds.create(projectId, intentId, request.body.amountUsdCents, attempt?.id))),
+        body: envelope(refundView(await refunds.create(projectId, intentId, request.body.amountUsdCents, attempt?.id, callerOf(request)))),
       }));
     },
   );

@@ -11,6 +11,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError } from '../../platform/http/errors.js';
 import { crashPoint } from '../../platform/crash-points.js';
 import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import type { Caller } from '../../platform/request-context.js';
 import { intentErrors } from './errors.js';
 import type { RefundRow, RefundStore } from './refund-store.js';
 import type { IntentsStore } from './store.js';
@@ -32,11 +33,12 @@ export class Refunds {
 
   /**
    * Records and sends a refund of `amountUsdCents` of the project's intent. `id` is the refund's id, stable for an
-   * Idempotency-Key: a call resumed after its first one died finds that refund and carries it on.
+   * Idempotency-Key: a call resumed after its first one died finds that refund and carries it on. `caller`: the request
+   * it was asked for (its id goes on the wallet payment).
    */
-  async create(projectId: string, intentId: string, amountUsdCents: number, id: string = newId()): Promise<RefundRow> {
+  async create(projectId: string, intentId: string, amountUsdCents: number, id: string = newId(), caller?: Caller): Promise<RefundRow> {
     const existing = await this.store.refund(id);
-    if (existing) return existing.status === 'pending' ? this.send(existing) : existing;
+    if (existing) return existing.status === 'pending' ? this.send(existing, caller) : existing;
     const intent = UUID_PATTERN.test(intentId) ? await this.intents.byIdInProject(intentId, projectId) : undefined;
     if (!intent) throw intentErrors.intentNotFound();
     const wallet = await this.ctx.services.projects.refundWallet(projectId);
@@ -60,7 +62,7 @@ export class Refunds {
       throw intentErrors.refundExceedsRefundable(amountUsdCents, Math.max(0, now ? refundableCents(now) : 0));
     }
     crashPoint('refund.after-record');
-    return this.send(refund);
+    return this.send(refund, caller);
   }
 
   async list(projectId: string, intentId: string): Promise<RefundRow[]> {
@@ -73,7 +75,7 @@ export class Refunds {
    * Sends the refund's wallet transfer (once, whoever calls: the payment id is the refund's) and records what came
    * of it. A transfer that could not even be made (the wallet not active, signing refused) sent nothing: failed.
    */
-  private async send(refund: RefundRow): Promise<RefundRow> {
+  private async send(refund: RefundRow, caller?: Caller): Promise<RefundRow> {
     let payment: WalletPayment | null;
     try {
       payment = await this.ctx.services.walletTransfer(
@@ -81,6 +83,7 @@ export class Refunds {
         refund.walletCredentialId,
         { to: refund.recipient, amount: (BigInt(refund.amountUsdCents) * ATOMIC_UNITS_PER_CENT).toString() },
         refund.id,
+        caller,
       );
       crashPoint('refund.after-send');
     } catch (error) {
