@@ -54,14 +54,6 @@ describe('gas spent, by route and outcome', () => {
     expect(ready.checks['relayer-float']).toMatchObject({ ok: true, detail: { publicFloorWei: '5000000000000000', floorWei: '1000000000000000' } });
     expect(BigInt(ready.checks['relayer-float'].detail.floatWei)).toBeGreaterThan(10n ** 16n);
   });
-});
-
-describe('gas spent by our own modules, each under its own route', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => app?.close());
 
   it('a payment-intent pay, a paid upload and a relay broadcast book their gas under their routes, not the worker', async () => {
     const shop = await createShop(app);
