@@ -103,7 +103,7 @@ export class EventBatchStore extends EventStore {
    * see the snapshot from before the acks: the events acked here must not be claimed again, so the
    * claim leaves out every id named in the acks (a held lease is not claimable anyway, its
    * `available_at` being its expiry; a lapsed one named here is refused, and left out so that its
-   * answer says "expired", as the two statements said, not "taken over by another lease").
+   * answer says "expired", as the two statements said, and no row is changed twice by one statement).
    */
   async ackAndClaimMany(input: ClaimManyInput & { items: readonly LeaseItem[] }): Promise<{ acked: Set<string>; claimed: ClaimedRow[] }> {
     const { ids, leases } = leaseArrays(input.items);
