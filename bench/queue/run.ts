@@ -7,8 +7,9 @@
 //     (bench/queue/competitors, installed on demand: both declare Node >= 22 but run on Node 20),
 //     with their single-job APIs and their batch APIs (pg-boss insert/fetch batchSize/complete ids;
 //     graphile-worker addJobs + its local queue and batched completions);
-//   - a diagnostic: Tollgate's events services called in this process (no HTTP), the single-event path's
-//     statements alone, to tell the queue's own cost from the HTTP round trips'.
+//   - diagnostics: Tollgate's events services called in this process (no HTTP), the single-event path's
+//     statements alone and the batched path's (batch publish, ack-and-claim), to tell the queue's own cost
+//     from the HTTP round trips'. bench/queue/cpu.ts gives the batched path's CPU per request by phase.
 // Targets: batched ≥ 1.0× graphile-worker (batched) and ≥ 5× our single-event path (issue 19); single
 // ≥ 1.0× pg-boss (single) (issue 31; issue 19 asked 1.5×) and batched ≥ 1.0× pg-boss (batched) (issue 46), each as the
 // median of per-round ratios over ≥ 5 rounds.
@@ -171,11 +172,12 @@ function tollgate(ready: { api: string; apiKey: string }, batched: boolean): Con
  * single-event path (one per publish, claim, ack), to split the HTTP round trips' cost from the queue's own.
  * Diagnostic: not a way Tollgate is offered (its API is HTTP).
  */
-async function tollgateInProcess(): Promise<Contender & { close(): Promise<void> }> {
+async function tollgateInProcess(): Promise<Contender & { services: ReturnType<typeof createEventsServices>; close(): Promise<void> }> {
   const database = await openDatabase({ url: dbUrl, pgliteDir: null, poolSize: 10 });
   const services = createEventsServices({ database, clock: systemClock, hasher: new SecretHasher(randomBytes(32).toString('hex')), log: pino({ level: 'silent' }) });
   const { queues, events } = services;
   return {
+    services,
     name: 'Tollgate events services in process, single-event calls (no HTTP; diagnostic)',
     async round(id, count) {
       const queue = await queues.create('bench-in-process', { name: `bench-${id}`, defaultLeaseSeconds: 60, maxAttempts: 5 });
@@ -199,6 +201,43 @@ async function tollgateInProcess(): Promise<Contender & { close(): Promise<void>
       services.waiters.close();
       services.notifier.close();
       await database.close();
+    },
+  };
+}
+
+/**
+ * The batched path's services called in this process, no HTTP: batch publish, then a claim to start and
+ * ack-and-claim to drain, as the HTTP consumer does. Diagnostic: what the batched statements cost without
+ * the server hop, beside pg-boss's batch calls (which are also made from the caller's process).
+ */
+function tollgateInProcessBatches(services: ReturnType<typeof createEventsServices>): Contender {
+  const { queues, batches } = services;
+  const project = 'bench-in-process';
+  return {
+    name: `Tollgate events services in process, batches of ${batch} (no HTTP; diagnostic)`,
+    async round(id, count) {
+      const queue = await queues.create(project, { name: `bench-batches-${id}`, defaultLeaseSeconds: 60, maxAttempts: 5 });
+      const publishMs = await timed(() =>
+        spread(count, batch, async (from, n) => void (await batches.publishMany(project, queue.id, Array.from({ length: n }, (_, i) => ({ payload: payload(from + i) }))))),
+      );
+      let acked = 0;
+      const consumeMs = await timed(() =>
+        Promise.all(
+          Array.from({ length: concurrency }, async () => {
+            while (acked < count) {
+              let claimed = await batches.claimMany(project, queue.id, batch);
+              while (claimed.length) {
+                const leases = claimed.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken }));
+                const answer = await batches.ackAndClaim(project, queue.id, leases, batch);
+                if (!answer.acked.every((r) => r.ok)) throw new Error('a batch ack was refused');
+                acked += answer.acked.length;
+                claimed = answer.claimed;
+              }
+            }
+          }),
+        ).then(() => undefined),
+      );
+      return { publishMs, consumeMs };
     },
   };
 }
@@ -253,8 +292,9 @@ try {
     competitor('graphile-worker', false),
     competitor('graphile-worker', true),
     (inProcess = await tollgateInProcess()),
+    tollgateInProcessBatches(inProcess.services),
   ];
-  const [single, batched, bossSingle, bossBatched, , workerBatched, singleInProcess] = contenders;
+  const [single, batched, bossSingle, bossBatched, , workerBatched, singleInProcess, batchesInProcess] = contenders;
   // BENCH_ONLY=<substring>|<substring>: run only the matching contenders (ratios only between those that ran).
   const only = process.env.BENCH_ONLY;
   if (only) contenders.splice(0, contenders.length, ...contenders.filter((c) => only.split('|').some((part) => c.name.includes(part))));
@@ -288,6 +328,7 @@ try {
     { label: 'batched / our single-event path', values: ratios(batched, single), target: 5.0 },
     { label: 'single-event path / pg-boss (single)', values: ratios(single, bossSingle), target: 1.0 },
     { label: 'diagnostic: the same path in process, no HTTP / pg-boss (single)', values: ratios(singleInProcess, bossSingle), target: null },
+    { label: 'diagnostic: the batched path in process, no HTTP / pg-boss (batched)', values: ratios(batchesInProcess, bossBatched), target: null },
   ].filter((t) => t.values.length > 0 && t.values.every(Number.isFinite)); // BENCH_ONLY may leave a side out
   const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   const table = [

@@ -55,4 +55,41 @@ describe('batch claims under concurrency', () => {
     expect(stats).toMatchObject({ ready: 0, leased: 0, acked: EVENTS, dead: 0 });
     expect(await h.batches.claimMany(PROJECT, queue.id, CLAIM_BATCH)).toEqual([]);
   });
+
+  it(`${CONSUMERS} consumers draining with ack-and-claim (one statement per batch) while events are published: 0 lost, 0 handed out twice`, async () => {
+    const queue = await h.queues.create(PROJECT, { name: 'ack-and-claim-load', defaultLeaseSeconds: 600, maxAttempts: 5 });
+    const deliveries = new Map<string, number>();
+    let acked = 0;
+    let refused = 0;
+    const publisher = async () => {
+      for (let start = 0; start < EVENTS; start += PUBLISH_BATCH) {
+        await h.batches.publishMany(PROJECT, queue.id, Array.from({ length: PUBLISH_BATCH }, (_, i) => ({ payload: { n: start + i } })));
+      }
+    };
+    const consumer = async () => {
+      let claimed = await h.batches.claimMany(PROJECT, queue.id, CLAIM_BATCH, { waitSeconds: 1 });
+      while (acked < EVENTS) {
+        for (const { event } of claimed) deliveries.set(event.id, (deliveries.get(event.id) ?? 0) + 1);
+        const leases = claimed.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken }));
+        if (leases.length === 0) {
+          claimed = await h.batches.claimMany(PROJECT, queue.id, CLAIM_BATCH, { waitSeconds: 1 });
+          continue;
+        }
+        const answer = await h.batches.ackAndClaim(PROJECT, queue.id, leases, CLAIM_BATCH, { waitSeconds: 1 });
+        refused += answer.acked.filter((r) => !r.ok).length;
+        acked += answer.acked.filter((r) => r.ok).length;
+        claimed = answer.claimed;
+      }
+      // Hand back what the last call claimed after the count was reached (nothing, if all went once).
+      for (const { event } of claimed) deliveries.set(event.id, (deliveries.get(event.id) ?? 0) + 1);
+    };
+
+    await Promise.all([publisher(), ...Array.from({ length: CONSUMERS }, consumer)]);
+
+    expect(refused).toBe(0);
+    expect(acked).toBe(EVENTS);
+    expect(deliveries.size).toBe(EVENTS);
+    expect([...deliveries.values()].filter((count) => count !== 1)).toEqual([]);
+    expect(await h.events.stats(PROJECT, queue.id)).toMatchObject({ ready: 0, leased: 0, acked: EVENTS, dead: 0, leaseExpiries: 0 });
+  });
 });

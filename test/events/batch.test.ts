@@ -303,6 +303,69 @@ describe('ack-and-claim: a batch acked and the next batch claimed in one request
     expect((await call('GET', `/v1/events/${first!.event.id}`)).body.data.status).toBe('acked');
   });
 
+  const ackAndClaim = async (queueId: string, leases: Claimed[], maxEvents: number, extra: Record<string, unknown> = {}) => {
+    const answer = await call('POST', `/v1/event-queues/${queueId}/ack-and-claim`, { leases: leases.map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken })), maxEvents, ...extra });
+    expect(answer.status).toBe(200);
+    return answer.body.data as { acked: { eventId: string; ok: boolean; status?: string; error?: { reason: string } }[]; claimed: Claimed[] };
+  };
+
+  it('refuses an ack of a lapsed lease taken over by another consumer, and never hands back what it acked', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, Array.from({ length: 3 }, (_, n) => ({ payload: { n } })));
+    const [lapsed, held] = await claimMany(queueId, 2, { leaseSeconds: 10 });
+    const [kept] = await claimMany(queueId, 1, { leaseSeconds: 60 });
+    clock.advance(11_000);
+    await publishMany(queueId, [{ payload: { n: 3 } }]);
+    // Another consumer takes the lapsed leases over (counted as lease expiries by the same statement).
+    const takenOver = await claimMany(queueId, 2, { leaseSeconds: 60 });
+    expect(takenOver.map((c) => c.event.id)).toEqual([lapsed!.event.id, held!.event.id]);
+    expect((await stats(queueId)).leaseExpiries).toBe(2);
+    const answer = await ackAndClaim(queueId, [lapsed!, kept!], 10);
+    expect(answer.acked).toMatchObject([
+      { eventId: lapsed!.event.id, ok: false, error: { reason: 'lease_token_mismatch' } },
+      { eventId: kept!.event.id, ok: true, status: 'acked' },
+    ]);
+    // Only the fourth event was claimable: neither the event just acked nor the other consumer's leases.
+    expect(answer.claimed.map((c) => c.event.payload.n)).toEqual([3]);
+    expect((await call('GET', `/v1/events/${lapsed!.event.id}`)).body.data).toMatchObject({ status: 'leased', attempts: 2 });
+    expect(await stats(queueId)).toMatchObject({ depth: { leased: 3, acked: 1 }, leaseExpiries: 2 });
+  });
+
+  it('answers a lapsed lease named in the acks as expired, and claims it as a takeover, counted once', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, [{ payload: { n: 0 } }, { payload: { n: 1 } }]);
+    const [late, onTime] = await claimMany(queueId, 2, { leaseSeconds: 10 });
+    clock.advance(9_000);
+    expect((await call('POST', `/v1/events/${onTime!.event.id}/heartbeat`, { leaseToken: onTime!.leaseToken, leaseSeconds: 60 })).status).toBe(200);
+    clock.advance(2_000);
+    await publishMany(queueId, [{ payload: { n: 2 } }]);
+    // One statement acks and claims: it leaves the event it was asked to ack (n 0) to the next claim.
+    const answer = await ackAndClaim(queueId, [late!, onTime!], 1);
+    expect(answer.acked).toMatchObject([
+      { eventId: late!.event.id, ok: false, error: { reason: 'lease_expired' } },
+      { eventId: onTime!.event.id, ok: true, status: 'acked' },
+    ]);
+    expect(answer.claimed.map((c) => c.event.payload.n)).toEqual([2]);
+    expect((await stats(queueId)).leaseExpiries).toBe(0);
+    const next = await ackAndClaim(queueId, answer.claimed, 10);
+    expect(next.acked).toMatchObject([{ ok: true, status: 'acked' }]);
+    expect(next.claimed.map((c) => c.event.id)).toEqual([late!.event.id]);
+    expect(next.claimed[0]!.event.attempts).toBe(2);
+    expect((await stats(queueId)).leaseExpiries).toBe(1);
+  });
+
+  it('waits for work when nothing is claimable after the acks (long poll), and wakes on a publish', async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, [{ payload: { n: 0 } }]);
+    const [only] = await claimMany(queueId, 1);
+    const waiting = ackAndClaim(queueId, [only!], 5, { waitSeconds: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await publishMany(queueId, [{ payload: { n: 1 } }]);
+    const answer = await waiting;
+    expect(answer.acked).toMatchObject([{ eventId: only!.event.id, ok: true }]);
+    expect(answer.claimed.map((c) => c.event.payload.n)).toEqual([1]);
+  });
+
   it('refuses a body out of bounds with 400, changing nothing', async () => {
     const queueId = await newQueue();
     await publishMany(queueId, [{ payload: { n: 1 } }]);

@@ -2,10 +2,10 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db.js';
 import type { ApiError } from '../../platform/http/errors.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
-import { newId, UUID_PATTERN } from '../../platform/ids.js';
+import { newIds, UUID_PATTERN } from '../../platform/ids.js';
 import type { SecretHasher } from '../../platform/secrets.js';
 import { eventNotFound, queueNotFound } from './errors.js';
-import { EventBatchStore, type LeaseItem } from './event-batch-store.js';
+import { EventBatchStore, type ClaimedRow, type LeaseItem } from './event-batch-store.js';
 import { assertPayloadSize, leaseFailure, type Claimed, type ClaimOptions, type EventService, type LeaseOperation, type PublishInput } from './event-service.js';
 import type { EventStoreOptions } from './event-read-store.js';
 import type { EventRow, EventStatus } from './event-rows.js';
@@ -54,7 +54,7 @@ export class EventBatchService {
     inputs.forEach((input) => assertPayloadSize(input.payload));
     const now = this.clock.now();
     // Ids generated in one millisecond are random past their timestamp: sort them to keep input order.
-    const ids = inputs.map(() => newId(now.getTime())).sort();
+    const ids = newIds(inputs.length, now.getTime()).sort();
     const items = inputs.map((input, i) => ({
       id: ids[i],
       payload: input.payload,
@@ -88,7 +88,7 @@ export class EventBatchService {
     if (inputs.length === 0 || !UUID_PATTERN.test(queueId)) return 0;
     inputs.forEach((input) => assertPayloadSize(input.payload));
     const now = this.clock.now();
-    const ids = inputs.map(() => newId(now.getTime())).sort();
+    const ids = newIds(inputs.length, now.getTime()).sort();
     const items = inputs.map((input, i) => ({ id: ids[i], payload: input.payload, deduplicationKey: input.deduplicationKey ?? null, delaySeconds: input.delaySeconds ?? 0 }));
     const inserted = await new EventBatchStore(tx, this.storeOptions).insertMany({ projectId, queueId, items, now });
     return inserted.size;
@@ -118,10 +118,11 @@ export class EventBatchService {
   private async tryClaimMany(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null): Promise<Claimed[]> {
     const tokens = this.hasher.issueTokens(maxEvents);
     const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
-    const claimed: Claimed[] = rows.map(({ row, slot }) => ({ event: row, leaseToken: tokens[slot].token, leaseExpiresAt: row.leaseExpiresAt! }));
-    const takeovers = rows.filter((row) => row.tookOver).length;
-    if (takeovers > 0) await this.events.recordTakeovers(queueId, takeovers);
-    // A short batch may mean events of capped schedules are waiting: those go one by one.
+    return this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(rows, tokens));
+  }
+
+  /** A short batch may mean events of capped schedules are waiting: those go one by one. */
+  private async topUp(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null, claimed: Claimed[]): Promise<Claimed[]> {
     while (claimed.length < maxEvents) {
       const one = await this.events.tryClaim(projectId, queueId, leaseSeconds);
       if (!one) break;
@@ -130,12 +131,41 @@ export class EventBatchService {
     return claimed;
   }
 
+  /**
+   * Acks the leases, each answered on its own as ackMany answers, then claims up to `maxEvents` of the
+   * queue as claimMany does: one statement (one commit) when the claim finds events at once. When it
+   * finds none, or other claims wait on the queue (their turn comes first), the claim is claimMany's,
+   * long poll and "no such queue" included, after the acks.
+   */
+  async ackAndClaim(
+    projectId: string,
+    queueId: string,
+    leases: readonly { eventId: string; leaseToken: string }[],
+    maxEvents: number,
+    options: ClaimOptions = {},
+  ): Promise<{ acked: LeaseResult[]; claimed: Claimed[] }> {
+    if (!UUID_PATTERN.test(queueId) || this.events.hasWaitingClaims(queueId)) {
+      const acked = await this.ackMany(projectId, leases);
+      return { acked, claimed: await this.claimMany(projectId, queueId, maxEvents, options) };
+    }
+    const items = this.leaseItems(leases);
+    const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
+    const leaseSeconds = options.leaseSeconds ?? null;
+    const tokens = this.hasher.issueTokens(maxEvents);
+    const result = await this.store.ackAndClaimMany({ projectId, queueId, leaseSeconds, items: valid, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
+    const acked = await this.answer(projectId, items, 'ack', ackedOutcomes(result.acked));
+    const claimed = result.claimed.length
+      ? await this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(result.claimed, tokens))
+      : await this.claimMany(projectId, queueId, maxEvents, options);
+    return { acked, claimed };
+  }
+
   /** Acks each lease on its own; repeating an ack with the same token answers the acked event. */
   async ackMany(projectId: string, leases: readonly { eventId: string; leaseToken: string }[]): Promise<LeaseResult[]> {
     const items = this.leaseItems(leases);
     const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
     const acked = valid.length ? await this.store.ackMany({ projectId, items: valid, now: this.clock.now() }) : new Set<string>();
-    return this.answer(projectId, items, 'ack', new Map([...acked].map((id) => [id, { status: 'acked', availableAt: null }])));
+    return this.answer(projectId, items, 'ack', ackedOutcomes(acked));
   }
 
   /** Nacks each lease on its own: retried after its delay (default backoff), or `dead` after the last attempt. */
@@ -185,6 +215,12 @@ interface Outcome {
   status: EventStatus;
   availableAt: string | null;
 }
+
+const ackedOutcomes = (ids: Set<string>) => new Map<string, Outcome>([...ids].map((id) => [id, { status: 'acked', availableAt: null }]));
+
+/** The claimed rows as leases, each with the token of its slot. */
+const leasesOf = (rows: readonly ClaimedRow[], tokens: readonly { token: string }[]): Claimed[] =>
+  rows.map(({ row, slot }) => ({ event: row, leaseToken: tokens[slot].token, leaseExpiresAt: row.leaseExpiresAt! }));
 
 const outcomeOf = (row: EventRow): Outcome => ({ status: row.status, availableAt: row.status === 'available' ? row.availableAt.toISOString() : null });
 

@@ -29,12 +29,18 @@ export interface NackItem extends LeaseItem {
   retryDelaySeconds: number | null;
 }
 
+export interface ClaimManyInput {
+  projectId: string;
+  queueId: string;
+  leaseSeconds: number | null;
+  tokenHashes: readonly string[];
+  now: Date;
+}
+
 export interface ClaimedRow {
   row: EventRow;
   /** Index of the lease token (in the given order) this event was leased with. */
   slot: number;
-  /** The event was leased before and that lease ran out. */
-  tookOver: boolean;
 }
 
 export class EventBatchStore extends EventStore {
@@ -78,9 +84,54 @@ export class EventBatchStore extends EventStore {
   /**
    * Leases up to `tokenHashes.length` of the oldest claimable events, one token each, in one
    * statement. Events of schedules with a concurrency cap are left to the single-event path, which
-   * counts running leases under the schedule's lock.
+   * counts running leases under the schedule's lock. Leases taken over are counted by the statement.
    */
-  async claimMany(input: { projectId: string; queueId: string; leaseSeconds: number | null; tokenHashes: readonly string[]; now: Date }): Promise<ClaimedRow[]> {
+  async claimMany(input: ClaimManyInput): Promise<ClaimedRow[]> {
+    const rows = await rowsOf<RawClaimedRow>(this.db, sql`with ${this.claimCtes(input, sql``)} select * from claimed`);
+    return claimedRows(rows);
+  }
+
+  /** Acks every item whose lease the caller still holds; returns the ids acked. */
+  async ackMany(input: { projectId: string; items: readonly LeaseItem[]; now: Date }): Promise<Set<string>> {
+    const { ids, leases } = leaseArrays(input.items);
+    const rows = await rowsOf<{ id: string }>(this.db, sql`with ${this.ackCtes(input.projectId, ids, leases, this.at(input.now))} select id from done`);
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /**
+   * ackMany then claimMany as one statement, so one commit (one WAL flush) instead of two. All CTEs
+   * see the snapshot from before the acks: the events acked here must not be claimed again, so the
+   * claim leaves out every id named in the acks (a held lease is not claimable anyway, its
+   * `available_at` being its expiry; a lapsed one named here is refused, and left out so that its
+   * answer says "expired", as the two statements said, and no row is changed twice by one statement).
+   */
+  async ackAndClaimMany(input: ClaimManyInput & { items: readonly LeaseItem[] }): Promise<{ acked: Set<string>; claimed: ClaimedRow[] }> {
+    const { ids, leases } = leaseArrays(input.items);
+    const rows = await rowsOf<{ [K in keyof RawClaimedRow]: RawClaimedRow[K] | null } & { acked: string[] | null }>(
+      this.db,
+      sql`with ${this.ackCtes(input.projectId, ids, leases, this.at(input.now))},
+               ${this.claimCtes(input, sql`and not (e.id = any(${ids}::uuid[]))`)}
+          -- The acked ids ride on one row only (the first claimed, or the lone row when none was).
+          select c.*, case when c.slot is not distinct from (select min(slot) from claimed) then a.acked end as acked
+          from (select coalesce(json_agg(id), '[]'::json) as acked from done) as a
+          left join claimed as c on true`,
+    );
+    const claimed = rows.filter((row) => row.id !== null) as RawClaimedRow[];
+    return { acked: new Set(rows.find((row) => row.acked)!.acked), claimed: claimedRows(claimed) };
+  }
+
+  /** CTEs `done` (the acks) and `tallied` (their terminal counts). */
+  private ackCtes(projectId: string, ids: string, leases: string, now: SQL): SQL {
+    return sql`done as (
+            update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
+            from ${this.commitMode}
+            where e.id = any(${ids}::uuid[]) and e.project_id = ${projectId} and ${HELD_BY_ONE_OF(leases, now)}
+            returning e.id, e.queue_id, e.status
+          ), tallied as (${tally(sql`done`)})`;
+  }
+
+  /** CTEs `claimed` (the leased rows, with slot and took_over) and what it needs; `exclude` filters the candidates. */
+  private claimCtes(input: ClaimManyInput, exclude: SQL): SQL {
     const now = this.at(input.now);
     // The queue's default lease is read once (a join), not once per row as LEASE_END would.
     const leaseEnd = sql`${now} + make_interval(secs => coalesce(${input.leaseSeconds}::int, q.default_lease_seconds))`;
@@ -90,44 +141,25 @@ export class EventBatchStore extends EventStore {
     // Lock first (SKIP LOCKED), then update the locked rows found by primary key (`= any(ids)`: a join
     // on them let the planner hash-join the whole table). Each row takes the token hash of its slot,
     // its place in claim order (hashes are hex: the array literal needs no quoting).
-    const rows = await rowsOf<RawEventRow & { slot: number; took_over: boolean }>(
-      this.db,
-      sql`with locked as (
+    return sql`locked as (
             select e.id, e.status, e.available_at from events e
-            where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped}
+            where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped} ${exclude}
             order by e.available_at, e.id limit ${input.tokenHashes.length}
             for update skip locked
           ), head as (
             select array(select id from locked order by available_at, id) as ids,
                    array(select id from locked where status = 'leased') as taken
-          )
-          update events e set status = 'leased', attempts = e.attempts + 1,
-                 lease_token_hash = (${hashes}::text[])[array_position(head.ids, e.id)],
-                 lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
-          from head, event_queues q, ${this.commitMode}
-          where e.id = any(head.ids) and q.id = ${input.queueId}
-          returning e.*, array_position(head.ids, e.id) as slot, e.id = any(head.taken) as took_over`,
-    );
-    return rows
-      .map((raw) => ({ row: toEventRow(raw), slot: Number(raw.slot) - 1, tookOver: raw.took_over }))
-      .sort((a, b) => a.slot - b.slot);
-  }
-
-  /** Acks every item whose lease the caller still holds; returns the ids acked. */
-  async ackMany(input: { projectId: string; items: readonly LeaseItem[]; now: Date }): Promise<Set<string>> {
-    const now = this.at(input.now);
-    const { ids, leases } = leaseArrays(input.items);
-    const rows = await rowsOf<{ id: string }>(
-      this.db,
-      sql`with done as (
-            update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
-            from ${this.commitMode}
-            where e.id = any(${ids}::uuid[]) and e.project_id = ${input.projectId} and ${HELD_BY_ONE_OF(leases, now)}
-            returning e.id, e.queue_id, e.status
-          ), tallied as (${tally(sql`done`)})
-          select id from done`,
-    );
-    return new Set(rows.map((row) => row.id));
+          ), claimed as (
+            update events e set status = 'leased', attempts = e.attempts + 1,
+                   lease_token_hash = (${hashes}::text[])[array_position(head.ids, e.id)],
+                   lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
+            from head, event_queues q, ${this.commitMode}
+            where e.id = any(head.ids) and q.id = ${input.queueId}
+            returning e.*, array_position(head.ids, e.id) as slot, e.id = any(head.taken) as took_over
+          ), taken_over as (
+            update event_queues set lease_expiries = lease_expiries + (select count(*) from claimed where took_over)::int
+            where id = ${input.queueId} and exists (select 1 from claimed where took_over)
+          )`;
   }
 
   /**
@@ -159,6 +191,12 @@ export class EventBatchStore extends EventStore {
     return rows.map(toEventRow);
   }
 }
+
+type RawClaimedRow = RawEventRow & { slot: number };
+
+/** Claimed rows in claim order (`slot`, 1-based in SQL). */
+const claimedRows = (rows: readonly RawClaimedRow[]): ClaimedRow[] =>
+  rows.map((raw) => ({ row: toEventRow(raw), slot: Number(raw.slot) - 1 })).sort((a, b) => a.slot - b.slot);
 
 /**
  * The event holds one of these leases ("<id> <token hash>" pairs): an exact pairing, checked as

@@ -224,10 +224,9 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
     },
     async (request, reply) => {
       const { leases, maxEvents, leaseSeconds, waitSeconds } = request.body;
-      const acked = await batches.ackMany(projectOf(request), leases);
       const disconnect = disconnectSignal(reply);
       try {
-        const claimed = await batches.claimMany(projectOf(request), request.params.queueId, maxEvents, { leaseSeconds, waitSeconds, signal: disconnect.signal });
+        const { acked, claimed } = await batches.ackAndClaim(projectOf(request), request.params.queueId, leases, maxEvents, { leaseSeconds, waitSeconds, signal: disconnect.signal });
         return envelope({ acked, claimed: claimed.map(claimedRecord) });
       } finally {
         disconnect.dispose();

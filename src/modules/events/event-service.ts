@@ -124,7 +124,7 @@ export class EventService {
     let queueChecked = claim.checksQueue === true;
     // Claims waiting here means the queue is idle: this claim will queue up without trying, so make
     // sure first that the queue is the caller's (the line is per queue, not per project).
-    if (this.waiters.waitingCount(queueId) > 0) {
+    if (this.hasWaitingClaims(queueId)) {
       queueChecked = true;
       if (!(await this.queues.get(projectId, queueId))) throw queueNotFound();
     }
@@ -145,6 +145,11 @@ export class EventService {
     });
   }
 
+  /** Claims wait in line on the queue here: it is idle, and a new claim must queue behind them. */
+  hasWaitingClaims(queueId: string): boolean {
+    return this.waiters.waitingCount(queueId) > 0;
+  }
+
   /** Undoes leases nobody received: the attempts do not count, and waiting claims may take them. */
   async unclaim(queueId: string, claimed: readonly Claimed[]): Promise<void> {
     for (const { event, leaseToken } of claimed) await this.store.unclaim(event.id, this.hasher.hash(leaseToken), this.clock.now());
@@ -152,7 +157,7 @@ export class EventService {
   }
 
   /** Counts leases that ran out and were taken over by a claim (the sweeper counts the rest). */
-  async recordTakeovers(queueId: string, count: number): Promise<void> {
+  private async recordTakeovers(queueId: string, count: number): Promise<void> {
     await this.store.recordLeaseExpiries(queueId, count);
   }
 
