@@ -14,6 +14,7 @@ afterAll(async () => app?.close());
 async function projectClient() {
   const user = createTollgateClient({ baseUrl: app.urls.api, token: await app.identityToken(`consumer-${Math.random()}`) });
   const project = await user.POST('/v1/projects', { body: { name: 'consumer' } });
+  expect(project.response.status, JSON.stringify(project.error)).toBe(201);
   const requests: string[] = [];
   const counting: typeof fetch = async (input, init) => {
     requests.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
@@ -21,6 +22,8 @@ async function projectClient() {
   };
   const client = createTollgateClient({ baseUrl: app.urls.api, token: project.data!.data.apiKey.secret, fetch: counting });
   const queue = await client.POST('/v1/event-queues', { body: { name: 'work' } });
+  // Says why when it fails (it once answered no data on a loaded machine).
+  expect(queue.response.status, JSON.stringify(queue.error)).toBe(201);
   return { client, requests, queueId: queue.data!.data.id };
 }
 
