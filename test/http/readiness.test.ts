@@ -27,8 +27,15 @@ describe('/ready on a healthy instance', () => {
 
   it('answers 200 on every origin with the database, chain, relayer and loops checks passing', async () => {
     for (const base of [app.urls.api, app.urls.facilitator, app.urls.relay, app.urls.assets]) {
-      const { status, requestId, body } = await ready(base);
-      expect(status).toBe(200);
+      // A check may miss its deadline once on a starved CI machine (a 503 once in a loaded run): healthy means it
+      // answers 200 within a few seconds, and a check that never passes still fails here, named.
+      let answer = await ready(base);
+      for (const deadline = Date.now() + 10_000; answer.status !== 200 && Date.now() < deadline; ) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        answer = await ready(base);
+      }
+      const { status, requestId, body } = answer;
+      expect(status, JSON.stringify(body.data?.checks)).toBe(200);
       expect(requestId).toBeTruthy();
       expect(body).toMatchObject({ code: 0, data: { ready: true } });
       expect(Object.keys(body.data.checks).sort()).toEqual(['chain', 'database', 'loops', 'relayer', 'relayer-float', 'relayer-public-float']);
