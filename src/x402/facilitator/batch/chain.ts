@@ -157,6 +157,7 @@ async function refundVerdict(client: PublicClient, row: SettlementRow, op: Chann
   return verdict.ok ? { kind: 'settled', txHash: receipt.transactionHash, logIndex: verdict.logIndex } : { kind: 'failed', reason: verdict.reason, message: verdict.message, txHash: receipt.transactionHash };
 }
 
+/** The block with its transactions; null while the node does not serve it yet. */
 async function maybeBlock(client: PublicClient, blockNumber: bigint) {
   try {
     return await client.getBlock({ blockNumber, includeTransactions: true });
