@@ -142,3 +142,13 @@ export const facilitatorBenchEnv = (dataDir: string): Record<string, string> => 
   FACILITATOR_SETTLE_LIMIT_PER_PAYER: '1000000000',
   FACILITATOR_SETTLE_LIMIT_PER_PAY_TO: '1000000000',
 });
+
+/** CPU seconds (user + system) process `pid` has used so far, from Linux /proc; null where it cannot be read. */
+export function cpuSeconds(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ ticks (100 a second)
+  } catch {
+    return null;
+  }
+}

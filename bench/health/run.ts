@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { load, machine, startProcess, stopProcess } from '../lib.js';
+import { cpuSeconds, load, machine, startProcess, stopProcess } from '../lib.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -21,16 +21,6 @@ const loadavg = () => {
     return os.loadavg().map((value) => value.toFixed(2)).join(' ');
   }
 };
-
-/** CPU seconds (user + system) a process has used so far; null where there is no /proc. */
-function cpuSeconds(pid: number | undefined): number | null {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ ticks
-  } catch {
-    return null;
-  }
-}
 
 /** One side of a round: the load, and the server's CPU microseconds per request it answered. */
 async function measure(url: string, pid: number | undefined) {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { privateKeyToAccount } from 'viem/accounts';
 import { readPaymentRequired, signPayment } from '../../src/x402/client.js';
-import { machine, startProcess, stopProcess, databaseUrl, pgAdmin } from '../lib.js';
+import { cpuSeconds, machine, startProcess, stopProcess, databaseUrl, pgAdmin } from '../lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,14 +38,7 @@ const dbUrl = databaseUrl(serverUrl, database);
 
 /** CPU time (ms) used so far by the server process and by the PostgreSQL backends of the bench database (Linux /proc). */
 async function cpuMs(pid: number): Promise<{ node: number; pg: number }> {
-  const ticks = (p: number) => {
-    try {
-      const fields = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, at 100 ticks/s
-    } catch {
-      return 0;
-    }
-  };
+  const ticks = (p: number) => (cpuSeconds(p) ?? 0) * 1000;
   const backends = (await admin(`select pid from pg_stat_activity where datname = '${database}'`)).rows as Array<{ pid: number }>;
   return { node: ticks(pid), pg: backends.reduce((sum, b) => sum + ticks(b.pid), 0) };
 }

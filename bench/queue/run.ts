@@ -21,7 +21,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +30,7 @@ import { systemClock } from '../../src/platform/clock.js';
 import { openDatabase } from '../../src/platform/db.js';
 import { SecretHasher } from '../../src/platform/secrets.js';
 import { databaseUrl, machine, pgAdmin, startProcess, stopProcess } from '../lib.js';
+import { client } from './client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const serverUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -82,38 +82,6 @@ async function spread(total: number, step: number, job: (from: number, n: number
       }
     }),
   );
-}
-
-/** A keep-alive JSON client of the Tollgate server (node:http: lighter than fetch); resolves with `data`. */
-function client(ready: { api: string; apiKey: string }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const base = new URL(ready.api);
-  return (url: string, body: unknown) =>
-    new Promise<any>((resolve, reject) => {
-      const payload = JSON.stringify(body);
-      const request = http.request(
-        {
-          agent,
-          host: base.hostname,
-          port: base.port,
-          path: url,
-          method: 'POST',
-          headers: { authorization: `Bearer ${ready.apiKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => {
-            const json = JSON.parse(Buffer.concat(chunks).toString()) as { code: number; data: any };
-            if ((response.statusCode ?? 500) >= 300 || json.code !== 0) reject(new Error(`${url}: ${response.statusCode} ${JSON.stringify(json)}`));
-            else resolve(json.data);
-          });
-          response.on('error', reject);
-        },
-      );
-      request.on('error', reject);
-      request.end(payload);
-    });
 }
 
 const payload = (n: number) => ({ n, at: Date.now() });
