@@ -44,14 +44,16 @@ export interface ChannelState {
   refundNonce: bigint;
 }
 
+/** One of the contract's per-channel views, at one block (latest when none is named). */
+const readAt = <T>(client: PublicClient, functionName: 'channels' | 'pendingWithdrawals' | 'refundNonce', channelId: Hex, blockNumber?: bigint) =>
+  client.readContract({ address: BATCH_SETTLEMENT, abi: batchAbi, functionName, args: [channelId], blockNumber }) as Promise<T>;
+
 /** The channel as the contract holds it, at one block. */
 export async function readChannel(client: PublicClient, channelId: Hex, blockNumber?: bigint): Promise<ChannelState> {
-  const read = <T>(functionName: 'channels' | 'pendingWithdrawals' | 'refundNonce') =>
-    client.readContract({ address: BATCH_SETTLEMENT, abi: batchAbi, functionName, args: [channelId], blockNumber }) as Promise<T>;
   const [[balance, totalClaimed], [withdrawAmount, initiatedAt], refundNonce] = await Promise.all([
-    read<readonly [bigint, bigint]>('channels'),
-    read<readonly [bigint, number]>('pendingWithdrawals'),
-    read<bigint>('refundNonce'),
+    readAt<readonly [bigint, bigint]>(client, 'channels', channelId, blockNumber),
+    readAt<readonly [bigint, number]>(client, 'pendingWithdrawals', channelId, blockNumber),
+    readAt<bigint>(client, 'refundNonce', channelId, blockNumber),
   ]);
   return { balance, totalClaimed, withdrawAmount, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
@@ -143,7 +145,7 @@ async function refundVerdict(client: PublicClient, row: SettlementRow, op: Chann
   for (const log of logs.filter((l) => !l.removed)) {
     if (refundsWithNonce(await client.getTransaction({ hash: log.transactionHash }), nonce)) return { kind: 'settled', txHash: log.transactionHash, logIndex: log.logIndex };
   }
-  const spentIn = await maybeBlock(client, await firstBlockWhere(BigInt(row.fromBlock), head, async (blockNumber) => (await readChannel(client, op.channelId, blockNumber)).refundNonce > nonce));
+  const spentIn = await maybeBlock(client, await firstBlockWhere(BigInt(row.fromBlock), head, async (blockNumber) => (await readAt<bigint>(client, 'refundNonce', op.channelId, blockNumber)) > nonce));
   // The block or the receipt not served yet: the same lag, ask again next pass.
   if (!spentIn) return { kind: 'pending' };
   const spender = spentIn.transactions.find((tx) => refundsWithNonce(tx, nonce));
@@ -172,7 +174,7 @@ async function maybeBlock(client: PublicClient, blockNumber: bigint) {
  * it: exactly `total` is this increment, paid; more is a larger claim that came first.
  */
 async function claimVerdictByBlock(client: PublicClient, channelId: Hex, total: bigint, from: bigint, head: bigint): Promise<ChainVerdict> {
-  const reached = await firstBlockWhere(from, head, async (blockNumber) => (await readChannel(client, channelId, blockNumber)).totalClaimed >= total);
+  const reached = await firstBlockWhere(from, head, async (blockNumber) => (await readAt<readonly [bigint, bigint]>(client, 'channels', channelId, blockNumber))[1] >= total);
   const receipts = (await client.request({ method: 'eth_getBlockReceipts' as never, params: [toHex(reached)] as never })) as RpcTransactionReceipt[] | null;
   const logs = own((receipts ?? []).filter((r) => r.status === '0x1').flatMap((r) => r.logs.map((log) => formatLog(log as never))));
   const claims = parseEventLogs({ abi: batchAbi, eventName: 'Claimed', logs: logs as Log[] }).filter((l) => l.args.channelId.toLowerCase() === channelId.toLowerCase());
