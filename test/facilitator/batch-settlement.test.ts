@@ -3,6 +3,7 @@
 // the seller's channel manager claims them in one transaction and sweeps them to its payee in another. Balances
 // of the payer, the payee, the channel and the relayer are read from the chain.
 import type { SettleResponse } from '@x402/core/types';
+import { BATCH_SETTLEMENT_DOMAIN, refundTypes } from '@x402/evm';
 import { and, eq } from 'drizzle-orm';
 import { createPublicClient, createWalletClient, custom, http, parseAbi, type Hex, type LocalAccount, type PublicClient } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,7 +144,7 @@ describe('a refund row decided from the chain alone (its transaction hash never 
     const payer = await fundedPayer(app, '1');
     const buyer = batchBuyer(app, payer);
     for (let i = 0; i < 2; i++) expect((await buyer.pay(`${seller.url}/call`)).status).toBe(200);
-    const { channelId } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
+    const { channelId, config } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
     const manager = seller.scheme.createChannelManager(seller.facilitator, NETWORK, app.ctx.chain.asset.address);
     const [paid] = await manager.refund([channelId]);
     const rows = await app.ctx.db.select().from(x402Settlements).where(and(eq(x402Settlements.kind, 'batch-refund'), eq(x402Settlements.payer, payer.address)));
@@ -158,7 +159,6 @@ describe('a refund row decided from the chain alone (its transaction hash never 
 
     // Nothing unclaimed is left: a refund signed for nonce 1 spends the nonce, moves nothing and emits no Refunded.
     expect(await channelState(app, channelId)).toMatchObject({ balance: 2000n, totalClaimed: 2000n, refundNonce: 1n });
-    const { config } = channelOf(payer.address, seller, app.ctx.chain.asset.address);
     const signature = await seller.authorizer.signTypedData(refundTypedData(channelId, 1n, 500n));
     const empty = await sendRefund(payer, 'refundWithSignature', [config, 500n, 1n, signature]);
     const emptyRow = refundRow(open, 1n);
@@ -184,9 +184,10 @@ describe('a refund row decided from the chain alone (its transaction hash never 
     return { ...row, request };
   };
 
+  /** A receiver-authorizer refund signature's typed data, in the official SDK's domain and types. */
   const refundTypedData = (channelId: Hex, nonce: bigint, amount: bigint) => ({
-    domain: { name: 'x402 Batch Settlement', version: '1', chainId: app.ctx.chain.viemChain.id, verifyingContract: BATCH_SETTLEMENT },
-    types: { Refund: [{ name: 'channelId', type: 'bytes32' }, { name: 'nonce', type: 'uint256' }, { name: 'amount', type: 'uint128' }] },
+    domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId: app.ctx.chain.viemChain.id, verifyingContract: BATCH_SETTLEMENT },
+    types: refundTypes,
     primaryType: 'Refund' as const,
     message: { channelId, nonce, amount },
   });
