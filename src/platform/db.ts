@@ -79,11 +79,27 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
 }
 
 async function openPglite(dir: string | null, start: OpenDatabaseOptions['pglite'] = {}): Promise<Database> {
+  const { client, timing } = await startPglite(dir, start);
+  return pgliteDatabase(client, timing);
+}
+
+/** A started PGlite and the timing its queries report to (the tests keep these across test files). */
+export interface PgliteHandle {
+  client: PGlite;
+  timing: QueryTiming;
+}
+
+export async function startPglite(dir: string | null, start: OpenDatabaseOptions['pglite'] = {}): Promise<PgliteHandle> {
   if (dir) fs.mkdirSync(path.dirname(dir), { recursive: true });
   const timing = new QueryTiming();
   const TimedPGlite = timedPgliteClass(timing);
   const client: PGlite = dir ? new TimedPGlite(dir, start) : new TimedPGlite(start);
   await client.waitReady;
+  return { client, timing };
+}
+
+/** The Database over a started PGlite; `close` is what its close() does (the tests' leases fence instead). */
+export function pgliteDatabase(client: PGlite, timing: QueryTiming, close = () => client.close()): Database {
   const db = drizzlePglite({ client }) as unknown as Db;
   const held = new Map<string, Promise<void>>();
 
@@ -141,9 +157,7 @@ async function openPglite(dir: string | null, start: OpenDatabaseOptions['pglite
         }),
       );
     },
-    async close() {
-      await client.close();
-    },
+    close,
   };
 }
 

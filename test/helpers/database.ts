@@ -4,9 +4,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { PGLITE_SUBDIR } from '../../src/platform/configured-database.js';
-import { openDatabase, type Database, type OpenDatabaseOptions } from '../../src/platform/db.js';
+import { openDatabase, startPglite, type Database, type OpenDatabaseOptions } from '../../src/platform/db.js';
 import { runMigrations } from '../../src/platform/migrate.js';
 import { adminQuery, databaseUrl } from './pg-admin.js';
+import { leasePglite } from './pglite-pool.js';
 
 export interface TestDatabase {
   database: Database;
@@ -29,12 +30,19 @@ declare module 'vitest' {
  * PostgreSQL server named by DATABASE_URL (dropped again on close).
  *
  * Both start from an already migrated image, so the migrations that then run find nothing to do: on PostgreSQL a
- * copy of the run's template database, on PGlite a dump of one migrated in this process, opened with the
- * WebAssembly compiled once. A database opened with `migrate: false` starts empty, as before.
+ * copy of the run's template database, on PGlite an instance an earlier file emptied (test/helpers/pglite-pool.ts)
+ * or else a dump of one migrated in this process, opened with the WebAssembly compiled once. A database opened with
+ * `migrate: false` starts empty, as before.
  */
 export async function openTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const migrate = options.migrate !== false;
   const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl && migrate) {
+    // An emptied instance from an earlier file when there is one (test/helpers/pglite-pool.ts).
+    const lease = await leasePglite(migratedPglite);
+    await runMigrations(lease.database);
+    return { database: lease.database, url: null, close: lease.release };
+  }
   let url: string | null = null;
   let drop = async () => {};
   if (serverUrl) {
@@ -54,6 +62,11 @@ export async function openTestDatabase(options: { migrate?: boolean } = {}): Pro
       await drop();
     },
   };
+}
+
+/** A PGlite in memory opened from the worker's migrated dump. */
+export async function migratedPglite() {
+  return startPglite(null, await pgliteStart(true));
 }
 
 /** The run's template database; null outside a vitest run (bench/ opens test databases too) or before one exists. */
