@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
@@ -8,6 +7,7 @@ import type { AppContext } from './context.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
+import { requestIdMaker } from './platform/http/request-ids.js';
 import { installRouteHooks, notFoundHooks } from './platform/http/route-hooks.js';
 import { METRICS_CONTENT_TYPE, primaryOrigin } from './platform/metrics.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
@@ -21,6 +21,8 @@ const ORIGIN_TITLES: Record<ListenerName, string> = {
 };
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** One maker for the process (every origin): its ids share one random prefix (request-ids.ts). */
+const newRequestId = requestIdMaker();
 
 export async function instantiateModules(ctx: AppContext, factories: ModuleFactory[]): Promise<Module[]> {
   const modules: Module[] = [];
@@ -40,7 +42,7 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
     frameworkErrors: frameworkErrors(origin),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newRequestId();
     },
   }).withTypeProvider<ZodTypeProvider>();
 
