@@ -1,9 +1,10 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ListenerName } from './platform/server-settings.js';
 import type { AppContext } from './context.js';
+import { MeteredLogController } from './platform/http/answer-metrics.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyChildLogger } from './platform/http/lazy-logger.js';
@@ -35,7 +36,8 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
   const verbose = ctx.config.logLevel === 'debug' || ctx.config.logLevel === 'trace';
   const app = Fastify({
     loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: !verbose }),
+    // Also counts each answer in the request metrics (answer-metrics.ts); Fastify calls it because it has a logger.
+    logController: new MeteredLogController({ disableRequestLogging: !verbose }),
     childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
     // Only behind a known proxy may X-Forwarded-For name the client (rate limits key on it).
     trustProxy: ctx.config.trustProxy,
