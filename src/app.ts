@@ -7,7 +7,7 @@ import type { AppContext } from './context.js';
 import { MeteredLogController } from './platform/http/answer-metrics.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
-import { lazyChildLogger } from './platform/http/lazy-logger.js';
+import { lazyLogger } from './platform/http/lazy-logger.js';
 import { requestIdMaker } from './platform/http/request-ids.js';
 import { installRouteHooks, notFoundHooks } from './platform/http/route-hooks.js';
 import { METRICS_CONTENT_TYPE, primaryOrigin } from './platform/metrics.js';
@@ -35,10 +35,10 @@ export async function instantiateModules(ctx: AppContext, factories: ModuleFacto
 export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules: Module[]): Promise<ZodApp> {
   const verbose = ctx.config.logLevel === 'debug' || ctx.config.logLevel === 'trace';
   const app = Fastify({
-    loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
+    // Lazy: a request's child logger is made only if it writes (lazy-logger.ts).
+    loggerInstance: lazyLogger(ctx.log.child({ origin }) as FastifyBaseLogger),
     // Also counts each answer in the request metrics (answer-metrics.ts); Fastify calls it because it has a logger.
     logController: new MeteredLogController({ disableRequestLogging: !verbose }),
-    childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
     // Only behind a known proxy may X-Forwarded-For name the client (rate limits key on it).
     trustProxy: ctx.config.trustProxy,
     frameworkErrors: frameworkErrors(origin),
