@@ -86,8 +86,8 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
 }
 
 /**
- * `GET /metrics` (Prometheus text): this origin's request series (counted by each route's onResponse hook,
- * src/platform/http/route-hooks.ts), plus the process-wide ones on the primary origin (src/platform/metrics.ts).
+ * `GET /metrics` (Prometheus text): this origin's request series (counted as each answer completes, with the recorder its
+ * route's hooks put on the request: src/platform/http/answer-metrics.ts), plus the process-wide ones on the primary origin (src/platform/metrics.ts).
  */
 function installMetrics(app: ZodApp, ctx: AppContext, origin: ListenerName): void {
   const scrape = ctx.metrics.scraper(origin, origin === primaryOrigin(ctx.roles));
