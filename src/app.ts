@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ListenerName } from './platform/server-settings.js';
 import type { AppContext } from './context.js';
+import { MeteredLogController } from './platform/http/answer-metrics.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
-import { lazyChildLogger } from './platform/http/lazy-logger.js';
+import { lazyLogger } from './platform/http/lazy-logger.js';
+import { requestIdMaker } from './platform/http/request-ids.js';
 import { installRouteHooks, notFoundHooks } from './platform/http/route-hooks.js';
 import { METRICS_CONTENT_TYPE, primaryOrigin } from './platform/metrics.js';
 import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
@@ -21,6 +22,8 @@ const ORIGIN_TITLES: Record<ListenerName, string> = {
 };
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** One maker for the process (every origin): its ids share one random prefix (request-ids.ts). */
+const newRequestId = requestIdMaker();
 
 export async function instantiateModules(ctx: AppContext, factories: ModuleFactory[]): Promise<Module[]> {
   const modules: Module[] = [];
@@ -32,15 +35,16 @@ export async function instantiateModules(ctx: AppContext, factories: ModuleFacto
 export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules: Module[]): Promise<ZodApp> {
   const verbose = ctx.config.logLevel === 'debug' || ctx.config.logLevel === 'trace';
   const app = Fastify({
-    loggerInstance: ctx.log.child({ origin }) as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: !verbose }),
-    childLoggerFactory: (logger, bindings) => lazyChildLogger(logger, bindings),
+    // Lazy: a request's child logger is made only if it writes (lazy-logger.ts).
+    loggerInstance: lazyLogger(ctx.log.child({ origin }) as FastifyBaseLogger),
+    // Also counts each answer in the request metrics (answer-metrics.ts); Fastify calls it because it has a logger.
+    logController: new MeteredLogController({ disableRequestLogging: !verbose }),
     // Only behind a known proxy may X-Forwarded-For name the client (rate limits key on it).
     trustProxy: ctx.config.trustProxy,
     frameworkErrors: frameworkErrors(origin),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newRequestId();
     },
   }).withTypeProvider<ZodTypeProvider>();
 
@@ -82,8 +86,8 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
 }
 
 /**
- * `GET /metrics` (Prometheus text): this origin's request series (counted by each route's onResponse hook,
- * src/platform/http/route-hooks.ts), plus the process-wide ones on the primary origin (src/platform/metrics.ts).
+ * `GET /metrics` (Prometheus text): this origin's request series (counted as each answer completes, with the recorder its
+ * route's hooks put on the request: src/platform/http/answer-metrics.ts), plus the process-wide ones on the primary origin (src/platform/metrics.ts).
  */
 function installMetrics(app: ZodApp, ctx: AppContext, origin: ListenerName): void {
   const scrape = ctx.metrics.scraper(origin, origin === primaryOrigin(ctx.roles));

@@ -1,7 +1,7 @@
 // One origin's request series: `tollgate_http_requests_total` and `tollgate_http_request_duration_seconds`
 // by origin, method, route pattern and status. Recorded on every request, so a request allocates nothing:
-// each route's hook holds its recorder (`forRoute`, made once when the route is registered), which looks up
-// the method and the status and adds to plain numbers; the Prometheus text is built only when /metrics is
+// each route's per-request work holds its recorder (`forRoute`, made once when the route is registered) and hands it to the request,
+// which calls it when its answer completes (answer-metrics.ts); it looks up the method and the status and adds to plain numbers; the Prometheus text is built only when /metrics is
 // scraped. (prom-client's labelled children re-validate and re-hash their labels and allocate on every inc
 // and observe: about 2 µs a request, measured in bench/health.)
 

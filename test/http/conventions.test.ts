@@ -43,7 +43,7 @@ describe('HTTP conventions', () => {
   it('answers /health in the envelope with build facts and a request id', async () => {
     const response = await app.origins.api!.inject({ method: 'GET', url: '/health' });
     expect(response.statusCode).toBe(200);
-    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const body = response.json();
     expect(body).toMatchObject({ code: 0, message: 'ok' });
     for (const field of ['commit', 'branch', 'buildTime']) {

@@ -1,8 +1,11 @@
 // Each route's per-request hooks: one per phase, ahead of the route's own, in the order the instance-wide hooks
-// they replaced ran; the not-found handler gets them too; a GET's HEAD route gets them once.
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+// they replaced ran; the not-found handler gets them too; a GET's HEAD route gets them once. A GET with no hooks
+// or request schema of its own (`/open/:id`) gets the same work first thing in its handler instead.
+import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditLog } from '../audit.js';
+import { MeteredLogController } from './answer-metrics.js';
 import { HttpRequestMetrics } from '../http-metrics.js';
 import { callerOf } from '../request-context.js';
 import { installErrorHandling } from './error-handler.js';
@@ -12,7 +15,12 @@ import { installRouteHooks, notFoundHooks } from './route-hooks.js';
 
 const metrics = new HttpRequestMetrics('api', [1]);
 const deps = { metrics, audit: {} as AuditLog };
-const app = Fastify({ genReqId: (request) => String(request.headers['x-request-id'] ?? `id-${Math.random()}`) });
+// As src/app.ts builds it: a logger (so Fastify reports every completed answer) and the controller that counts them.
+const app = Fastify({
+  loggerInstance: pino({ level: 'silent' }) as FastifyBaseLogger,
+  logController: new MeteredLogController({ disableRequestLogging: true }),
+  genReqId: (request) => String(request.headers['x-request-id'] ?? `id-${Math.random()}`),
+});
 installRouteHooks(app, deps);
 installErrorHandling(app, 'api', notFoundHooks(deps));
 installJsonGuard(app);
@@ -20,6 +28,9 @@ const signedIn = (request: FastifyRequest, _reply: FastifyReply, done: (error?: 
   done(request.headers.authorization ? undefined : new ApiError(401, 'unauthorized', 'sign in'));
 app.get('/open/:id', async (request) => ({ id: (request.params as { id: string }).id, caller: callerOf(request) }));
 app.get('/closed/:id', { onRequest: signedIn }, async () => ({ ok: true }));
+app.get('/broken', () => {
+  throw new Error('boom');
+});
 app.post('/echo/:id', async (request) => ({ body: request.body, caller: callerOf(request) }));
 
 beforeAll(() => app.ready());
@@ -55,6 +66,16 @@ describe('route hooks', () => {
     expect((await app.inject({ method: 'GET', url: '/closed/%00', headers: { authorization: 'x' } })).statusCode).toBe(400);
     const both = await app.inject({ method: 'POST', url: '/echo/%00', headers: { 'content-type': 'application/json' }, payload: '{"a":' });
     expect(both.json().message).toBe('Request body is not valid JSON');
+  });
+
+  it('give a route without hooks of its own the same work in its handler: the id, CORS, and the id on its errors', async () => {
+    const answer = await app.inject({ method: 'GET', url: '/open/c', headers: { origin: 'https://shop.example' } });
+    expect(answer.headers['access-control-allow-origin']).toBe('*');
+    expect(answer.headers['x-request-id']).toBeTypeOf('string');
+    const failed = await app.inject({ method: 'GET', url: '/broken', headers: { 'x-request-id': 'trace-3' } });
+    expect(failed.statusCode).toBe(500);
+    expect(failed.headers['x-request-id']).toBe('trace-3');
+    expect(count('/broken', 'GET', 500)).toBe(1);
   });
 
   it('answer a CORS preflight and stop', async () => {
