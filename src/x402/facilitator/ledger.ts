@@ -6,6 +6,7 @@ import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
+import { jsonText } from '../../platform/db-types.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
@@ -119,11 +120,7 @@ export class SettlementLedger {
     // In key order, so two nodes' batches lock shared keys in the same order (no deadlock between them).
     const ordered = [...rows].sort((a, b) => (keyString(a) < keyString(b) ? -1 : 1));
     const claimed = this.db.$with('claimed').as(
-      this.db
-        .insert(x402Settlements)
-        .values(ordered.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
-        .onConflictDoNothing()
-        .returning(),
+      this.db.insert(x402Settlements).select(claimRows(ordered, now)).onConflictDoNothing().returning(),
     );
     // The claimed rows join the open list in the same statement.
     const listed = this.db.$with('listed').as(
@@ -348,6 +345,55 @@ export class SettlementLedger {
       .set({ status: 'broadcast', txHash, updatedAt: this.clock.now() })
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
+}
+
+/**
+ * The new claims' rows as one SELECT over unnest()ed columns, one text[] parameter per column, in the table's
+ * column order (what INSERT … SELECT fills). Why not `.values(rows)`: drizzle builds that statement per row and
+ * column, ~150 µs of CPU per claim, the largest single cost of a batched settle (bench/RESULTS.md, issue 46);
+ * this statement's shape does not grow with the rows. Values pass as text and are cast to their column's type.
+ */
+function claimRows(rows: NewSettlement[], now: Date): SQL {
+  const given: Partial<Record<keyof SettlementRow, (row: NewSettlement) => string | null>> = {
+    network: (r) => r.network,
+    asset: (r) => r.asset,
+    payer: (r) => r.payer,
+    nonce: (r) => r.nonce,
+    payTo: (r) => r.payTo,
+    amount: (r) => String(r.amount),
+    validBefore: (r) => String(r.validBefore),
+    kind: (r) => r.kind ?? 'eip3009',
+    token: (r) => r.token ?? null,
+    // The JSON guard's check, as guardedJsonb's own would run it; a missing request stays SQL null.
+    request: (r) => (r.request == null ? null : jsonText(r.request)),
+    signature: (r) => r.signature,
+    payloadHash: (r) => r.payloadHash,
+    claimToken: (r) => r.claimToken,
+    fromBlock: (r) => String(r.fromBlock),
+    paymentId: (r) => r.paymentId ?? null,
+  };
+  const fixed: Partial<Record<keyof SettlementRow, SQL>> = {
+    status: sql`'claimed'`,
+    claimedAt: sql`now()`,
+    createdAt: sql`${now.toISOString()}::timestamptz`,
+    updatedAt: sql`${now.toISOString()}::timestamptz`,
+  };
+  const columns = Object.entries(getTableColumns(x402Settlements)) as Array<[keyof SettlementRow, Column]>;
+  const provided = columns.filter(([key]) => given[key]);
+  const arrays = sql.join(
+    provided.map(([key]) => sql`${sql.param(rows.map(given[key]!))}::text[]`),
+    sql`, `,
+  );
+  const names = sql.join([...provided.map(([, column]) => sql.identifier(column.name)), sql`n`], sql`, `);
+  const selected = sql.join(
+    columns.map(([key, column]) => {
+      const type = sql.raw(column.getSQLType());
+      if (given[key]) return sql`v.${sql.identifier(column.name)}::${type}`;
+      return fixed[key] ?? sql`null::${type}`;
+    }),
+    sql`, `,
+  );
+  return sql`select ${selected} from unnest(${arrays}) with ordinality as v(${names}) order by v.n`;
 }
 
 /** The row is the one named by the VALUES list `v` it is joined with. */
