@@ -1,7 +1,7 @@
 // One transfer buys one thing: the claim on chain_payment_uses that every path granting a service for a
 // chain-confirmed payment takes first (the facilitator before it answers `success: true`, each module's
 // reconciler before it grants from the chain). The database decides; a lost race matches no row.
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { getAddress } from 'viem';
 import type { Executor } from '../platform/db.js';
 import { chainPaymentUses } from './tables.js';
@@ -47,9 +47,18 @@ export class PaymentUses {
     }));
     // In key order, so concurrent batches claiming a shared transfer lock it in the same order.
     const ordered = [...rows].sort((a, b) => (useKey(a) < useKey(b) ? -1 : 1));
+    // One text[] per column, unnest()ed in key order: drizzle's .values(rows) costs ~100 µs of CPU per row to
+    // build, a settle's hot path (every settled answer claims its transfer here; bench/RESULTS.md, issue 46).
+    const column = (pick: (row: (typeof ordered)[number]) => string | number) => sql`${sql.param(ordered.map((row) => String(pick(row))))}::text[]`;
     const inserted = await db
       .insert(chainPaymentUses)
-      .values(ordered)
+      .select(
+        sql`select v.network, v.tx, v.log_index::integer, v.asset, v.payer, v.nonce, v.pay_to, v.amount::numeric, v.claimant, now()
+          from unnest(${column((r) => r.network)}, ${column((r) => r.transactionHash)}, ${column((r) => r.logIndex)}, ${column((r) => r.asset)},
+            ${column((r) => r.payer)}, ${column((r) => r.nonce)}, ${column((r) => r.payTo)}, ${column((r) => r.amount)}, ${column((r) => r.claimant)})
+            with ordinality as v(network, tx, log_index, asset, payer, nonce, pay_to, amount, claimant, n)
+          order by v.n`,
+      )
       .onConflictDoNothing()
       .returning({ network: chainPaymentUses.network, transactionHash: chainPaymentUses.transactionHash, logIndex: chainPaymentUses.logIndex, claimant: chainPaymentUses.claimant });
     const mine = new Set(inserted.map(useKey));

@@ -63,4 +63,17 @@ describe('pairPaymentLogs', () => {
     expect(pairPaymentLogs([used(ALICE, N1), log(OTHER_TOKEN, []), transfer(ALICE, BOB, 5n)], tokens)).toEqual([]);
     expect(pairPaymentLogs([used(ALICE, N1), used(ALICE, N2), transfer(ALICE, BOB, 5n)], tokens).map((p) => p.nonce)).toEqual([N2]);
   });
+
+  it('pairs only logs that decode as the two events: a Transfer without its value word, or with a topic missing, is not a payment', () => {
+    const [sig, from, to] = encodeEventTopics({ abi, eventName: 'Transfer', args: { from: ALICE, to: BOB } }) as Hex[];
+    const [usedSig, who] = encodeEventTopics({ abi, eventName: 'AuthorizationUsed', args: { authorizer: ALICE, nonce: N1 } }) as Hex[];
+    const word = encodeAbiParameters([{ type: 'uint256' }], [5n]);
+    // An ERC-721 style Transfer: the third value indexed, no data.
+    expect(pairPaymentLogs([used(ALICE, N1), log(TOKEN, [sig!, from!, to!, word])], tokens)).toEqual([]);
+    expect(pairPaymentLogs([used(ALICE, N1), log(TOKEN, [sig!, from!, to!], '0x05')], tokens)).toEqual([]);
+    expect(pairPaymentLogs([used(ALICE, N1), log(TOKEN, [sig!, from!], word)], tokens)).toEqual([]);
+    expect(pairPaymentLogs([log(TOKEN, [usedSig!, who!]), transfer(ALICE, BOB, 5n)], tokens)).toEqual([]);
+    // A longer data field still holds the value in its first word.
+    expect(pairPaymentLogs([used(ALICE, N1), log(TOKEN, [sig!, from!, to!], `${word}${'00'.repeat(32)}`)], tokens).map((p) => p.value)).toEqual([5n]);
+  });
 });

@@ -16,7 +16,7 @@ import { currentCall, newCallContext, runInCall, type SettleAttempt } from './ca
 import { judgeSent, type JudgePorts } from './judge.js';
 import { keyOf, type SettlementLedger } from './ledger.js';
 import { hasCode } from './payer-code.js';
-import { transferWithAuthorizationData } from './quick-check.js';
+import { parsedTransferData, transferWithAuthorizationData } from './quick-check.js';
 import { ownWords, Reason } from './reasons.js';
 import type { FacilitatorSigner } from './signer.js';
 
@@ -24,6 +24,8 @@ import type { FacilitatorSigner } from './signer.js';
 export interface ExecuteOptions {
   claimAskedAt: number;
   simulated?: boolean;
+  /** The authorization as the settle parsed and simulated it: its transfer's calldata is already encoded (quick-check.ts). */
+  eip3009?: Eip3009Payload;
   route?: string;
 }
 
@@ -60,7 +62,7 @@ export class SettleExecutor {
     row: SettlementRow,
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    { claimAskedAt, simulated = false, route }: ExecuteOptions,
+    { claimAskedAt, simulated = false, route, eip3009 }: ExecuteOptions,
     answer: 'owner' | 'nobody' = 'owner',
   ): Promise<SettleResponse> {
     const { ledger, maxSettleGas } = this.ports;
@@ -84,7 +86,7 @@ export class SettleExecutor {
       // Plainly valid (just simulated with a 65-byte signature): sent as is. Anything else: the SDK's settle, which re-verifies.
       result = await runInCall(call, () =>
         simulated
-          ? this.#settleSimulated(payload, requirements, maxSettleGas)
+          ? this.#settleSimulated(payload, requirements, maxSettleGas, eip3009)
           : row.kind.startsWith('permit2-')
             ? this.ports.sendPermit2(row, payload, requirements)
             : row.kind.startsWith('batch-')
@@ -150,9 +152,9 @@ export class SettleExecutor {
    * verify (a JavaScript signature recovery per payment). Answers as the SDK's settle would; execute()
    * judges the receipt by this authorization's own logs either way.
    */
-  async #settleSimulated(payload: PaymentPayload, requirements: PaymentRequirements, gas: bigint): Promise<SettleResponse> {
+  async #settleSimulated(payload: PaymentPayload, requirements: PaymentRequirements, gas: bigint, parsed?: Eip3009Payload): Promise<SettleResponse> {
     const { signer } = this.ports;
-    const eip3009 = payload.payload as unknown as Eip3009Payload;
+    const eip3009 = parsed ?? (payload.payload as unknown as Eip3009Payload);
     const payer = getAddress(eip3009.authorization.from);
     const network = requirements.network;
     let hash: Hash;
@@ -160,7 +162,8 @@ export class SettleExecutor {
       // A payer with code checks the signature with its own code, with all the gas a batch forwards: alone.
       const code = await signer.getCode({ address: payer });
       const alone = hasCode(code) || currentCall()?.rpcFailure !== undefined;
-      hash = await signer.sendSettlement({ to: getAddress(requirements.asset), data: transferWithAuthorizationData(eip3009), gas, payer, alone });
+      const data = parsed ? parsedTransferData(parsed) : transferWithAuthorizationData(eip3009);
+      hash = await signer.sendSettlement({ to: getAddress(requirements.asset), data, gas, payer, alone });
     } catch {
       // execute() tells apart what this was from the call context (taken over, uncertain, nothing sent).
       return failure(network, Reason.transactionFailed, 'settlement transaction not sent', payer);

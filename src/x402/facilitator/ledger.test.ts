@@ -67,6 +67,23 @@ describe('SettlementLedger, calls of one turn', () => {
     expect(claims[1]).toMatchObject({ row: { claimToken: a.claimToken } });
   });
 
+  it('claims: every column of every row in the turn is stored as given (one statement for the turn, whatever the rows)', async () => {
+    const plain = newRow({ amount: '123456789012345678901234567890', validBefore: '18446744073709551616', fromBlock: 9_007_199_254_740_991 });
+    const permit = newRow({ kind: 'permit2-exact', token: ASSET, paymentId: 'pay_columns', request: { text: 'quote " comma , brace { backslash \\ ', nested: [1, { deep: null }] } });
+    const noRequest = newRow({ request: null });
+    const rows = await Promise.all([plain, permit, noRequest].map(claimed));
+    for (const [i, given] of [plain, permit, noRequest].entries()) {
+      const stored = await ledger.find(given);
+      expect(stored).toEqual(rows[i]);
+      expect(stored).toMatchObject({ ...given, kind: given.kind ?? 'eip3009', token: given.token ?? null, status: 'claimed', txHash: null, transferLogIndex: null, response: null, finishedAt: null, successAnsweredAt: null });
+      expect(stored?.claimedAt).toBeInstanceOf(Date);
+      expect(stored?.createdAt).toEqual(stored?.updatedAt);
+    }
+    // A missing request is SQL null, not JSON null (a takeover tells the two apart).
+    const [{ kind }] = await testDb.database.query<{ kind: string | null }>(sql`select jsonb_typeof(request) as kind from x402_settlements where nonce = ${noRequest.nonce}`);
+    expect(kind).toBeNull();
+  });
+
   it('outcomes: each open row gets its own; a key finished twice in the turn keeps the first, and a final row is not rewritten', async () => {
     const [a, b, done] = await Promise.all([claimed(newRow()), claimed(newRow()), claimed(newRow())]);
     await ledger.finish(done, { status: 'failed', response: { success: false, errorReason: 'earlier', transaction: '', network: 'eip155:4663' } });

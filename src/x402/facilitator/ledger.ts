@@ -6,6 +6,7 @@ import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
+import { jsonText } from '../../platform/db-types.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
@@ -119,11 +120,7 @@ export class SettlementLedger {
     // In key order, so two nodes' batches lock shared keys in the same order (no deadlock between them).
     const ordered = [...rows].sort((a, b) => (keyString(a) < keyString(b) ? -1 : 1));
     const claimed = this.db.$with('claimed').as(
-      this.db
-        .insert(x402Settlements)
-        .values(ordered.map((row) => ({ ...row, status: 'claimed', claimedAt: sql`now()`, createdAt: now, updatedAt: now })))
-        .onConflictDoNothing()
-        .returning(),
+      this.db.insert(x402Settlements).select(claimRows(ordered, now)).onConflictDoNothing().returning(),
     );
     // The claimed rows join the open list in the same statement.
     const listed = this.db.$with('listed').as(
@@ -175,15 +172,12 @@ export class SettlementLedger {
    * something else, the mark is taken back before the commit (the single answer's rollback, per row).
    */
   async #answerOwners(calls: Array<{ key: SettlementKey; claimToken: string }>): Promise<boolean[]> {
-    const values = sql.join(
-      calls.map(({ key, claimToken }) => sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${claimToken})`),
-      sql`, `,
-    );
+    const values = keyColumns(calls.map(({ key, claimToken }) => [key, [claimToken]]));
     const won = await this.db.transaction(async (tx) => {
       const marked = await tx
         .update(x402Settlements)
         .set({ successAnsweredAt: this.clock.now() })
-        .from(sql`(values ${values}) as v(network, asset, payer, nonce, token)`)
+        .from(sql`unnest(${values}) as v(network, asset, payer, nonce, token)`)
         .where(and(matchesValues, eq(x402Settlements.status, 'settled'), isNull(x402Settlements.successAnsweredAt), eq(x402Settlements.claimToken, sql`v.token`)))
         .returning(getTableColumns(x402Settlements));
       // Rows settled before transfers were claimed have no log index: their success stands alone.
@@ -236,14 +230,11 @@ export class SettlementLedger {
   async #writeBroadcasts(calls: Array<{ key: SettlementKey; txHash: string }>): Promise<void[]> {
     // One row per key, the latest hash (a replacement's after the original's); UPDATE … FROM would pick either.
     const latest = new Map(calls.map((c) => [keyString(c.key), c]));
-    const values = sql.join(
-      [...latest.values()].map(({ key, txHash }) => sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${txHash})`),
-      sql`, `,
-    );
+    const values = keyColumns([...latest.values()].map(({ key, txHash }) => [key, [txHash]]));
     await this.db
       .update(x402Settlements)
       .set({ status: 'broadcast', txHash: sql`v.tx`, updatedAt: this.clock.now() })
-      .from(sql`(values ${values}) as v(network, asset, payer, nonce, tx)`)
+      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, tx)`)
       .where(and(matchesValues, inArray(x402Settlements.status, OPEN)));
     return calls.map(() => undefined);
   }
@@ -262,14 +253,13 @@ export class SettlementLedger {
   async #writeOutcomes(calls: Array<{ key: SettlementKey; outcome: Outcome }>): Promise<Array<SettlementRow | null>> {
     const first = new Map<string, number>();
     calls.forEach(({ key }, i) => first.set(keyString(key), first.get(keyString(key)) ?? i));
-    const values = sql.join(
+    const values = keyColumns(
       [...first.values()].map((i) => {
         const { key, outcome } = calls[i]!;
         const { response } = outcome;
-        return sql`(${key.network}, ${key.asset}, ${key.payer}, ${key.nonce}, ${outcome.status}, ${response.transaction || null},
-          ${outcome.transferLogIndex ?? null}::integer, ${response.errorReason ?? null}, ${response.errorMessage ?? null}, ${JSON.stringify(response)}::jsonb)`;
+        const logIndex = outcome.transferLogIndex == null ? null : String(outcome.transferLogIndex);
+        return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response)]];
       }),
-      sql`, `,
     );
     const now = this.clock.now();
     const finished = this.db.$with('finished').as(
@@ -278,14 +268,14 @@ export class SettlementLedger {
       .set({
         status: sql`v.status`,
         txHash: sql`v.tx`,
-        transferLogIndex: sql`v.log_index`,
+        transferLogIndex: sql`v.log_index::integer`,
         errorReason: sql`v.reason`,
         errorMessage: sql`v.message`,
-        response: sql`v.response`,
+        response: sql`v.response::jsonb`,
         updatedAt: now,
         finishedAt: now,
       })
-      .from(sql`(values ${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response)`)
+      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response)`)
       .where(and(matchesValues, inArray(x402Settlements.status, OPEN)))
       .returning(getTableColumns(x402Settlements)),
     );
@@ -350,7 +340,72 @@ export class SettlementLedger {
   }
 }
 
-/** The row is the one named by the VALUES list `v` it is joined with. */
+/**
+ * The new claims' rows as one SELECT over unnest()ed columns, one text[] parameter per column, in the table's
+ * column order (what INSERT … SELECT fills). Why not `.values(rows)`: drizzle builds that statement per row and
+ * column, ~150 µs of CPU per claim, the largest single cost of a batched settle (bench/RESULTS.md, issue 46);
+ * this statement's shape does not grow with the rows. Values pass as text and are cast to their column's type.
+ */
+function claimRows(rows: NewSettlement[], now: Date): SQL {
+  const given: Partial<Record<keyof SettlementRow, (row: NewSettlement) => string | null>> = {
+    network: (r) => r.network,
+    asset: (r) => r.asset,
+    payer: (r) => r.payer,
+    nonce: (r) => r.nonce,
+    payTo: (r) => r.payTo,
+    amount: (r) => String(r.amount),
+    validBefore: (r) => String(r.validBefore),
+    kind: (r) => r.kind ?? 'eip3009',
+    token: (r) => r.token ?? null,
+    // The JSON guard's check, as guardedJsonb's own would run it; a missing request stays SQL null.
+    request: (r) => (r.request == null ? null : jsonText(r.request)),
+    signature: (r) => r.signature,
+    payloadHash: (r) => r.payloadHash,
+    claimToken: (r) => r.claimToken,
+    fromBlock: (r) => String(r.fromBlock),
+    paymentId: (r) => r.paymentId ?? null,
+  };
+  const fixed: Partial<Record<keyof SettlementRow, SQL>> = {
+    status: sql`'claimed'`,
+    claimedAt: sql`now()`,
+    createdAt: sql`${now.toISOString()}::timestamptz`,
+    updatedAt: sql`${now.toISOString()}::timestamptz`,
+  };
+  const columns = Object.entries(getTableColumns(x402Settlements)) as Array<[keyof SettlementRow, Column]>;
+  const provided = columns.filter(([key]) => given[key]);
+  const arrays = sql.join(
+    provided.map(([key]) => sql`${sql.param(rows.map(given[key]!))}::text[]`),
+    sql`, `,
+  );
+  const names = sql.join([...provided.map(([, column]) => sql.identifier(column.name)), sql`n`], sql`, `);
+  const selected = sql.join(
+    columns.map(([key, column]) => {
+      const type = sql.raw(column.getSQLType());
+      if (given[key]) return sql`v.${sql.identifier(column.name)}::${type}`;
+      return fixed[key] ?? sql`null::${type}`;
+    }),
+    sql`, `,
+  );
+  return sql`select ${selected} from unnest(${arrays}) with ordinality as v(${names}) order by v.n`;
+}
+
+/**
+ * The arguments of unnest() for a turn's rows: the key's four columns, then each row's `more` values, one text[]
+ * parameter per column (cast where the statement uses them). Why not a VALUES list: drizzle builds that per row
+ * and value (~60 µs of CPU per settle per statement here); this statement's shape does not grow with the rows.
+ */
+function keyColumns(rows: Array<[SettlementKey, Array<string | null>]>): SQL {
+  const width = 4 + (rows[0]?.[1].length ?? 0);
+  const columns = Array.from({ length: width }, (_, c) =>
+    rows.map(([key, more]) => (c < 4 ? [key.network, key.asset, key.payer, key.nonce][c]! : more[c - 4]!)),
+  );
+  return sql.join(
+    columns.map((column) => sql`${sql.param(column)}::text[]`),
+    sql`, `,
+  );
+}
+
+/** The row is the one named by the unnest()ed columns `v` it is joined with. */
 const matchesValues: SQL = and(
   eq(x402Settlements.network, sql`v.network`),
   eq(x402Settlements.asset, sql`v.asset`),

@@ -108,7 +108,7 @@ function transferCalls(asset: Address, eip3009: Eip3009Payload): [Call3, Call3] 
   const from = getAddress(eip3009.authorization.from);
   return [
     { target: asset, allowFailure: true, callData: encodeFunctionData({ ...stateFn, args: [from, eip3009.authorization.nonce as Hex] }) },
-    { target: asset, allowFailure: true, callData: transferWithAuthorizationData(eip3009) },
+    { target: asset, allowFailure: true, callData: parsedTransferData(eip3009) },
   ];
 }
 
@@ -120,6 +120,17 @@ export function transferWithAuthorizationData(eip3009: Eip3009Payload): Hex {
     ...transferFn,
     args: [getAddress(auth.from), getAddress(auth.to), BigInt(auth.value), BigInt(auth.validAfter), BigInt(auth.validBefore), auth.nonce as Hex, Number(v ?? BigInt(yParity + 27)), r, s],
   });
+}
+
+// A settle encodes its transfer for the quick check and then sends the same bytes (~70 µs of CPU per encoding here):
+// kept per parsed authorization (precheck's, a fresh object per call that nothing changes), never per caller's object.
+const encoded = new WeakMap<Eip3009Payload, Hex>();
+
+/** transferWithAuthorizationData of an authorization precheck parsed, encoded once per call. */
+export function parsedTransferData(parsed: Eip3009Payload): Hex {
+  let data = encoded.get(parsed);
+  if (!data) encoded.set(parsed, (data = transferWithAuthorizationData(parsed)));
+  return data;
 }
 
 const transferBytesFn = prepareEncodeFunctionData({

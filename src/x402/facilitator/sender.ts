@@ -219,7 +219,7 @@ export class RelayerSender {
     try {
       await sendRawTransaction(this.client, { serializedTransaction: serialized });
       this.#nonce = nonce + 1;
-      this.#track(nonce, tx, fees, serialized, options);
+      this.#track(nonce, tx, fees, serialized, hash, options);
       return hash;
     } catch (error) {
       // Next send asks the node again: it knows whether this one arrived.
@@ -227,7 +227,7 @@ export class RelayerSender {
       if (isTransportError(error)) throw new BroadcastUncertainError(hash, error);
       const message = error instanceof Error ? error.message : String(error);
       if (/already known/i.test(message)) {
-        this.#track(nonce, tx, fees, serialized, options);
+        this.#track(nonce, tx, fees, serialized, hash, options);
         return hash;
       }
       if (!resynced && NONCE_RESYNC.test(message)) {
@@ -243,10 +243,10 @@ export class RelayerSender {
     return this.account.signTransaction({ chainId: this.chainId, nonce, to: tx.to, data: tx.data, gas: tx.gas, ...fees });
   }
 
-  #track(nonce: number, tx: RelayerTx, fees: Fees, raw: Hex, options: SendOptions): void {
+  /** `hash`: keccak256 of `raw`, already computed by the send (a batch's raw transaction is kilobytes of JavaScript keccak). */
+  #track(nonce: number, tx: RelayerTx, fees: Fees, raw: Hex, hash: Hash, options: SendOptions): void {
     let markMined!: () => void;
     const mined = new Promise<void>((resolve) => (markMined = resolve));
-    const hash = keccak256(raw);
     const entry: InFlight = { nonce, tx, fees, hashes: [hash], raw, firstSentAt: Date.now(), lastSentAt: Date.now(), lastRefillAt: 0, replacements: 0, onReplaced: options.onReplaced, done: false, mined, markMined };
     // A nonce reused after a resync: whatever was tracked under it never went out.
     const previous = this.#inflight.get(nonce);

@@ -123,7 +123,7 @@ export class ExactSettler {
     if (claim.kind === 'id_conflict') return idConflict(requirements.network, key.payer);
     if (claim.kind === 'exists') return this.ports.resume(claim.row, call);
     crashPoint('settle.after-claim');
-    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, simulated, route: caller?.route });
+    return this.ports.execute(claim.row, payload, requirements, { claimAskedAt: asked, simulated, route: caller?.route, eip3009: call.eip3009 });
   }
 
   #claim(call: SettleCall, requirements: PaymentRequirements, fromBlock: bigint) {
