@@ -6,24 +6,12 @@ import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
-import { jsonText } from '../../platform/db-types.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
+import { claimRows, keyColumns, matchesValues, type NewSettlement, type SettlementKey } from './ledger-rows.js';
 
-export interface SettlementKey {
-  network: string;
-  asset: string;
-  payer: string;
-  nonce: string;
-}
-
-export type NewSettlement = Omit<
-  SettlementRow,
-  'status' | 'claimedAt' | 'txHash' | 'transferLogIndex' | 'errorReason' | 'errorMessage' | 'response' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'successAnsweredAt' | 'kind' | 'token'
-> &
-  // EIP-3009 rows (the default kind) name no separate token.
-  Partial<Pick<SettlementRow, 'kind' | 'token'>>;
+export type { NewSettlement, SettlementKey } from './ledger-rows.js';
 
 export type Claim =
   | { kind: 'claimed'; row: SettlementRow }
@@ -339,79 +327,6 @@ export class SettlementLedger {
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
 }
-
-/**
- * The new claims' rows as one SELECT over unnest()ed columns, one text[] parameter per column, in the table's
- * column order (what INSERT … SELECT fills). Why not `.values(rows)`: drizzle builds that statement per row and
- * column, ~150 µs of CPU per claim, the largest single cost of a batched settle (bench/RESULTS.md, issue 46);
- * this statement's shape does not grow with the rows. Values pass as text and are cast to their column's type.
- */
-function claimRows(rows: NewSettlement[], now: Date): SQL {
-  const given: Partial<Record<keyof SettlementRow, (row: NewSettlement) => string | null>> = {
-    network: (r) => r.network,
-    asset: (r) => r.asset,
-    payer: (r) => r.payer,
-    nonce: (r) => r.nonce,
-    payTo: (r) => r.payTo,
-    amount: (r) => String(r.amount),
-    validBefore: (r) => String(r.validBefore),
-    kind: (r) => r.kind ?? 'eip3009',
-    token: (r) => r.token ?? null,
-    // The JSON guard's check, as guardedJsonb's own would run it; a missing request stays SQL null.
-    request: (r) => (r.request == null ? null : jsonText(r.request)),
-    signature: (r) => r.signature,
-    payloadHash: (r) => r.payloadHash,
-    claimToken: (r) => r.claimToken,
-    fromBlock: (r) => String(r.fromBlock),
-    paymentId: (r) => r.paymentId ?? null,
-  };
-  const fixed: Partial<Record<keyof SettlementRow, SQL>> = {
-    status: sql`'claimed'`,
-    claimedAt: sql`now()`,
-    createdAt: sql`${now.toISOString()}::timestamptz`,
-    updatedAt: sql`${now.toISOString()}::timestamptz`,
-  };
-  const columns = Object.entries(getTableColumns(x402Settlements)) as Array<[keyof SettlementRow, Column]>;
-  const provided = columns.filter(([key]) => given[key]);
-  const arrays = sql.join(
-    provided.map(([key]) => sql`${sql.param(rows.map(given[key]!))}::text[]`),
-    sql`, `,
-  );
-  const names = sql.join([...provided.map(([, column]) => sql.identifier(column.name)), sql`n`], sql`, `);
-  const selected = sql.join(
-    columns.map(([key, column]) => {
-      const type = sql.raw(column.getSQLType());
-      if (given[key]) return sql`v.${sql.identifier(column.name)}::${type}`;
-      return fixed[key] ?? sql`null::${type}`;
-    }),
-    sql`, `,
-  );
-  return sql`select ${selected} from unnest(${arrays}) with ordinality as v(${names}) order by v.n`;
-}
-
-/**
- * The arguments of unnest() for a turn's rows: the key's four columns, then each row's `more` values, one text[]
- * parameter per column (cast where the statement uses them). Why not a VALUES list: drizzle builds that per row
- * and value (~60 µs of CPU per settle per statement here); this statement's shape does not grow with the rows.
- */
-function keyColumns(rows: Array<[SettlementKey, Array<string | null>]>): SQL {
-  const width = 4 + (rows[0]?.[1].length ?? 0);
-  const columns = Array.from({ length: width }, (_, c) =>
-    rows.map(([key, more]) => (c < 4 ? [key.network, key.asset, key.payer, key.nonce][c]! : more[c - 4]!)),
-  );
-  return sql.join(
-    columns.map((column) => sql`${sql.param(column)}::text[]`),
-    sql`, `,
-  );
-}
-
-/** The row is the one named by the unnest()ed columns `v` it is joined with. */
-const matchesValues: SQL = and(
-  eq(x402Settlements.network, sql`v.network`),
-  eq(x402Settlements.asset, sql`v.asset`),
-  eq(x402Settlements.payer, sql`v.payer`),
-  eq(x402Settlements.nonce, sql`v.nonce`),
-)!;
 
 /** An open-list row is the one named by `rows` (a statement's RETURNING, or the settlements table). */
 const sameKey = (rows: Record<keyof SettlementKey, Column>): SQL =>
