@@ -94,33 +94,47 @@ describe('agent configuration and sessions', () => {
 
 describe('the supervisor', () => {
   it('deploys again a runtime that crashed, hangs, or refuses the token the service holds; chat answers after each', async () => {
+    // A timeline on stdout, which vitest shows only when the test fails (it once ran past 150 s in a loaded CI).
+    const started = Date.now();
+    const mark = (step: string) => console.log(`[supervisor t+${((Date.now() - started) / 1000).toFixed(1)}s] ${step}`);
     const id = await deployedAgent('supervised');
+    mark('deployed');
     await chat(id, 'before');
     const pidOf = async () => Number((await app.ctx.database.query<{ machine_ref: string }>(sql`select machine_ref from agent_instances where agent_id = ${id}`))[0]!.machine_ref);
 
     // Crashed: its new token is stored with its new address (before the fix, every chat after this was 503).
     process.kill(await pidOf(), 'SIGKILL');
+    mark('killed');
     await loop('agents.runtimes');
+    mark('swept after the crash');
     expect((await chat(id, 'after a crash')).status).toBe(200);
+    mark('answered after the crash');
 
     // Holding another token than the service's (a 401 to the probe).
     const secrets = new AgentSecrets(app.ctx.config);
     const [{ instance_id }] = await app.ctx.database.query<{ instance_id: string }>(sql`select id as instance_id from agent_instances where agent_id = ${id}`);
     await app.ctx.database.query(sql`update agent_instances set sealed_token = ${secrets.seal(instance_id!, 'not-its-token')} where agent_id = ${id}`);
     expect((await chat(id, 'refused')).status).toBe(503);
+    mark('refused');
     const refusedPid = await pidOf();
     await loop('agents.runtimes');
+    mark('swept after the 401');
     expect(await pidOf()).not.toBe(refusedPid);
     expect((await chat(id, 'after a 401')).status).toBe(200);
+    mark('answered after the 401');
 
     // Hung: it accepts connections but never answers the probe.
     const hungPid = await pidOf();
     process.kill(hungPid, 'SIGSTOP');
+    mark('stopped (SIGSTOP)');
     await loop('agents.runtimes'); // a first silent probe may be a slow runtime: it is given one more sweep
+    mark('first sweep of the hung runtime');
     expect(await pidOf()).toBe(hungPid);
     await loop('agents.runtimes');
+    mark('second sweep of the hung runtime');
     expect(await pidOf()).not.toBe(hungPid);
     expect((await chat(id, 'after a hang')).status).toBe(200);
+    mark('answered after the hang');
     const history = (await call('GET', `/agents/${id}/chat/history`)).body.data;
     expect(history.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual([
       'before',
