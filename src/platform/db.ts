@@ -327,9 +327,21 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       if (heartbeatTimer) clearInterval(heartbeatTimer);
       await (connecting ?? Promise.resolve(null)).catch(() => null);
       await listenClient?.end().catch(() => {});
-      await pool.end();
+      const ended = pool.end();
+      failQueuedRequests(pool);
+      await ended;
     },
   };
+}
+
+/**
+ * pg-pool's end() leaves the requests queued for a connection unanswered for good, and with them whoever awaits
+ * them (a worker loop that a shutdown then waits on). They are failed as requests made after the end are.
+ * `_pendingQueue` is pg-pool's own (3.x); src/platform/db-close.test.ts fails if that changes.
+ */
+function failQueuedRequests(pool: pg.Pool): void {
+  const queue = (pool as unknown as { _pendingQueue?: Array<{ callback(error: Error): void }> })._pendingQueue;
+  for (const request of queue?.splice(0) ?? []) request.callback(new Error('Cannot use a pool after calling end on the pool'));
 }
 
 /** First wait before reopening a dropped listening connection; it doubles per failed try up to the max. */
