@@ -9,7 +9,9 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { balanceOf, executeElsewhere, fundedPayer, nonceOf, signAuthorization, transfersForNonce } from '../x402/support.js';
 import { requirementsFor } from './support.js';
 
-const WINDOW_MS = 300;
+// Long enough that the six settles of a test join one batch on a loaded CI machine (300 ms let one slip into
+// the next batch now and then).
+const WINDOW_MS = 1_000;
 let app: TestApp;
 beforeAll(async () => {
   app = await buildTestApp({ roles: ['facilitator'], env: { FACILITATOR_BATCH_MAX_CALLS: '64', FACILITATOR_BATCH_WAIT_MS: String(WINDOW_MS), FACILITATOR_BATCH_IDLE: 'wait', FACILITATOR_RELAYER_COUNT: '2' } });
