@@ -2,7 +2,7 @@
 // after the close do, instead of waiting forever (pg-pool's end() leaves its queue unanswered, and with it
 // whoever awaits them: a worker loop that a shutdown then waits on, for good).
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openDatabase } from './db.js';
 
 const serverUrl = process.env.DATABASE_URL;
@@ -12,18 +12,21 @@ describe.skipIf(!serverUrl)('closing the database (PostgreSQL)', () => {
     const database = await openDatabase({ url: serverUrl!, pgliteDir: null, poolSize: 1 });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let holds!: () => void;
+    const holdingNow = new Promise<void>((resolve) => (holds = resolve));
     // The pool's one connection, busy until released; the next statement queues behind it.
     const holding = database.db.transaction(async (tx) => {
       await tx.execute(sql`select 1`);
+      holds();
       await held;
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await holdingNow;
     const queued = database.query(sql`select 2 as two`).then(
       () => 'answered',
       (error: Error) => `failed: ${error.message}`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(database.pool().waiting).toBe(1);
+    // The connection is taken, and the pool may open no second one: the statement waits in its queue.
+    await vi.waitFor(() => expect(database.pool().waiting).toBe(1));
 
     const closing = database.close();
     release();
