@@ -10,6 +10,7 @@ import { printStatus, type InstanceStatus } from './cli/print.js';
 import { restore } from './cli/restore.js';
 import { serve } from './cli/serve.js';
 import { versionLine } from './cli/version.js';
+import { deferWasmOptimisation } from './cli/wasm-tiering.js';
 import { loadConfig } from './config.js';
 import { ConfigError } from './platform/settings.js';
 import { acquireDataDirLock, DataDirInUseError } from './platform/data-dir-lock.js';
@@ -37,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig();
+  if (command !== 'serve') deferWasmOptimisation();
   switch (command) {
     case 'status': {
       const status = await callAdminSocket(config.dataDir, 'status', {});
