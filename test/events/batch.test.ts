@@ -11,7 +11,9 @@ let otherKey: string;
 const clock = new ManualClock('2026-03-05T00:00:00Z');
 
 beforeAll(async () => {
-  app = await buildTestApp({ clock });
+  // No worker role: the lease sweeper runs here only when a test calls it. Its background tick (1 s) would
+  // otherwise count a lapsed lease whenever it fell between a clock.advance and the read of the count.
+  app = await buildTestApp({ clock, roles: ['api'] });
   key = await createProjectKey(app, 'batch-alice');
   otherKey = await createProjectKey(app, 'batch-bob');
 });
