@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { cappedGate, TokenBudget, TurnCapReached } from './budget.js';
+import { deadlineSignal } from './deadline.js';
 import type { Entry, ProviderCall, Sampling, Tool } from './model-types.js';
 import { converse } from './models.js';
 import { ProviderError } from './wire.js';
@@ -84,7 +85,7 @@ interface ChatRequest {
  * there, so nothing more is called or paid for a turn nobody will record.
  */
 async function turn(body: ChatRequest, cancelled: AbortSignal, onDelta?: (text: string) => void) {
-  const signal = AbortSignal.any([AbortSignal.timeout(TURN_TIMEOUT_MS), cancelled]);
+  const signal = deadlineSignal(TURN_TIMEOUT_MS, cancelled);
   const cap = body.turn?.maxTokens;
   const gate = cap === undefined ? budget.gate : cappedGate(budget.gate, cap);
   const outcome = await converse({ ...body, tools: body.turn?.tools === false ? [] : tools, gate, onDelta, signal, turn: { turnId: body.turn?.id, requestId: body.turn?.requestId } });

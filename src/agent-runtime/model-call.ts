@@ -1,3 +1,4 @@
+import { deadlineSignal } from './deadline.js';
 import { learnTraits } from './model-traits.js';
 import type { ProviderCall } from './model-types.js';
 import { serverSentEvents } from './sse.js';
@@ -16,7 +17,7 @@ const TIMEOUT_MS = 60_000;
  * model, a `temperature` it does not take) is sent again once adapted, and the model's traits remembered.
  */
 export async function call(wire: Wire, provider: ProviderCall, body: Record<string, unknown>, onDelta: ((text: string) => void) | undefined, signal: AbortSignal | undefined): Promise<Round> {
-  const deadline = AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), ...(signal ? [signal] : [])]);
+  const deadline = deadlineSignal(TIMEOUT_MS, signal);
   const noAnswer = () => new ProviderError(deadline.aborted ? 'the model provider did not answer in time' : 'the model provider did not answer', null);
   for (let adapted = 0; ; adapted += 1) {
     let response: Response;

@@ -1,3 +1,4 @@
+import { deadlineSignal } from './deadline.js';
 import type { Tool } from './model-types.js';
 
 /**
@@ -36,7 +37,7 @@ export function payAndCallTool(serviceUrl: string, agentId: string, token: strin
           ...(typeof input.approvalId === 'string' ? { approvalId: input.approvalId } : {}),
           ...(turn.turnId ? { turnId: turn.turnId } : {}),
         }),
-        signal: AbortSignal.any([AbortSignal.timeout(60_000), ...(turn.signal ? [turn.signal] : [])]),
+        signal: deadlineSignal(60_000, turn.signal),
       });
       const answer = (await response.json().catch(() => null)) as { data?: any; message?: string } | null; // eslint-disable-line @typescript-eslint/no-explicit-any
       if (!response.ok) {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { deadlineSignal } from '../../agent-runtime/deadline.js';
 import type { AgentSecrets } from './agent-secrets.js';
 import { agentsErrors } from './errors.js';
 import type { InstanceRow } from './store.js';
@@ -57,7 +58,7 @@ export class RuntimeClient {
         ...(request.accept ? { accept: request.accept } : {}),
       },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
-      signal: AbortSignal.any([AbortSignal.timeout(request.timeoutMs ?? TURN_WAIT_MS), ...(request.signal ? [request.signal] : [])]),
+      signal: deadlineSignal(request.timeoutMs ?? TURN_WAIT_MS, request.signal),
     });
   }
 
