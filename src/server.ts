@@ -56,16 +56,21 @@ export interface StartOptions {
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config, roles } = options;
   const log = options.log ?? createLogger(config.logLevel);
-  // A database handed in belongs to the caller, who closes it.
-  const database = options.database ?? (await openConfiguredDatabase(config, (line) => log.info(line)));
-  const closeDatabase = options.database ? async () => {} : () => database.close();
-  let chain;
-  try {
-    chain = await startChainService({ config, log, ephemeral: options.ephemeralSecrets });
-  } catch (error) {
-    await closeDatabase();
-    throw error;
+  // The database and the chain need nothing of each other, so they open side by side: on the embedded
+  // defaults PGlite's open and anvil's start are each a second or more of a start. If either fails, the
+  // other is closed again. A database handed in belongs to the caller, who closes it.
+  const [opened, started] = await Promise.allSettled([
+    options.database ?? openConfiguredDatabase(config, (line) => log.info(line)),
+    startChainService({ config, log, ephemeral: options.ephemeralSecrets }),
+  ]);
+  const closeDatabase = options.database || opened.status === 'rejected' ? async () => {} : () => opened.value.close();
+  if (opened.status === 'rejected' || started.status === 'rejected') {
+    if (started.status === 'fulfilled') await started.value.close().catch((error) => log.error({ err: error }, 'chain close failed'));
+    await closeDatabase().catch((error) => log.error({ err: error }, 'database close failed'));
+    throw opened.status === 'rejected' ? opened.reason : (started as PromiseRejectedResult).reason;
   }
+  const database = opened.value;
+  const chain = started.value;
   const closeChainAndDatabase = async () => {
     await chain.close().catch((error) => log.error({ err: error }, 'chain close failed'));
     await closeDatabase();
