@@ -12,6 +12,7 @@ import type { Module, ModuleFactory, ZodApp } from './modules/module.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import type { Database } from './platform/db.js';
 import { openConfiguredDatabase } from './platform/configured-database.js';
+import { openSideBySide } from './platform/open-side-by-side.js';
 import { DatabaseWatchdog } from './platform/db-watchdog.js';
 import { LoopRunner } from './platform/jobs.js';
 import type { Readiness } from './platform/readiness.js';
@@ -56,21 +57,13 @@ export interface StartOptions {
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config, roles } = options;
   const log = options.log ?? createLogger(config.logLevel);
-  // The database and the chain need nothing of each other, so they open side by side: on the embedded
-  // defaults PGlite's open and anvil's start are each a second or more of a start. If either fails, the
-  // other is closed again. A database handed in belongs to the caller, who closes it.
-  const [opened, started] = await Promise.allSettled([
-    options.database ?? openConfiguredDatabase(config, (line) => log.info(line)),
-    startChainService({ config, log, ephemeral: options.ephemeralSecrets }),
-  ]);
-  const closeDatabase = options.database || opened.status === 'rejected' ? async () => {} : () => opened.value.close();
-  if (opened.status === 'rejected' || started.status === 'rejected') {
-    if (started.status === 'fulfilled') await started.value.close().catch((error) => log.error({ err: error }, 'chain close failed'));
-    await closeDatabase().catch((error) => log.error({ err: error }, 'database close failed'));
-    throw opened.status === 'rejected' ? opened.reason : (started as PromiseRejectedResult).reason;
-  }
-  const database = opened.value;
-  const chain = started.value;
+  // A database handed in belongs to the caller, who closes it.
+  const closeDatabaseOf = (db: Database) => (options.database ? Promise.resolve() : db.close());
+  const [database, chain] = await openSideBySide(
+    { opened: options.database ? Promise.resolve(options.database) : openConfiguredDatabase(config, (line) => log.info(line)), close: closeDatabaseOf },
+    { opened: startChainService({ config, log, ephemeral: options.ephemeralSecrets }), close: (started) => started.close() },
+  );
+  const closeDatabase = () => closeDatabaseOf(database);
   const closeChainAndDatabase = async () => {
     await chain.close().catch((error) => log.error({ err: error }, 'chain close failed'));
     await closeDatabase();

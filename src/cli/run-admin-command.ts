@@ -80,7 +80,7 @@ async function refuseIfApiPortTaken(config: Config): Promise<void> {
 }
 
 async function runAdminCommandLocked(config: Config, name: string, calls: Array<Record<string, unknown>>): Promise<unknown[]> {
-  const [{ default: pino }, { adminCommands }, { instantiateModules }, { createContext }, { moduleFactories }, { readBuildInfo }, { systemClock }, { openConfiguredDatabase }, { startChainService }] =
+  const [{ default: pino }, { adminCommands }, { instantiateModules }, { createContext }, { moduleFactories }, { readBuildInfo }, { systemClock }, { openConfiguredDatabase }, { startChainService }, { openSideBySide }] =
     await Promise.all([
       import('pino'),
       import('../admin/commands.js'),
@@ -91,14 +91,14 @@ async function runAdminCommandLocked(config: Config, name: string, calls: Array<
       import('../platform/clock.js'),
       import('../platform/configured-database.js'),
       import('../chain/service.js'),
+      import('../platform/open-side-by-side.js'),
     ]);
-  const database = await openConfiguredDatabase(config);
   const log = pino({ level: 'warn' });
   // The chain too (embedded: the devchain on the data dir's state), so `dev fund` works offline.
-  const chain = await startChainService({ config, log }).catch(async (error: unknown) => {
-    await database.close();
-    throw error;
-  });
+  const [database, chain] = await openSideBySide(
+    { opened: openConfiguredDatabase(config), close: (db) => db.close() },
+    { opened: startChainService({ config, log }), close: (started) => started.close() },
+  );
   let modules: Module[] = [];
   try {
     const ctx = await createContext({ config, database, clock: systemClock, log, build: readBuildInfo(config), chain });
