@@ -21,8 +21,9 @@ export default defineConfig({
     // Longest files first, by a recorded run's timings, so both workers finish together (test/ci/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 60_000,
-    // The suite's spawned instances share a PostgreSQL server with dev keys by design (see ALLOW_DEV_KEYS).
-    env: { ALLOW_DEV_KEYS: '1' },
+    // The suite's spawned instances share a PostgreSQL server with dev keys by design (see ALLOW_DEV_KEYS), and
+    // live seconds: PGlite's optimising compile (~3 s of CPU a start) would never pay back (PGLITE_WASM_TIERING).
+    env: { ALLOW_DEV_KEYS: '1', PGLITE_WASM_TIERING: 'deferred' },
     hookTimeout: 120_000,
     // Tests build their own databases and devchains; their logs would drown the summary.
     silent: 'passed-only',

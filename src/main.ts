@@ -38,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig();
-  if (command !== 'serve') deferWasmOptimisation();
+  if (command !== 'serve' || config.pgliteWasmTiering === 'deferred') deferWasmOptimisation();
   switch (command) {
     case 'status': {
       const status = await callAdminSocket(config.dataDir, 'status', {});

@@ -8,7 +8,8 @@ import { setFlagsFromString } from 'node:v8';
  * waits for those compilations whenever its event loop is briefly empty. A one-shot command is over before the
  * optimised code would pay back. The largest tiering budget defers the optimising compiler to functions that
  * run for billions of steps, so long work (a large restore or import) still gets it. `serve` keeps V8's
- * default: there the optimised code pays back (a heavy query runs in half the time). Figures: bench/RESULTS.md,
+ * default: there the optimised code pays back (a heavy query runs in half the time), unless
+ * PGLITE_WASM_TIERING=deferred says it lives seconds (the test suite's instances). Figures: bench/RESULTS.md,
  * "One-shot commands on the embedded database".
  */
 export function deferWasmOptimisation(): void {

@@ -21,6 +21,8 @@ export interface ServerConfig {
   publicUrls: Partial<Record<OriginName, string>>;
   databaseUrl: string | null;
   databasePoolSize: number;
+  /** `serve` on PGlite: V8 optimises its hot WebAssembly at start (eager), or only what runs long (deferred; src/cli/wasm-tiering.ts). */
+  pgliteWasmTiering: 'eager' | 'deferred';
   /** `serve` exits with 70 after this many failed database checks in a row, one every intervalMs. */
   databaseWatchdog: { intervalMs: number; failuresBeforeExit: number };
   /** Idempotency-Key records (platform/idempotency.ts): kept this long; a repeat waits this long for a running first call; its lease. */
@@ -52,6 +54,7 @@ export const serverSettings = defineSettings({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
       .optional(),
     DATABASE_POOL_SIZE: positiveInt(10),
+    PGLITE_WASM_TIERING: z.enum(['eager', 'deferred']).default('eager'),
     DB_WATCHDOG_INTERVAL_MS: positiveInt(5_000),
     DB_WATCHDOG_FAILURES: positiveInt(3),
     IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
@@ -81,6 +84,7 @@ export const serverSettings = defineSettings({
     },
     databaseUrl: e.DATABASE_URL ?? null,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    pgliteWasmTiering: e.PGLITE_WASM_TIERING,
     databaseWatchdog: { intervalMs: e.DB_WATCHDOG_INTERVAL_MS, failuresBeforeExit: e.DB_WATCHDOG_FAILURES },
     idempotency: { retentionSeconds: e.IDEMPOTENCY_RETENTION_HOURS * 3600, waitMs: e.IDEMPOTENCY_WAIT_MS, leaseSeconds: e.IDEMPOTENCY_LEASE_SECONDS },
     logLevel: e.LOG_LEVEL,
