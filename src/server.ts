@@ -57,7 +57,8 @@ export interface StartOptions {
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config, roles } = options;
   const log = options.log ?? createLogger(config.logLevel);
-  // A database handed in belongs to the caller, who closes it.
+  // The database and the chain open side by side: neither needs the other. A database handed in belongs to the
+  // caller, who closes it.
   const closeDatabaseOf = (db: Database) => (options.database ? Promise.resolve() : db.close());
   const [database, chain] = await openSideBySide(
     { opened: options.database ? Promise.resolve(options.database) : openConfiguredDatabase(config, (line) => log.info(line)), close: closeDatabaseOf },
