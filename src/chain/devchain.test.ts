@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveAnvilBinary } from './anvil.js';
 import { Devchain, devchainChain, USDG_ADDRESS, type DevchainLogger } from './devchain.js';
 import { usdgDeployedBytecode } from './usdg-artifact.js';
+import { isRunning } from '../../test/helpers/processes.js';
 
 const PAYEE: Address = '0x000000000000000000000000000000000000bEEF';
 const TIMEOUT = { timeout: 60_000 };
@@ -27,15 +28,6 @@ function devchain(dir: string | null = dataDir, port = 0): Devchain {
   const chain = new Devchain({ dataDir: dir, port, logger });
   chains.push(chain);
   return chain;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function answers(rpcUrl: string): Promise<boolean> {
@@ -81,7 +73,7 @@ describe('Devchain', () => {
     expect(await first.balanceOf(PAYEE)).toBe(12_345_678n);
     const pid = first.pid!;
     await first.stop();
-    expect(isAlive(pid)).toBe(false);
+    expect(isRunning(pid)).toBe(false);
     expect(first.pid).toBeUndefined();
     expect(await answers(first.rpcUrl)).toBe(false);
     expect(JSON.parse(await readFile(join(dataDir, 'chain', 'state.json'), 'utf8'))).toHaveProperty('accounts');
@@ -108,14 +100,14 @@ describe('Devchain', () => {
     process.kill(oldPid, 'SIGKILL');
     await waitFor(() => chain.pid !== undefined && chain.pid !== oldPid);
     await waitFor(() => answers(chain.rpcUrl));
-    expect(isAlive(oldPid)).toBe(false);
+    expect(isRunning(oldPid)).toBe(false);
     expect(messages.some((m) => m.startsWith('warn devchain: anvil exited unexpectedly'))).toBe(true);
     expect(await chain.balanceOf(PAYEE)).toBe(5_000_000n);
     await chain.fund(PAYEE, '1');
 
     const newPid = chain.pid!;
     await chain.stop();
-    expect(isAlive(newPid)).toBe(false);
+    expect(isRunning(newPid)).toBe(false);
     await new Promise((r) => setTimeout(r, 1_000)); // no restart after stop()
     expect(chain.pid).toBeUndefined();
     expect(await answers(chain.rpcUrl)).toBe(false);

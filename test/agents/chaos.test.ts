@@ -31,6 +31,7 @@ import { startFlyStandIn, type FlyStandIn, type StandInMachine } from './fly-sta
 import { startProviderStandIn } from './provider-stand-in.js';
 import { pgTemplate, seedDataDir } from '../helpers/database.js';
 import { stopOrphanedDevchain } from '../helpers/orphans.js';
+import { alive } from '../helpers/processes.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const RECOVERY_MS = 30_000;
@@ -176,12 +177,6 @@ async function kill9(service: Service): Promise<void> {
 async function stopGracefully(service: Service): Promise<void> {
   process.kill(service.pid, 'SIGTERM');
   expect(await service.exited, service.output()).toBe(0);
-}
-
-/** Running (a zombie or a pid gone is not). */
-function alive(pid: number): boolean {
-  const stat = readProc(pid, 'stat');
-  return stat !== '' && !/^\d+ \(.*\) [ZX]/s.test(stat);
 }
 
 function readFile(file: string): string {

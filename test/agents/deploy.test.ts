@@ -14,6 +14,7 @@ import { agentsModule, createAgentsModule } from '../../src/modules/agents/route
 import { LocalRuntimeProvider } from '../../src/modules/agents/local-provider.js';
 import { moduleFactories } from '../../src/modules/index.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
+import { isRunning } from '../helpers/processes.js';
 
 const clock = new ManualClock();
 let app: TestApp;
@@ -108,17 +109,9 @@ describe('agent runtimes (local provider)', () => {
         });
         parent.once('exit', () => reject(new Error(`parent exited: ${out}`)));
       });
-      const alive = () => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
-      expect(alive()).toBe(true);
+      expect(isRunning(pid)).toBe(true);
       parent.kill('SIGKILL');
-      await expect.poll(alive, { timeout: 10_000 }).toBe(false);
+      await expect.poll(() => isRunning(pid), { timeout: 10_000 }).toBe(false);
     } finally {
       parent.kill('SIGKILL');
       fs.rmSync(volumes, { recursive: true, force: true });

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { alive } from './processes.js';
 
 export { freePort } from '../wallets/helpers.js';
 
@@ -66,16 +67,6 @@ export class NodeProcesses {
   /** SIGTERM to every process still running (kill -9 after 10 s). */
   async stopAll(): Promise<void> {
     await Promise.all(this.started.map((served) => stop(served).catch(() => undefined)));
-  }
-}
-
-/** Running (a zombie or a pid gone is not). */
-export function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) [ZX]/s.test(stat);
-  } catch {
-    return false;
   }
 }
 

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isRunning } from '../helpers/processes.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-stoploop-'));
@@ -93,15 +94,6 @@ async function holdConnections(urls: Instance['urls']): Promise<net.Socket[]> {
   return [idle, stalled];
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM, again and again', () => {
   it(`frees every port and exits 0 within ${STOP_BUDGET_MS} ms, ${ITERATIONS} times`, async () => {
     const timings: string[] = [];
@@ -127,7 +119,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM, a
 
       for (const [name, url] of Object.entries(instance.urls)) expect(await accepts(url), `${label}: ${name} ${url} still accepts`).toBe(false);
       expect(code, label).toBe(0);
-      expect(alive(instance.anvilPid), `${label}: anvil pid ${instance.anvilPid} still runs`).toBe(false);
+      expect(isRunning(instance.anvilPid), `${label}: anvil pid ${instance.anvilPid} still runs`).toBe(false);
       // The stop finished by itself (the deadline's kill is the last resort), and anvil's exit on the group's
       // signal was not taken for a crash to restart from.
       expect(instance.output(), label).not.toContain('the stop did not finish');

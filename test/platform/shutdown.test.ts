@@ -4,19 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isRunning } from '../helpers/processes.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-shutdown-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 // `npm start` as an operator runs it: SIGTERM must drain, stop the devchain it spawned and exit 0.
 describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM', () => {
@@ -37,13 +29,13 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate serve on SIGTERM', 
       void exited.then(() => reject(new Error(`exited early:\n${output}`)));
     });
     const anvilPid = Number(fs.readFileSync(path.join(dataDir, 'chain', 'anvil.pid'), 'utf8'));
-    expect(alive(anvilPid)).toBe(true);
+    expect(isRunning(anvilPid)).toBe(true);
     expect(fs.existsSync(path.join(dataDir, 'admin.sock'))).toBe(true);
 
     expect((await fetch(`${apiUrl}/health`)).status).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(alive(anvilPid)).toBe(false);
+    expect(isRunning(anvilPid)).toBe(false);
     expect(fs.existsSync(path.join(dataDir, 'admin.sock'))).toBe(false);
   }, 120_000);
 });

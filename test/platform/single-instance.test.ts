@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireDataDirLock } from '../../src/platform/data-dir-lock.js';
-import { alive } from '../helpers/cluster-nodes.js';
+import { alive } from '../helpers/processes.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dirs: string[] = [];

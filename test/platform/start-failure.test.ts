@@ -7,18 +7,10 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
+import { isRunning } from '../helpers/processes.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-start-failure-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('a start whose database cannot be opened', () => {
   it('fails with the database error and stops the devchain it started meanwhile', { timeout: 60_000 }, async () => {
@@ -29,6 +21,6 @@ describe('a start whose database cannot be opened', () => {
     await expect(startServer({ config, roles: ['api'], log, ephemeralSecrets: true, adminSocket: false })).rejects.toThrow(/ECONNREFUSED|connect/);
     const pid = Number(/devchain: anvil pid (\d+)/.exec(lines.join('\n'))?.[1]);
     expect(pid, lines.join('\n')).toBeGreaterThan(0);
-    expect(alive(pid)).toBe(false);
+    expect(isRunning(pid)).toBe(false);
   });
 });
