@@ -21,6 +21,9 @@ export default defineConfig({
     // Longest files first, by a recorded run's timings, so both workers finish together (test/ci/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 60_000,
+    // expect.poll's own default (1 s) is a wait, not a bound: on CI's two loaded cores a page's answer to a click
+    // took longer (test/web/dashboard-actions failed so on PostgreSQL). A poll that passes still ends at once.
+    expect: { poll: { timeout: 10_000 } },
     // The suite's spawned instances share a PostgreSQL server with dev keys by design (see ALLOW_DEV_KEYS), and
     // live seconds: PGlite's optimising compile (~3 s of CPU a start) would never pay back (PGLITE_WASM_TIERING).
     env: { ALLOW_DEV_KEYS: '1', PGLITE_WASM_TIERING: 'deferred' },
