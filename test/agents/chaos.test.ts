@@ -99,9 +99,11 @@ async function adminQuery(statement: string) {
 async function freshData(): Promise<Data> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-chaos-'));
   dirs.push(dataDir);
-  seedDataDir(dataDir);
   const apiPort = await freePort();
-  if (!process.env.DATABASE_URL) return { dataDir, databaseUrl: '', apiPort };
+  if (!process.env.DATABASE_URL) {
+    seedDataDir(dataDir);
+    return { dataDir, databaseUrl: '', apiPort };
+  }
   const name = `tollgate_chaos_${Math.random().toString(36).slice(2, 10)}`;
   // A copy of the run's migrated template: the instance's own migrations then find nothing to do.
   const template = pgTemplate();

@@ -8,7 +8,7 @@ afterAll(dirs.removeAll);
 
 describe('tollgate credits grant', () => {
   it('grants credits to a user and prints the balance; refuses bad amounts', { timeout: 120_000 }, async () => {
-    const env = { TOLLGATE_DATA_DIR: dirs.create(), API_PORT: '0', DEVCHAIN_PORT: '0' };
+    const env = { TOLLGATE_DATA_DIR: dirs.migrated(), API_PORT: '0', DEVCHAIN_PORT: '0' };
     const first = await cli(env, 'credits', 'grant', '--sub', 'alice', '--cents', '2500', '--note', 'welcome credit');
     expect(first, first.stderr).toMatchObject({ code: 0 });
     expect(first.stdout.trim()).toBe('granted 2500 cents to alice; balance 2500 cents');

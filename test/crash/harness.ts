@@ -74,10 +74,12 @@ export interface Data {
 export async function freshData(): Promise<Data> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-crash-'));
   dirs.push(dataDir);
-  seedDataDir(dataDir);
   const apiPort = await freePort();
   const server = process.env.DATABASE_URL;
-  if (!server) return { dataDir, databaseUrl: '', apiPort };
+  if (!server) {
+    seedDataDir(dataDir);
+    return { dataDir, databaseUrl: '', apiPort };
+  }
   const name = `tollgate_crash_${Math.random().toString(36).slice(2, 10)}`;
   // A copy of the run's migrated template: the instance's own migrations then find nothing to do.
   const template = pgTemplate();

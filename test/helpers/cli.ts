@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { seedDataDir } from './database.js';
 
 const run = promisify(execFile);
 
@@ -18,13 +19,22 @@ export async function cli(env: Record<string, string>, ...args: string[]): Promi
   }
 }
 
-/** Fresh data dirs for CLI runs, removed by `removeAll` (call it in afterAll). */
+/**
+ * Data dirs for CLI runs, removed by `removeAll` (call it in afterAll): `create` an empty one (a first start: initdb
+ * and every migration), `migrated` one whose embedded database starts migrated (seedDataDir).
+ */
 export function dataDirs() {
   const dirs: string[] = [];
+  const create = (): string => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
+    dirs.push(dir);
+    return dir;
+  };
   return {
-    create(): string {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
-      dirs.push(dir);
+    create,
+    migrated(): string {
+      const dir = create();
+      seedDataDir(dir);
       return dir;
     },
     removeAll: () => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })),

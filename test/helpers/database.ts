@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { PGLITE_SUBDIR } from '../../src/platform/configured-database.js';
@@ -79,9 +80,11 @@ export function pgTemplate(): string | null {
 }
 
 /**
- * A spawned instance's data dir on PGlite starts with a copy of the run's migrated embedded database, as one on
- * PostgreSQL starts from a copy of the template database: its own migrations then find nothing to do. Nothing
- * outside a vitest run, or on PostgreSQL.
+ * A data dir whose embedded database (PGlite) starts migrated: a copy of the run's migrated one, as a database on
+ * PostgreSQL starts from a copy of the template database. An instance started on it finds no migration to run,
+ * where a fresh dir costs it initdb and every migration (several CPU-seconds a start). For a dir whose instance
+ * runs on PostgreSQL there is nothing to copy: callers seed only where the instance uses the embedded database.
+ * Nothing outside a vitest run.
  */
 export function seedDataDir(dataDir: string): void {
   let template: string | null = null;
@@ -90,7 +93,14 @@ export function seedDataDir(dataDir: string): void {
   } catch {
     return;
   }
-  if (template && !process.env.DATABASE_URL) fs.cpSync(template, path.join(dataDir, PGLITE_SUBDIR), { recursive: true });
+  if (template) fs.cpSync(template, path.join(dataDir, PGLITE_SUBDIR), { recursive: true });
+}
+
+/** A new temporary data dir seeded as above: for tests about anything but a first start's migrations. */
+export function migratedDataDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  seedDataDir(dir);
+  return dir;
 }
 
 type PgliteStart = NonNullable<OpenDatabaseOptions['pglite']>;

@@ -142,7 +142,7 @@ describe('serve with a CHAIN_RPC_URL that does not answer at start', () => {
 
   it('exits 1 printing the error with the host, not the key in the path or the query', { timeout: 120_000 }, async () => {
     const out = await cli(
-      { TOLLGATE_DATA_DIR: dirs.create(), ALLOW_DEV_KEYS: '1', CHAIN_RPC_URL: `http://127.0.0.1:1/v2/${PATH_KEY}?apikey=${QUERY_KEY}`, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0' },
+      { TOLLGATE_DATA_DIR: dirs.migrated(), ALLOW_DEV_KEYS: '1', CHAIN_RPC_URL: `http://127.0.0.1:1/v2/${PATH_KEY}?apikey=${QUERY_KEY}`, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0' },
       'serve',
     );
     expect(out.code).toBe(1);

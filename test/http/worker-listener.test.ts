@@ -34,7 +34,7 @@ async function healthcheck(dataDir: string): Promise<{ code: number; stderr: str
 // Embedded by design (DATABASE_URL=''): the PostgreSQL pass would run it again unchanged.
 describe.skipIf(Boolean(process.env.DATABASE_URL))('a worker-only node', () => {
   it('serves /health, /ready (its loops) and /metrics (the process-wide series) on WORKER_PORT', { timeout: 120_000 }, async () => {
-    const server = await startServer({ config: loadConfig({ TOLLGATE_DATA_DIR: dirs.create(), ...ports, LOG_LEVEL: 'silent' }), roles: ['worker'], log: pino({ level: 'silent' }), adminSocket: false });
+    const server = await startServer({ config: loadConfig({ TOLLGATE_DATA_DIR: dirs.migrated(), ...ports, LOG_LEVEL: 'silent' }), roles: ['worker'], log: pino({ level: 'silent' }), adminSocket: false });
     try {
       expect(Object.keys(server.origins)).toEqual(['worker']);
       const base = server.listening.worker!;
@@ -61,7 +61,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('a worker-only node', () => {
 describe.skipIf(Boolean(process.env.DATABASE_URL))('the image HEALTHCHECK', () => {
   for (const roles of [['facilitator'], ['worker'], ['relay', 'assets']]) {
     it(`is healthy on a --roles ${roles.join(',')} node, and unhealthy once it stopped`, { timeout: 120_000 }, async () => {
-      const dataDir = dirs.create();
+      const dataDir = dirs.migrated();
       expect((await healthcheck(dataDir)).code).toBe(1); // nothing started yet
       const node = await processes.serve({ label: roles.join(','), roles, env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'warn', ...ports } });
       await expect.poll(async () => (await healthcheck(dataDir)).code, { timeout: 30_000 }).toBe(0);

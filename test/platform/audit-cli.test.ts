@@ -13,7 +13,7 @@ afterAll(dirs.removeAll);
 
 describe('tollgate audit', () => {
   it('shows an operator switch and a credential revoke with their request ids, running and stopped', { timeout: 240_000 }, async () => {
-    const dataDir = dirs.create();
+    const dataDir = dirs.migrated();
     // On PostgreSQL (DATABASE_URL set) the instance and the CLI share a fresh database; else PGlite in the data dir.
     const database = process.env.DATABASE_URL ? await openTestDatabase() : null;
     const env = { TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0', DATABASE_URL: database?.url ?? '' };

@@ -58,7 +58,7 @@ interface Made {
 // Embedded by design (DATABASE_URL=''): the PostgreSQL pass would run it again unchanged.
 describe.skipIf(Boolean(process.env.DATABASE_URL))('tollgate backup and restore', () => {
   it('backs up under load, restores into an empty data dir, and the restored instance has everything and runs the README walkthrough', { timeout: 600_000 }, async () => {
-    const source = dirs.create();
+    const source = dirs.migrated();
     const env = envOf(source);
     let node: ServedProcess = await processes.serve({ label: 'source', env });
     const api = node.origins.api!;

@@ -15,7 +15,7 @@ describe('the CLI refuses a pepper the deployment does not use', () => {
   it('mgmt-credential create: dev pepper beside a shared database → exit 2; wrong pepper → exit 2; the right one (or it as the previous during a rotation) → accepted', { timeout: 180_000 }, async () => {
     const database = process.env.DATABASE_URL ? await openTestDatabase() : null;
     const pepper = randomBytes(32).toString('hex');
-    const base = { TOLLGATE_DATA_DIR: dirs.create(), API_PORT: '0', DEVCHAIN_PORT: '0', DATABASE_URL: database?.url ?? '' };
+    const base = { TOLLGATE_DATA_DIR: dirs.migrated(), API_PORT: '0', DEVCHAIN_PORT: '0', DATABASE_URL: database?.url ?? '' };
     try {
       if (database) {
         // No SECRET_PEPPER beside a shared database: refused before anything is written, naming it.

@@ -44,7 +44,7 @@ describe('tollgate CLI', () => {
   });
 
   it('status prints the running instance\'s origins and loops; refuses other data dirs; says so with no instance', { timeout: 180_000 }, async () => {
-    const running = dataDir();
+    const running = dirs.migrated();
     const apiPort = await freePort();
     const ports = { API_PORT: String(apiPort), FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0' };
     const server = await startServer({ config: loadConfig({ TOLLGATE_DATA_DIR: running, ...ports, LOG_LEVEL: 'silent' }), roles: ['api', 'worker'], log: pino({ level: 'silent' }) });

@@ -21,7 +21,7 @@ import type { RotationStatus } from '../../src/platform/key-rotation.js';
 import { KeySealer } from '../../src/platform/sealing.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createPublicClient, http } from 'viem';
-import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { migratedDataDir, openTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { freePort } from '../wallets/helpers.js';
 
 const NETWORK = 'eip155:4663';
@@ -126,7 +126,7 @@ beforeAll(async () => {
   await chain.fundGas(privateKeyToAccount(relayer).address);
   seller = await startServer({
     config: loadConfig({
-      TOLLGATE_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-rotation-seller-')),
+      TOLLGATE_DATA_DIR: testDb.url ? fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-rotation-seller-')) : migratedDataDir('tollgate-rotation-seller-'),
       ...(testDb.url ? { DATABASE_URL: testDb.url, DATABASE_POOL_SIZE: '4' } : {}),
       CHAIN_RPC_URL: chain.rpcUrl,
       FACILITATOR_PRIVATE_KEY: relayer,

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,9 +6,10 @@ import { callAdminSocket } from '../../src/admin/socket.js';
 import { loadConfig } from '../../src/config.js';
 import { ROLES } from '../../src/platform/server-settings.js';
 import { startServer } from '../../src/server.js';
+import { migratedDataDir } from '../helpers/database.js';
 
 // The embedded mode as `npm start` runs it: PGlite in the data dir, admin socket, real listeners.
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-restart-'));
+const dataDir = migratedDataDir('tollgate-restart-');
 const config = loadConfig({ TOLLGATE_DATA_DIR: dataDir, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0', LOG_LEVEL: 'silent' });
 const start = () => startServer({ config, roles: ROLES, log: pino({ level: 'silent' }) });
 

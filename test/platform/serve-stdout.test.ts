@@ -4,10 +4,10 @@
 // all, the stderr lines stay.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { migratedDataDir } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dirs: string[] = [];
@@ -15,7 +15,7 @@ afterAll(() => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: tr
 
 /** `tollgate serve` on a fresh embedded data dir until its banner's `roles` line, then SIGTERM: all it wrote. */
 async function serveAndStop(logLevel: string) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-stdout-'));
+  const dataDir = migratedDataDir('tollgate-stdout-');
   dirs.push(dataDir);
   const child = spawn(process.execPath, [bin, 'serve'], {
     env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, API_PORT: '0', FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0' },

@@ -12,9 +12,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRunning } from '../helpers/processes.js';
+import { migratedDataDir } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-stoploop-'));
+const dataDir = migratedDataDir('tg-stoploop-');
 const STOP_BUDGET_MS = 5_000;
 const ITERATIONS = 6;
 

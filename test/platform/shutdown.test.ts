@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRunning } from '../helpers/processes.js';
+import { migratedDataDir } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-shutdown-'));
+const dataDir = migratedDataDir('tollgate-shutdown-');
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 // `npm start` as an operator runs it: SIGTERM must drain, stop the devchain it spawned and exit 0.

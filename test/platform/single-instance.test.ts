@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireDataDirLock } from '../../src/platform/data-dir-lock.js';
 import { alive } from '../helpers/processes.js';
+import { migratedDataDir } from '../helpers/database.js';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tollgate.js');
 const dirs: string[] = [];
@@ -19,8 +20,9 @@ afterAll(() => {
   dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
 });
 
-const freshDir = () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-single-'));
+/** A data dir for `serve` (its embedded database already migrated), or an empty one. */
+const dataDirFor = (use: 'serve' | 'empty') => {
+  const dir = use === 'serve' ? migratedDataDir('tg-single-') : fs.mkdtempSync(path.join(os.tmpdir(), 'tg-single-'));
   dirs.push(dir);
   return dir;
 };
@@ -83,7 +85,7 @@ async function blockNumber(rpc: string): Promise<bigint> {
 
 describe.skipIf(Boolean(process.env.DATABASE_URL))('one instance per data dir', () => {
   it('refuses a second serve (exit 3, naming the first) while the first keeps serving; kill -9 leaves no stale lock', async () => {
-    const dataDir = freshDir();
+    const dataDir = dataDirFor('serve');
     const first = await start(dataDir);
     const anvilPidFile = path.join(dataDir, 'chain', 'anvil.pid');
     const anvilPid = Number(fs.readFileSync(anvilPidFile, 'utf8'));
@@ -121,7 +123,7 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('one instance per data dir', 
   }, 180_000);
 
   it('the CLI says so when an instance holds the data dir but its admin socket does not answer, and opens nothing', async () => {
-    const dataDir = freshDir();
+    const dataDir = dataDirFor('empty');
     // A holder that never opens an admin socket: an instance still starting, or hung.
     const lock = await acquireDataDirLock(dataDir, { command: 'serve', roles: ['api'] });
     lock.record({ urls: { api: 'http://127.0.0.1:8402' } });

@@ -42,7 +42,7 @@ describe('trading import', () => {
   it('imports Binance microsecond klines on their hours, refuses a contradicting interval by name, and fails in one line', { timeout: 240_000 }, async () => {
     const database = await openTestDatabase({ migrate: false });
     try {
-      const dataDir = dirs.create();
+      const dataDir = dirs.migrated();
       const files = dirs.create();
       const env = { TOLLGATE_DATA_DIR: dataDir, API_PORT: String(await freePort()), FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0', ...(database.url ? { DATABASE_URL: database.url } : {}) };
       const write = (name: string, body: string) => {

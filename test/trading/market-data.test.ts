@@ -28,7 +28,7 @@ function fileOf(dir: string, name: string, lines: string[], format: 'csv' | 'fre
 
 describe('imported market data', () => {
   it('imports real candles with the CLI, lists their coverage, refuses a backtest over a gap, and reports a covered window identically twice', { timeout: 240_000 }, async () => {
-    const dataDir = dirs.create();
+    const dataDir = dirs.migrated();
     const files = dirs.create();
     const env = { TOLLGATE_DATA_DIR: dataDir, API_PORT: String(await freePort()), FACILITATOR_PORT: '0', RELAY_PORT: '0', ASSETS_PORT: '0', DEVCHAIN_PORT: '0' };
     const importing = (file: string) => cli(env, 'trading', 'import', '--symbol', 'BTC-USD', '--interval', '1h', file);

@@ -10,7 +10,7 @@ import { randomAddress } from './support.js';
 
 const dirs = dataDirs();
 afterAll(dirs.removeAll);
-const dataDir = () => dirs.create();
+const dataDir = () => dirs.migrated();
 
 describe('tollgate dev fund', () => {
   it('funds with no instance running; the devchain state in the data dir keeps it', { timeout: 120_000 }, async () => {
