@@ -17,19 +17,18 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sql } from 'drizzle-orm';
-import type { Browser } from 'playwright-core';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { buildWalletsApp, createWallet, freePort, settledPayment, waitFor, type PaidPayment } from '../wallets/helpers.js';
-import { browserMissing, launchChromium, screenshot } from '../web/browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from '../web/browser.js';
 
 const MCP_REMOTE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/mcp-remote/dist/proxy.js');
 const PRICE = 100n;
 const TOOLS = ['get_budget', 'get_wallet', 'list_payments', 'pay_and_call'];
 
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let mgmt: string;
 let wallet: { id: string; address: Address; secret: string };
 let max: { network: string; asset: string; amount: string };

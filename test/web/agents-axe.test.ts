@@ -2,18 +2,17 @@
 // agent with a model provider's key and a conversation (answered by a stand-in of OpenAI's API over real HTTP), and
 // one still without a key. At 390, 768 and 1280 px: a message sent from the page is answered in the page; nothing
 // scrolls sideways or reaches past the right edge; axe-core finds no violation with every panel open.
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
 import { startProviderStandIn } from '../agents/provider-stand-in.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
 import { axeViolations } from './axe.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 const keys = { openai: 'sk-openai-web-0123456789', anthropic: 'sk-ant-web-abcdefghij', openrouter: 'sk-or-web-9876543210' };
 let standIn: Awaited<ReturnType<typeof startProviderStandIn>>;
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let token = '';
 const soon = { timeout: 15_000 };
 

@@ -10,13 +10,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
 import { balanceOf, buildPayApp, fundedPayer, getIntent, signedHeader } from '../intents/harness.js';
 import { createWallet, freePort, settledPayment, type PaidPayment } from '../wallets/helpers.js';
-import { browserMissing, injectWallet, launchChromium, screenshot, type TestWalletOptions } from './browser.js';
+import { browserMissing, injectWallet, launchChromium, screenshot, type TestWalletOptions, type TestBrowser } from './browser.js';
 
 const run = promisify(execFile);
 const ARTIFACTS = path.join(path.dirname(fileURLToPath(import.meta.url)), '.artifacts');
@@ -24,7 +24,7 @@ const PHONE = { width: 390, height: 844 };
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 let chainId: number;
 const requests: { url: string; authorization?: string }[] = [];
 const cspErrors: string[] = [];

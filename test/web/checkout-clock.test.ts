@@ -3,16 +3,15 @@
 // moved two hours either way pays an intent that lives one hour, and sees its expiry as the service does. The
 // devchain's time, which the facilitator judges validBefore by, is the real time.
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
 import { balanceOf, buildPayApp, getIntent } from '../intents/harness.js';
-import { browserMissing, injectWallet, launchChromium } from './browser.js';
+import { browserMissing, injectWallet, launchChromium, type TestBrowser } from './browser.js';
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 const HOUR = 3600_000;
 const PAY_TIMEOUT_SECONDS = 300;
 

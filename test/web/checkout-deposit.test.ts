@@ -7,17 +7,16 @@ import jsQRModule from 'jsqr';
 import sharp from 'sharp';
 import { sql } from 'drizzle-orm';
 import { createWalletClient, http, type Address } from 'viem';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createIntent, createShop, type Shop } from '../intents/fixtures.js';
 import { balanceOf, buildPayApp, eventually, fundedPayer, getIntent } from '../intents/harness.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 
 beforeAll(async () => {
   if (browserMissing) return;

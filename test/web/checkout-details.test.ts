@@ -5,18 +5,17 @@
 // pending, paid, expired and failed pages at 390, 768 and 1280 px.
 import { eq } from 'drizzle-orm';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentIntents } from '../../src/modules/intents/tables.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createIntent, createShop, type Shop } from '../intents/fixtures.js';
 import { buildPayApp, fundedPayer, signedHeader } from '../intents/harness.js';
 import { axeViolations } from './axe.js';
-import { browserMissing, injectWallet, launchChromium } from './browser.js';
+import { browserMissing, injectWallet, launchChromium, type TestBrowser } from './browser.js';
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 
 beforeAll(async () => {
   if (browserMissing) return;

@@ -5,18 +5,18 @@
 // and unknown intents get clear words; no API key ever reaches the page.
 import { eq } from 'drizzle-orm';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentIntents } from '../../src/modules/intents/tables.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
 import { balanceOf, buildPayApp, fundedPayer, getIntent, signedHeader } from '../intents/harness.js';
-import { browserMissing, injectWallet, launchChromium, screenshot } from './browser.js';
+import { browserMissing, injectWallet, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 const clock = new ManualClock();
 const requests: { url: string; authorization?: string }[] = [];
 

@@ -4,14 +4,14 @@
 // ago" live; rename a merchant (a taken name refused: 409), disable and enable it; route the project's intent
 // events to a queue; see each wallet's USDG balance as the chain has it; launch an agent with credits, give it
 // a model provider's key and chat with it (the local runtime, the providers' stand-in); sign-out forgets the key.
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
 import { startProviderStandIn } from '../agents/provider-stand-in.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { buildPayApp } from '../intents/harness.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 const keys = { openai: 'sk-openai-dashboard-0123456789', anthropic: 'sk-ant-dashboard-abcdefghij', openrouter: 'sk-or-dashboard-9876543210' };
 /** Intents live this long here, so the page can be seen saying one expired. */
@@ -19,7 +19,7 @@ const LIFETIME_SECONDS = 12;
 
 let standIn: Awaited<ReturnType<typeof startProviderStandIn>>;
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let context: BrowserContext;
 let page: Page;
 let owner = '';

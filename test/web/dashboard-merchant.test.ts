@@ -5,15 +5,15 @@
 // scroll, and axe-core finds no violation on them.
 import fs from 'node:fs';
 import { parseAbiItem, type Address } from 'viem';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/test-app.js';
 import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 import { axeViolations } from './axe.js';
 
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let owner = '';
 let projectId = '';
 let projectKey = '';

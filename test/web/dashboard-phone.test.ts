@@ -6,7 +6,7 @@
 // disclosure opened first, so what it hides is checked too). Also: every `pattern` on every page compiles as the
 // browser compiles it (the `v` flag), and the console names none invalid.
 // Screenshots of the main pages at 390 and 1280 px (UPDATE_SCREENSHOTS=1 writes docs/screenshots).
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommands } from '../../src/admin/commands.js';
@@ -14,10 +14,10 @@ import type { TestApp } from '../helpers/test-app.js';
 import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
 import { connect, pkce, register } from '../oauth/helpers.js';
 import { axeViolations } from './axe.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let projectId = '';
 let payTo = '';
 /** The paid intent's transaction: the explorer's one-transaction view, as the intents list and the checkout link it. */

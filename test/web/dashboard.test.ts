@@ -4,7 +4,7 @@
 // depth, wallets and credits; then find a real settled payment in the explorer with its attestation
 // verified in the page, and a tampered one shown as a mismatch.
 import { eq } from 'drizzle-orm';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentIntents } from '../../src/modules/intents/tables.js';
@@ -12,10 +12,10 @@ import type { TestApp } from '../helpers/test-app.js';
 import { uniqueExternalId } from '../intents/fixtures.js';
 import { buildPayApp, eventually, fundedPayer, signedHeader } from '../intents/harness.js';
 import { randomAddress, seedPublished } from '../txapi/seed.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let page: Page;
 
 beforeAll(async () => {

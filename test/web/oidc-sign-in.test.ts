@@ -9,10 +9,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 const CLIENT_ID = 'tollgate-dashboard';
 const SUBJECT = 'oidc-user-7f3a';
@@ -156,7 +156,7 @@ const base64url = (bytes: Buffer) => bytes.toString('base64url');
 
 const provider = new StandInProvider();
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 
 beforeAll(async () => {
   if (browserMissing) return;

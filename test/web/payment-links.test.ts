@@ -4,18 +4,18 @@
 // nor hide one. Newer payments are published records put straight into the index, as the transaction API's
 // own tests seed them (their signatures are not real: they show as mismatches; the order is the point).
 import { getAddress, type Address } from 'viem';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recipientSequences } from '../../src/modules/txapi/tables.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { createShop, uniqueExternalId, type Shop } from '../intents/fixtures.js';
 import { buildPayApp, eventually, fundedPayer, getIntent, signedHeader } from '../intents/harness.js';
 import { randomAddress, seedPublished } from '../txapi/seed.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 let app: TestApp;
 let shop: Shop;
-let browser: Browser;
+let browser: TestBrowser;
 let chainId: number;
 /** Block numbers of seeded records, above the devchain's: each arrival is newer than everything before it. */
 let block = 1_000_000;

@@ -3,15 +3,14 @@
 // devchain). Here the dev issuer runs but the chain is external (CHAIN_RPC_URL, an anvil of the test's
 // own), so its JWKS is served and the token route is not: the page must ask for a pasted identity token.
 // The embedded case is dashboard.test.ts's, the OpenID provider's oidc-sign-in.test.ts's.
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEphemeralDevchain, type Devchain } from '../../src/chain/devchain.js';
 import { buildTestApp, type TestApp } from '../helpers/test-app.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 let chain: Devchain;
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 
 beforeAll(async () => {
   if (browserMissing) return;

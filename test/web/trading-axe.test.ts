@@ -2,14 +2,13 @@
 // runtimes that traded for 25 minutes, one of them blocked by its drawdown limit, so each panel holds its price and
 // equity charts, open positions, trades and executions. At 390, 768 and 1280 px, with every panel open: nothing
 // scrolls the page sideways or reaches past the right edge, and axe-core finds no violation.
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from '../trading/harness.js';
 import { axeViolations } from './axe.js';
-import { browserMissing, launchChromium } from './browser.js';
+import { browserMissing, launchChromium, type TestBrowser } from './browser.js';
 
 let h: TradingHarness;
-let browser: Browser;
+let browser: TestBrowser;
 let runtimeIds: string[] = [];
 const soon = { timeout: 15_000 };
 

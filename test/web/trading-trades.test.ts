@@ -1,13 +1,13 @@
 // The trading page's view of what a runtime did (issue 42, item 7), in a real browser: the prices it read with
 // its entries and exits marked, each open position's P&L, its trades after fees, a blocked execution naming the
 // limit that blocked it, and the account's kill switch, pressed and read back from the API and the next tick.
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, runtimeBody, strategyBody, type TradingHarness } from '../trading/harness.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let h: TradingHarness;
-let browser: Browser;
+let browser: TestBrowser;
 let page: Page;
 const soon = { timeout: 10_000 };
 const dollars = (n: number) => n.toLocaleString('en-US', { style: 'currency', currency: 'USD' });

@@ -1,13 +1,13 @@
 // The dashboard's trading page in a real browser (Debian's Chromium): a user's runtime with its book, its
 // equity curve (uPlot's canvas), its executions page by page, and the controls: flatten closes the position
 // and pause stops the runtime, each outcome read back from the API.
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openTradingHarness, type TradingHarness } from '../trading/harness.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let h: TradingHarness;
-let browser: Browser;
+let browser: TestBrowser;
 let page: Page;
 const soon = { timeout: 10_000 };
 

@@ -3,17 +3,17 @@
 // approvalAbove answers 202) approved and denied from the page, each decision read back from the API and
 // then from the agent's side (an approved one pays once, a denied one pays nothing). Also: a decision the
 // server refuses (409) is said, the policy edited as JSON with field errors, and the page at 390 px wide.
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ASSETS } from '../../src/chain/registry.js';
 import { KNOWN_ASSETS, tokenAmount } from '../../web/src/shared/format.js';
 import type { TestApp } from '../helpers/test-app.js';
 import { randomAddress } from '../txapi/seed.js';
 import { buildWalletsApp, call, createWallet, freePort, settledPayment } from '../wallets/helpers.js';
-import { browserMissing, launchChromium, screenshot } from './browser.js';
+import { browserMissing, launchChromium, screenshot, type TestBrowser } from './browser.js';
 
 let app: TestApp;
-let browser: Browser;
+let browser: TestBrowser;
 let page: Page;
 let mgmt: { id: string; secret: string };
 let agent: { id: string; address: `0x${string}`; secret: string };
