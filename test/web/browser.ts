@@ -34,15 +34,15 @@ let worker: Promise<Browser> | null = null;
  * Chromium quits when its pipe to playwright closes).
  */
 export async function launchChromium(): Promise<TestBrowser> {
-  worker ??= chromium.launch({
-    executablePath: CHROMIUM,
-    // The flags this machine class needs: no sandbox as root, and no background calls to Google's hosts.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const browser = await worker.catch((error: unknown) => {
-    worker = null;
-    throw error;
-  });
+  // A browser that failed to launch or has gone (crashed, killed) is replaced, so one file's loss is not the next's.
+  if (!(await worker?.catch(() => null))?.isConnected()) {
+    worker = chromium.launch({
+      executablePath: CHROMIUM,
+      // The flags this machine class needs: no sandbox as root, and no background calls to Google's hosts.
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }
+  const browser = await worker!;
   const opened = new Set<BrowserContext>();
   const newContext = async (options?: BrowserContextOptions) => {
     const context = await browser.newContext(options);
