@@ -164,8 +164,9 @@ describe('project-key cache invalidation across nodes', () => {
     await warm(apiKey.secret);
     const listeners = () =>
       b.database.query<{ pid: number }>(sql`select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %' and pid <> pg_backend_pid()`);
+    // Node A's and node B's: each opens its listening connection when it starts, so wait for both to be there.
+    await expect.poll(async () => (await listeners()).length).toBe(2);
     const before = (await listeners()).map((row) => row.pid);
-    expect(before.length).toBe(2); // node A's and node B's
     await b.database.query(sql`select pg_terminate_backend(pid) from pg_stat_activity where pid in (${sql.join(before.map((pid) => sql`${pid}`), sql`, `)})`);
     // Both nodes reopen their listening connection (100 ms after the drop, then backing off).
     const deadline = Date.now() + 10_000;
