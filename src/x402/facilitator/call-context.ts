@@ -26,6 +26,8 @@ export interface SettleAttempt {
   crash?: unknown;
   /** The route of the request that asked for this settle (the gas metric's label); none for a background loop. */
   route?: string;
+  /** Sent in a transaction of its own, never in a batch (execute.ts: a call a batch starved, sent again). */
+  alone?: boolean;
 }
 
 export interface CallContext {

@@ -27,6 +27,8 @@ export interface ExecuteOptions {
   /** The authorization as the settle parsed and simulated it: its transfer's calldata is already encoded (quick-check.ts). */
   eip3009?: Eip3009Payload;
   route?: string;
+  /** Kept out of batches: its call failed inside one while its payment still verified (judge.ts). */
+  alone?: boolean;
 }
 
 /** A settle's request, stored with its claim so a takeover can execute it after the claiming node died. */
@@ -62,9 +64,10 @@ export class SettleExecutor {
     row: SettlementRow,
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    { claimAskedAt, simulated = false, route, eip3009 }: ExecuteOptions,
+    options: ExecuteOptions,
     answer: 'owner' | 'nobody' = 'owner',
   ): Promise<SettleResponse> {
+    const { claimAskedAt, simulated = false, route, eip3009, alone } = options;
     const { ledger, maxSettleGas } = this.ports;
     const key = keyOf(row);
     const release = () => ledger.release(key, row.claimToken);
@@ -79,6 +82,7 @@ export class SettleExecutor {
       recorded: false,
       uncertain: false,
       route,
+      alone,
     };
     const call = newCallContext(attempt);
     let result: SettleResponse;
@@ -125,6 +129,15 @@ export class SettleExecutor {
       throw new ChainUnavailableError(call.rpcFailure ?? call.sendFailure);
     }
     const judged = await judgeSent(this.ports, row, attempt, result, payload, requirements);
+    if (judged.resendAlone && !alone) {
+      // Once, alone: a lone transaction runs only this authorization's transfer, so no neighbour can starve it.
+      const asked = performance.now();
+      const reopened = await ledger.reopen(key, row.claimToken, attempt.txHash!);
+      if (reopened) {
+        this.ports.log.warn({ nonce: row.nonce, payer: row.payer, batch: attempt.txHash }, 'settlement call failed inside its batch while the payment still verifies: sending it again, alone');
+        return this.execute(reopened, payload, requirements, { ...options, claimAskedAt: asked, alone: true }, answer);
+      }
+    }
     return this.ports.finishOwned(row, judged.response, judged.transferLogIndex, answer);
   }
 

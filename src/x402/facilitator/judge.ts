@@ -4,7 +4,7 @@
 // may still have been paid by another transaction (a front-run); a call that failed inside a Multicall3 batch is
 // asked why; and an open row nobody is working on is resolved from the chain alone (reconcileFromChain).
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
-import type { Hash, PublicClient, TransactionReceipt } from 'viem';
+import type { Address, Hash, PublicClient, TransactionReceipt } from 'viem';
 import type { Logger } from 'pino';
 import type { BlockClock } from '../../chain/block-clock.js';
 import { MULTICALL3_ADDRESS } from '../../chain/multicall3.js';
@@ -12,6 +12,7 @@ import type { SettlementRow } from '../tables.js';
 import { failure, settledBy } from './answers.js';
 import type { SettleAttempt } from './call-context.js';
 import { keyOf, type SettlementKey, type SettlementLedger } from './ledger.js';
+import { hasCode } from './payer-code.js';
 import { Reason } from './reasons.js';
 import { judgeRowReceipt, settlementVerdict } from './verdicts.js';
 
@@ -38,7 +39,7 @@ export async function judgeSent(
   sent: SettleResponse,
   payload: PaymentPayload,
   requirements: PaymentRequirements,
-): Promise<{ response: SettleResponse; transferLogIndex?: number }> {
+): Promise<Judged> {
   let result = sent;
   let transferLogIndex: number | undefined;
   if (attempt.txHash && attempt.receipt) {
@@ -56,20 +57,35 @@ export async function judgeSent(
       result = settledBy(row, verdict.txHash);
       transferLogIndex = verdict.logIndex;
     } else if (attempt.receipt && isBatch(attempt.receipt)) {
-      result = await batchCallFailure(ports, row, payload, requirements, attempt.txHash!);
+      return batchCallFailure(ports, row, payload, requirements, attempt.txHash!);
     }
   }
   return { response: result, transferLogIndex };
 }
 
+/** The judge's word on a sent settle. */
+export interface Judged {
+  response: SettleResponse;
+  transferLogIndex?: number;
+  /** Its call failed inside a batch while the payment still verifies: the batch's fault, not the payment's (execute.ts sends it once more, alone). */
+  resendAlone?: boolean;
+}
+
 /**
  * This authorization's call failed inside a batch that mined (the others' did not fail with it), and no
- * other transaction used it: nothing moved. The payment is checked again for the reason to give.
+ * other transaction used it: nothing moved. The payment is checked again for the reason to give. One that
+ * still verifies, from a payer that still has no code, failed for its neighbours' sake: a payer that
+ * delegated its account through EIP-7702 after our code check, in the block that carried the batch, makes a
+ * token that asks a signer's code first (USDC's order) run that code with the batch's gas, and every later
+ * call runs out. A payer that has code now is that payer: refused, never sent again at our gas.
  */
-async function batchCallFailure(ports: JudgePorts, row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, txHash: Hash): Promise<SettleResponse> {
+async function batchCallFailure(ports: JudgePorts, row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, txHash: Hash): Promise<Judged> {
+  const failed = (reason: string, message: string): Judged => ({ response: failure(row.network, reason, message, row.payer, txHash) });
+  const code = await ports.client.getCode({ address: row.payer as Address }).then((c) => c ?? '0x', () => null);
+  if (code !== null && hasCode(code)) return failed(Reason.payerHasCode, 'the payer has code now: its signature check ran that code inside the settlement batch; nothing moved');
   const verdict = await ports.schemeVerify(keyOf(row), payload, requirements).catch(() => null);
-  if (verdict && !verdict.isValid) return failure(row.network, verdict.invalidReason ?? Reason.transactionFailed, verdict.invalidMessage ?? 'invalid payment', row.payer, txHash);
-  return failure(row.network, Reason.transactionFailed, 'its call in the settlement batch failed; nothing moved', row.payer, txHash);
+  if (verdict && !verdict.isValid) return failed(verdict.invalidReason ?? Reason.transactionFailed, verdict.invalidMessage ?? 'invalid payment');
+  return { ...failed(Reason.transactionFailed, 'its call in the settlement batch failed; nothing moved'), resendAlone: code !== null && verdict !== null };
 }
 
 /**

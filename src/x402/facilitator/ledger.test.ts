@@ -164,3 +164,32 @@ describe('the open list', () => {
     expect(indexes).toHaveLength(3); // primary key, signature, payment id
   });
 });
+
+describe('reopen (a call a batch starved, sent again alone: execute.ts)', () => {
+  it("only the owner's claim, on the batch's own hash, goes back to a claim that sent nothing; the lease starts again", async () => {
+    const a = await claimed(newRow());
+    const row = (await ledger.find(a))!;
+    const batch = `0x${'ef'.repeat(32)}`;
+    await ledger.recordBroadcast(a, batch);
+    expect(await ledger.reopen(a, crypto.randomUUID(), batch)).toBeNull(); // not its claim
+    expect(await ledger.reopen(a, row.claimToken, TX)).toBeNull(); // not the hash it carries now
+    const reopened = await ledger.reopen(a, row.claimToken, batch);
+    expect(reopened).toMatchObject({ status: 'claimed', txHash: null, claimToken: row.claimToken });
+    expect(await ledger.reopen(a, row.claimToken, batch)).toBeNull(); // once
+    // A claim that sent nothing: no takeover while its new lease runs, one after it; the new owner's send is recorded as any.
+    expect(await ledger.takeOver(a, 60_000, crypto.randomUUID())).toBeNull();
+    const other = crypto.randomUUID();
+    expect(await ledger.takeOver(a, 0, other)).toMatchObject({ claimToken: other });
+    await ledger.recordBroadcast(a, TX);
+    expect(await ledger.find(a)).toMatchObject({ status: 'broadcast', txHash: TX });
+  });
+
+  it('a final row is never reopened', async () => {
+    const a = await claimed(newRow());
+    const row = (await ledger.find(a))!;
+    await ledger.recordBroadcast(a, TX);
+    await ledger.finish(a, settled(1));
+    expect(await ledger.reopen(a, row.claimToken, TX)).toBeNull();
+    expect(await ledger.find(a)).toMatchObject({ status: 'settled', txHash: TX });
+  });
+});

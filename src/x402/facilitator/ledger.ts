@@ -193,6 +193,22 @@ export class SettlementLedger {
     return taken[0] ?? null;
   }
 
+  /**
+   * The claim's call failed inside the mined batch `batchHash` while its payment still verifies (judge.ts): the
+   * row goes back to a claim that has sent nothing, its lease starting again, so its owner sends it once more,
+   * alone. Until that send's hash is recorded the row reads as any such claim: the reconciler waits for the
+   * authorization to be used or to expire, and a takeover after the lease may send it too (the token executes
+   * one authorization once). Null if the row moved on meanwhile.
+   */
+  async reopen(key: SettlementKey, claimToken: string, batchHash: string): Promise<SettlementRow | null> {
+    const reopened = await this.db
+      .update(x402Settlements)
+      .set({ status: 'claimed', txHash: null, claimedAt: sql`now()`, updatedAt: this.clock.now() })
+      .where(and(byKey(key), eq(x402Settlements.claimToken, claimToken), eq(x402Settlements.status, 'broadcast'), eq(x402Settlements.txHash, batchHash)))
+      .returning();
+    return reopened[0] ?? null;
+  }
+
   /** Whether the claim `claimToken` still holds the row (a takeover replaces it). */
   async owns(key: SettlementKey, claimToken: string): Promise<boolean> {
     const rows = await this.db.select({ nonce: x402Settlements.nonce }).from(x402Settlements).where(and(byKey(key), eq(x402Settlements.claimToken, claimToken))).limit(1);

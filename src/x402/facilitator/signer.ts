@@ -120,7 +120,7 @@ export function createFacilitatorSigner(options: SignerOptions): FacilitatorSign
         { to: call.to, data: call.data, gas },
         {
           payer: call.payer,
-          alone: call.alone,
+          alone: call.alone || attempt?.alone,
           lane: call.from,
           // A stuck send re-sent with higher fees: retries and the reconciler follow the new hash.
           onReplaced: attempt
