@@ -77,7 +77,9 @@ export interface Judged {
  * still verifies, from a payer that still has no code, failed for its neighbours' sake: a payer that
  * delegated its account through EIP-7702 after our code check, in the block that carried the batch, makes a
  * token that asks a signer's code first (USDC's order) run that code with the batch's gas, and every later
- * call runs out. A payer that has code now is that payer: refused, never sent again at our gas.
+ * call runs out. A payer that has code now is that payer: refused, never sent again at our gas (one that removed
+ * it again is sent alone once like the others: its own ceiling at most). An unanswered read decides nothing new:
+ * the call's failure stands, as the reconciler would find it.
  */
 async function batchCallFailure(ports: JudgePorts, row: SettlementRow, payload: PaymentPayload, requirements: PaymentRequirements, txHash: Hash): Promise<Judged> {
   const failed = (reason: string, message: string): Judged => ({ response: failure(row.network, reason, message, row.payer, txHash) });
@@ -90,7 +92,8 @@ async function batchCallFailure(ports: JudgePorts, row: SettlementRow, payload: 
 
 /**
  * Resolves one open row from the chain alone (the receipt of its hash, else the authorization's state and
- * log, pinned to one block) and records the outcome; null while undecidable. It sends nothing, so a node
+ * log, pinned to one block) and records the outcome, if the row still carries the hash it was judged by; null
+ * while undecidable or when the row moved on. It sends nothing, so a node
  * without a relayer key runs it too (chain-reconciler.ts).
  */
 export async function reconcileFromChain(
@@ -100,7 +103,9 @@ export async function reconcileFromChain(
   const verdict = await settlementVerdict(deps.client, row, deps.blockTime);
   if (verdict.kind === 'pending') return null;
   const response = verdict.kind === 'settled' ? settledBy(row, verdict.txHash) : failure(row.network, verdict.reason, verdict.message, row.payer, verdict.txHash ?? '');
-  const final = await deps.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined });
+  const final = await deps.ledger.finish(keyOf(row), { status: verdict.kind, response, transferLogIndex: verdict.kind === 'settled' ? verdict.logIndex : undefined, readWithTxHash: row.txHash });
+  // The row moved on since it was read (reopened or replaced: another hash): judged again from its new state.
+  if (final.status === 'claimed' || final.status === 'broadcast') return null;
   deps.log.info({ nonce: row.nonce, payer: row.payer, status: final.status, tx: final.txHash }, 'settlement reconciled from chain');
   return final;
 }

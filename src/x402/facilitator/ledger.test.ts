@@ -184,6 +184,20 @@ describe('reopen (a call a batch starved, sent again alone: execute.ts)', () => 
     expect(await ledger.find(a)).toMatchObject({ status: 'broadcast', txHash: TX });
   });
 
+  it("a verdict read from the batch's hash is not written once the row was reopened, nor after its new send is recorded", async () => {
+    const a = await claimed(newRow());
+    const row = (await ledger.find(a))!;
+    const batch = `0x${'ef'.repeat(32)}`;
+    await ledger.recordBroadcast(a, batch);
+    const failed = { status: 'failed' as const, response: { success: false, errorReason: 'invalid_exact_evm_transaction_failed', transaction: batch, network: 'eip155:4663' as const }, readWithTxHash: batch };
+    await ledger.reopen(a, row.claimToken, batch);
+    expect(await ledger.finish(a, failed)).toMatchObject({ status: 'claimed', txHash: null });
+    await ledger.recordBroadcast(a, TX);
+    expect(await ledger.finish(a, failed)).toMatchObject({ status: 'broadcast', txHash: TX });
+    // Read from the hash it carries: written.
+    expect(await ledger.finish(a, { ...settled(1), readWithTxHash: TX })).toMatchObject({ status: 'settled', txHash: TX });
+  });
+
   it('a final row is never reopened', async () => {
     const a = await claimed(newRow());
     const row = (await ledger.find(a))!;

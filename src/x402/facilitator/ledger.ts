@@ -36,6 +36,12 @@ export interface Outcome {
   response: SettleResponse;
   /** The Transfer log that paid it (settled only): what its one success claims in chain_payment_uses. */
   transferLogIndex?: number;
+  /**
+   * A verdict read from the chain for the row as it carried this hash (null: none): written only while it still
+   * does. A row reopened meanwhile (its batch starved its call, see reopen) is being sent again, and a stale
+   * "its transaction failed, the authorization is unused" would otherwise close it under the new send.
+   */
+  readWithTxHash?: string | null;
 }
 
 /** Thrown inside answerSuccess's transaction to undo its update: the transfer already bought something else. */
@@ -262,7 +268,8 @@ export class SettlementLedger {
         const { key, outcome } = calls[i]!;
         const { response } = outcome;
         const logIndex = outcome.transferLogIndex == null ? null : String(outcome.transferLogIndex);
-        return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response)]];
+        const guarded = outcome.readWithTxHash === undefined ? null : 'yes';
+        return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response), guarded, outcome.readWithTxHash ?? null]];
       }),
     );
     const now = this.clock.now();
@@ -279,8 +286,8 @@ export class SettlementLedger {
         updatedAt: now,
         finishedAt: now,
       })
-      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response)`)
-      .where(and(matchesValues, inArray(x402Settlements.status, OPEN)))
+      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response, guarded, read_tx)`)
+      .where(and(matchesValues, inArray(x402Settlements.status, OPEN), sql`(v.guarded is null or ${x402Settlements.txHash} is not distinct from v.read_tx)`))
       .returning(getTableColumns(x402Settlements)),
     );
     // A finished row leaves the open list in the same statement.
