@@ -198,6 +198,16 @@ describe('reopen (a call a batch starved, sent again alone: execute.ts)', () => 
     expect(await ledger.finish(a, { ...settled(1), readWithTxHash: TX })).toMatchObject({ status: 'settled', txHash: TX });
   });
 
+  it("in one turn, the owner's outcome is written before a stale verdict of the same row, and both callers get it", async () => {
+    const a = await claimed(newRow());
+    const batch = `0x${'ef'.repeat(32)}`;
+    await ledger.recordBroadcast(a, TX);
+    const stale = { status: 'failed' as const, response: { success: false, errorReason: 'invalid_exact_evm_transaction_failed', transaction: batch, network: 'eip155:4663' as const }, readWithTxHash: batch };
+    const [fromChain, owners] = await Promise.all([ledger.finish(a, stale), ledger.finish(a, settled(1))]);
+    expect(owners).toMatchObject({ status: 'settled', txHash: TX });
+    expect(fromChain).toMatchObject({ status: 'settled', txHash: TX });
+  });
+
   it('a final row is never reopened', async () => {
     const a = await claimed(newRow());
     const row = (await ledger.find(a))!;

@@ -259,10 +259,17 @@ export class SettlementLedger {
     return row;
   }
 
-  /** A turn's outcomes in one UPDATE of the rows still open; a key given twice takes the first outcome. */
+  /**
+   * A turn's outcomes in one UPDATE of the rows still open; a key given twice takes the first outcome, its owner's
+   * (unguarded) before a verdict read from the chain (guarded, possibly stale: it may not be written at all).
+   */
   async #writeOutcomes(calls: Array<{ key: SettlementKey; outcome: Outcome }>): Promise<Array<SettlementRow | null>> {
     const first = new Map<string, number>();
-    calls.forEach(({ key }, i) => first.set(keyString(key), first.get(keyString(key)) ?? i));
+    const guarded = (i: number | undefined) => i !== undefined && calls[i]!.outcome.readWithTxHash !== undefined;
+    calls.forEach(({ key, outcome }, i) => {
+      const taken = first.get(keyString(key));
+      if (taken === undefined || (guarded(taken) && outcome.readWithTxHash === undefined)) first.set(keyString(key), i);
+    });
     const values = keyColumns(
       [...first.values()].map((i) => {
         const { key, outcome } = calls[i]!;
