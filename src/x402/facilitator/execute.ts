@@ -1,8 +1,9 @@
 // The send of a claimed settlement row, whatever its scheme (EIP-3009 here, Permit2 and batch-settlement through
 // their own send): the claim's hash reaches the ledger the moment it leaves (the call context carries the attempt
 // to the signer), a call that ends without a final answer gives its claim back or disowns it, and whatever was
-// sent is judged by the chain (judge.ts) before the owner is answered (answering.ts). Also the takeover of a claim
-// whose node died before sending anything.
+// sent is judged by the chain (judge.ts) before the owner is answered (answering.ts); a call its batch starved
+// (its payment still verifies) is sent once more, alone. Also the takeover of a claim whose node died before
+// sending anything.
 import type { x402Facilitator } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { getAddress, type Hash } from 'viem';
