@@ -6,6 +6,7 @@ import { sql } from 'drizzle-orm';
 import { createWalletClient, getAddress, http, type Address } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rpcCall } from '../../src/chain/rpc.js';
 import { usdgAbi } from '../../src/chain/usdg-artifact.js';
 import type { Clock } from '../../src/platform/clock.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -138,7 +139,13 @@ describe('deposit addresses', () => {
     shift = 0;
     const { address } = (await checkout(intent.id)).deposit;
     await new Promise((resolve) => setTimeout(resolve, 4_000));
-    await plainTransfer(await fundedPayer(app, '20'), address, 3_000_000n);
+    const payer = await fundedPayer(app, '20');
+    // Late by the chain's own clock, which decides on_time: the transfer's block is stamped past the expiry (anvil's
+    // block time, in whole seconds, need not follow the wall clock to the second on a loaded machine).
+    const latest = (await app.ctx.chain.publicClient.getBlock()).timestamp;
+    const pastExpiry = BigInt(Math.ceil(Date.parse(intent.expiresAt) / 1000)) + 1n;
+    await rpcCall(app.ctx.chain.rpcUrl, 'evm_setNextBlockTimestamp', [Number(latest >= pastExpiry ? latest + 1n : pastExpiry)]);
+    await plainTransfer(payer, address, 3_000_000n);
     const late = await eventually(async () => {
       const current = await getIntent(app, shop.apiKey, intent.id);
       return current.receivedUsdCents === 300 ? current : null;
