@@ -265,18 +265,16 @@ export class SettlementLedger {
    */
   async #writeOutcomes(calls: Array<{ key: SettlementKey; outcome: Outcome }>): Promise<Array<SettlementRow | null>> {
     const first = new Map<string, number>();
-    const guarded = (i: number | undefined) => i !== undefined && calls[i]!.outcome.readWithTxHash !== undefined;
     calls.forEach(({ key, outcome }, i) => {
       const taken = first.get(keyString(key));
-      if (taken === undefined || (guarded(taken) && outcome.readWithTxHash === undefined)) first.set(keyString(key), i);
+      if (taken === undefined || (isGuarded(calls[taken]!.outcome) && !isGuarded(outcome))) first.set(keyString(key), i);
     });
     const values = keyColumns(
       [...first.values()].map((i) => {
         const { key, outcome } = calls[i]!;
         const { response } = outcome;
         const logIndex = outcome.transferLogIndex == null ? null : String(outcome.transferLogIndex);
-        const guarded = outcome.readWithTxHash === undefined ? null : 'yes';
-        return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response), guarded, outcome.readWithTxHash ?? null]];
+        return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response), isGuarded(outcome) ? 'yes' : null, outcome.readWithTxHash ?? null]];
       }),
     );
     const now = this.clock.now();
@@ -371,6 +369,9 @@ const sameKey = (rows: Record<keyof SettlementKey, Column>): SQL =>
 const claimantOf = (row: SettlementRow, paymentId: string | null) => (paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row));
 
 /** The row's claim is older than `leaseMs` by the database's clock (never a node's). */
+/** A verdict read from the chain (Outcome.readWithTxHash): written only while the row carries the hash it was read with. */
+const isGuarded = (outcome: Outcome) => outcome.readWithTxHash !== undefined;
+
 const leaseLapsed = (leaseMs: number) => lt(x402Settlements.claimedAt, sql`now() - ${leaseMs} * interval '1 millisecond'`);
 
 /** What the facilitator's success for one authorization claims: its own paired transfer. */
