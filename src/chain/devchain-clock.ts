@@ -25,9 +25,14 @@ export async function catchUpChain(chain: ChainClockPorts, minLagSeconds: bigint
   // settles): a block now would include them, so the chain's time waits for whoever mines next.
   if ((await chain.rpc('anvil_getAutomine', [])) === false) return latest;
   try {
-    // Through the minter's queue: a mint waiting for its receipt is not raced by this block.
-    await chain.serial(() => chain.rpc('evm_mine', [{ timestamp: Number(now) }]));
-    return now;
+    // Through the minter's queue: a mint waiting for its receipt is not raced by this block. The stamp is read
+    // when the block is mined, not before the wait: anvil keeps its clock from the stamp, so a stamp that waited
+    // seconds in the queue would leave every later block that far behind the wall clock.
+    return await chain.serial(async () => {
+      const stamp = BigInt(Math.floor(Date.now() / 1000));
+      await chain.rpc('evm_mine', [{ timestamp: Number(stamp) }]);
+      return stamp;
+    });
   } catch {
     // A block mined meanwhile, a restart: the chain's word stands.
     return await chain.latest();
