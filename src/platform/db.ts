@@ -7,6 +7,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
+import { pgTypes } from './pg-timestamp.js';
 import { QueryTiming, timedClientClass, timedPgliteClass, type QueryObserver } from './db-timing.js';
 
 /** The drizzle handle every store uses; the same query builder over PGlite or node-postgres. */
@@ -163,7 +164,7 @@ export function pgliteDatabase(client: PGlite, timing: QueryTiming, close = () =
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const timing = new QueryTiming();
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: timedClientClass(timing) });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, Client: timedClientClass(timing), types: pgTypes });
   // A client that errors (server restart, database dropped) must not crash the process: idle ones
   // the pool replaces; a checked-out one between queries (a transaction, an advisory lock) would
   // otherwise emit an unhandled 'error'. Its caller's next query fails, and the watchdog sees it.
