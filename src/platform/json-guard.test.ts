@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonText } from './db-types.js';
-import { assertSafeJson, isSafeString, JsonGuardError, MAX_JSON_DEPTH, parseGuardedJson } from './json-guard.js';
+import { assertSafeJson, isSafeString, JsonGuardError, MAX_JSON_DEPTH, parseGuardedJson, scanJsonText } from './json-guard.js';
 
 const nestedText = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
@@ -25,6 +25,23 @@ describe('the JSON guard', () => {
     }
     expect(parseGuardedJson('["\\ud83d\\ude00"]')).toEqual(['😀']);
     expect(isSafeString('plain ascii and ünïcödé')).toBe(true);
+  });
+
+  it('the text scan sends only strings that may be bad to the walk: escapes of U+0000 and surrogates, raw lone halves', () => {
+    const verdicts = {
+      '{"a":["plain",1,null],"ünï":"cödé"}': false,
+      '["\\\\u0000"]': false, // an escaped backslash, then the characters u0000
+      '["😀"]': false,
+      '["\\u0000"]': true,
+      '["\\uD83D\\uDE00"]': true,
+      '["\\udfff"]': true,
+      '["\uD83D"]': true,
+      '["\uDE00x"]': true,
+      '{"\\u0000":1}': true,
+    };
+    for (const [text, suspect] of Object.entries(verdicts)) expect(scanJsonText(text), text).toBe(suspect);
+    expect(parseGuardedJson('["\\uD83D\\uDE00", {"k": "\\\\u0000"}]')).toEqual(['😀', { k: '\\u0000' }]);
+    expect(() => parseGuardedJson('{"a": [1, {"b": "x\\u0000"}]}')).toThrow('$.a[1].b: strings must not contain U+0000 or unpaired surrogates');
   });
 
   it('refuses decoded text over its limit and text that is not JSON', () => {

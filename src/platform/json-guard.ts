@@ -19,20 +19,20 @@ export class JsonGuardError extends Error {
 /** Parses JSON text that passes the guard; throws JsonGuardError (limits) or SyntaxError (not JSON). */
 export function parseGuardedJson(text: string, maxText = MAX_JSON_TEXT): unknown {
   if (text.length > maxText) throw new JsonGuardError(`JSON text is longer than ${maxText} characters`);
-  assertJsonDepth(text);
+  const suspect = scanJsonText(text);
   const value: unknown = JSON.parse(text);
-  assertSafeJson(value);
+  if (suspect) assertSafeJson(value);
   return value;
 }
 
 /** Checks an already-parsed value (the store layer's last check, and values built from parsed input). */
 export function assertSafeJson(value: unknown): void {
-  const problem = findProblem(value, 1, '$');
-  if (problem) throw new JsonGuardError(problem);
+  const problem = findProblem(value, 1);
+  if (problem) throw new JsonGuardError(`${pathOf(problem.at)}: ${problem.message}`);
 }
 
 export function isSafeJson(value: unknown): boolean {
-  return findProblem(value, 1, '$') === null;
+  return findProblem(value, 1) === null;
 }
 
 /** A string a PostgreSQL text column can hold and a JSON encoder can round-trip. */
@@ -42,37 +42,64 @@ export function isSafeString(value: string): boolean {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Depth is counted on the text, outside strings, so a 100,000-level value is refused before it is built. */
-export function assertJsonDepth(text: string): void {
+/**
+ * Depth is counted on the text, outside strings, so a 100,000-level value is refused before it is built
+ * (JsonGuardError). Returns whether a string may hold U+0000 or a lone surrogate: an escape `\u0000` or
+ * `\uD800`–`\uDFFF`, or a raw surrogate outside a pair. Only such text needs the parsed value's walk (assertSafeJson), which
+ * also tells an escaped pair, fine, from a lone half; raw U+0000 is not JSON at all.
+ */
+export function scanJsonText(text: string): boolean {
   let depth = 0;
   let inString = false;
+  let suspect = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
+      if (c === 0x5c) {
+        // A backslash: skip the escaped character; `\u` takes four hex digits, looked at for U+0000 and surrogates.
+        if (text.charCodeAt(++i) === 0x75) {
+          const code = parseInt(text.slice(i + 1, i + 5), 16);
+          if (code === 0 || (code >= 0xd800 && code <= 0xdfff)) suspect = true;
+          i += 4;
+        }
+      } else if (c === 0x22) inString = false;
+      else if (c >= 0xd800 && c <= 0xdfff) {
+        const next = text.charCodeAt(i + 1);
+        if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++; // a whole pair (an emoji, say)
+        else suspect = true;
+      }
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
       if (++depth > MAX_JSON_DEPTH) throw new JsonGuardError(`JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
+  return suspect;
 }
 
-function findProblem(value: unknown, depth: number, path: string): string | null {
-  if (typeof value === 'string') return isSafeString(value) ? null : `${path}: strings must not contain U+0000 or unpaired surrogates`;
+/** What is wrong at a place in a value: the path is built only for a value that fails (most pass). */
+interface Problem {
+  at: (string | number)[];
+  message: string;
+}
+
+function findProblem(value: unknown, depth: number): Problem | null {
+  if (typeof value === 'string') return isSafeString(value) ? null : { at: [], message: 'strings must not contain U+0000 or unpaired surrogates' };
   if (value === null || typeof value !== 'object') return null;
-  if (depth > MAX_JSON_DEPTH) return `${path}: JSON is nested deeper than ${MAX_JSON_DEPTH} levels`;
+  if (depth > MAX_JSON_DEPTH) return { at: [], message: `JSON is nested deeper than ${MAX_JSON_DEPTH} levels` };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const problem = findProblem(value[i], depth + 1, `${path}[${i}]`);
-      if (problem) return problem;
+      const problem = findProblem(value[i], depth + 1);
+      if (problem) return (problem.at.unshift(i), problem);
     }
     return null;
   }
-  for (const [key, item] of Object.entries(value)) {
-    if (!isSafeString(key)) return `${path}: keys must not contain U+0000 or unpaired surrogates`;
-    const problem = findProblem(item, depth + 1, `${path}.${key}`);
-    if (problem) return problem;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (!isSafeString(key)) return { at: [], message: 'keys must not contain U+0000 or unpaired surrogates' };
+    const problem = findProblem((value as Record<string, unknown>)[key], depth + 1);
+    if (problem) return (problem.at.unshift(key), problem);
   }
   return null;
 }
+
+const pathOf = (at: readonly (string | number)[]) => at.reduce<string>((path, part) => (typeof part === 'number' ? `${path}[${part}]` : `${path}.${part}`), '$');

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
-import { assertJsonDepth, assertSafeJson, isSafeString } from '../json-guard.js';
+import { assertSafeJson, isSafeString, scanJsonText } from '../json-guard.js';
 
 /**
  * Every JSON body passes the JSON guard (depth, U+0000, lone surrogates) before any route sees it;
@@ -16,15 +16,16 @@ export function installJsonGuard(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    let suspect: boolean;
     try {
-      assertJsonDepth(text);
+      suspect = scanJsonText(text);
     } catch (error) {
       return done(refuse((error as Error).message), undefined);
     }
     parse(request, text, (error, value) => {
       if (error) return done(refuse('Request body is not valid JSON'), undefined);
       try {
-        assertSafeJson(value);
+        if (suspect) assertSafeJson(value);
       } catch (problem) {
         return done(refuse((problem as Error).message), undefined);
       }
