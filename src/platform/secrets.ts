@@ -127,19 +127,10 @@ export class SecretHasher {
 
   /** Lease tokens and other one-off secrets without a public prefix. */
   issueToken(): { token: string; hash: string } {
-    return this.#token(randomBytes(32));
-  }
-
-  /** `count` lease tokens from one draw of randomness (a batch claim issues up to 100 at once). */
-  issueTokens(count: number): { token: string; hash: string }[] {
-    const random = randomBytes(32 * count);
-    return Array.from({ length: count }, (_, i) => this.#token(random.subarray(32 * i, 32 * (i + 1))));
-  }
-
-  #token(random: Buffer): { token: string; hash: string } {
-    const token = `${random.toString('base64url')}.${this.#current.id}`;
+    const token = `${randomBytes(32).toString('base64url')}.${this.#current.id}`;
     return { token, hash: this.#current.hmac(token) };
   }
+
 
   /** Whether the secret is the one behind a stored hash, under any accepted pepper (constant-time compares). */
   matches(secret: string, storedHash: string): boolean {

@@ -116,9 +116,9 @@ export class EventBatchService {
   }
 
   private async tryClaimMany(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null): Promise<Claimed[]> {
-    const tokens = this.hasher.issueTokens(maxEvents);
-    const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
-    return this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(rows, tokens));
+    const lease = this.hasher.issueToken();
+    const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: lease.hash, now: this.clock.now() });
+    return this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(rows, lease.token));
   }
 
   /** A short batch may mean events of capped schedules are waiting: those go one by one. */
@@ -151,11 +151,11 @@ export class EventBatchService {
     const items = this.leaseItems(leases);
     const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
     const leaseSeconds = options.leaseSeconds ?? null;
-    const tokens = this.hasher.issueTokens(maxEvents);
-    const result = await this.store.ackAndClaimMany({ projectId, queueId, leaseSeconds, items: valid, tokenHashes: tokens.map((t) => t.hash), now: this.clock.now() });
+    const lease = this.hasher.issueToken();
+    const result = await this.store.ackAndClaimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: lease.hash, items: valid, now: this.clock.now() });
     const acked = await this.answer(projectId, items, 'ack', ackedOutcomes(result.acked));
     const claimed = result.claimed.length
-      ? await this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(result.claimed, tokens))
+      ? await this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(result.claimed, lease.token))
       : await this.claimMany(projectId, queueId, maxEvents, options);
     return { acked, claimed };
   }
@@ -183,8 +183,14 @@ export class EventBatchService {
     return this.answer(projectId, items, 'nack', new Map(rows.map((row) => [row.id, outcomeOf(row)])));
   }
 
+  /** The leases with their tokens' hashes: one hash per distinct token (a batch claim's events share theirs). */
   private leaseItems(leases: readonly { eventId: string; leaseToken: string }[]): LeaseItem[] {
-    return leases.map((lease) => ({ eventId: lease.eventId, tokenHash: this.hasher.hash(lease.leaseToken) }));
+    const hashes = new Map<string, string>();
+    return leases.map(({ eventId, leaseToken }) => {
+      let tokenHash = hashes.get(leaseToken);
+      if (tokenHash === undefined) hashes.set(leaseToken, (tokenHash = this.hasher.hash(leaseToken)));
+      return { eventId, tokenHash };
+    });
   }
 
   /**
@@ -218,9 +224,9 @@ interface Outcome {
 
 const ackedOutcomes = (ids: Set<string>) => new Map<string, Outcome>([...ids].map((id) => [id, { status: 'acked', availableAt: null }]));
 
-/** The claimed rows as leases, each with the token of its slot. */
-const leasesOf = (rows: readonly ClaimedRow[], tokens: readonly { token: string }[]): Claimed[] =>
-  rows.map(({ row, slot }) => ({ event: row, leaseToken: tokens[slot].token, leaseExpiresAt: row.leaseExpiresAt! }));
+/** The claimed rows as leases, in claim order, all with the claim's one token. */
+const leasesOf = (rows: readonly ClaimedRow[], leaseToken: string): Claimed[] =>
+  rows.map(({ row }) => ({ event: row, leaseToken, leaseExpiresAt: row.leaseExpiresAt! }));
 
 const outcomeOf = (row: EventRow): Outcome => ({ status: row.status, availableAt: row.status === 'available' ? row.availableAt.toISOString() : null });
 

@@ -33,13 +33,16 @@ export interface ClaimManyInput {
   projectId: string;
   queueId: string;
   leaseSeconds: number | null;
-  tokenHashes: readonly string[];
+  /** At most this many events. */
+  limit: number;
+  /** The hash of the one lease token every event of this claim is leased with. */
+  tokenHash: string;
   now: Date;
 }
 
 export interface ClaimedRow {
   row: EventRow;
-  /** Index of the lease token (in the given order) this event was leased with. */
+  /** Its place in claim order (0-based). */
   slot: number;
 }
 
@@ -82,7 +85,7 @@ export class EventBatchStore extends EventStore {
   }
 
   /**
-   * Leases up to `tokenHashes.length` of the oldest claimable events, one token each, in one
+   * Leases up to `limit` of the oldest claimable events, all with one lease token, in one
    * statement. Events of schedules with a concurrency cap are left to the single-event path, which
    * counts running leases under the schedule's lock. Leases taken over are counted by the statement.
    */
@@ -137,21 +140,19 @@ export class EventBatchStore extends EventStore {
     const leaseEnd = sql`${now} + make_interval(secs => coalesce(${input.leaseSeconds}::int, q.default_lease_seconds))`;
     const uncapped = sql`(e.schedule_id is null or not exists (
       select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null))`;
-    const hashes = `{${input.tokenHashes.join(',')}}`;
     // Lock first (SKIP LOCKED), then update the locked rows found by primary key (`= any(ids)`: a join
-    // on them let the planner hash-join the whole table). Each row takes the token hash of its slot,
-    // its place in claim order (hashes are hex: the array literal needs no quoting).
+    // on them let the planner hash-join the whole table). `slot` is each row's place in claim order.
     return sql`locked as (
             select e.id, e.status, e.available_at from events e
             where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} and ${uncapped} ${exclude}
-            order by e.available_at, e.id limit ${input.tokenHashes.length}
+            order by e.available_at, e.id limit ${input.limit}
             for update skip locked
           ), head as (
             select array(select id from locked order by available_at, id) as ids,
                    array(select id from locked where status = 'leased') as taken
           ), claimed as (
             update events e set status = 'leased', attempts = e.attempts + 1,
-                   lease_token_hash = (${hashes}::text[])[array_position(head.ids, e.id)],
+                   lease_token_hash = ${input.tokenHash},
                    lease_expires_at = ${leaseEnd}, available_at = ${leaseEnd}, updated_at = ${now}
             from head, event_queues q, ${this.commitMode}
             where e.id = any(head.ids) and q.id = ${input.queueId}
