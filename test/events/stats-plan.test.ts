@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventBatchStore } from '../../src/modules/events/event-batch-store.js';
 import { EventStore } from '../../src/modules/events/event-store.js';
 import { PURGE } from '../../src/modules/events/limits.js';
 import { RetentionStore } from '../../src/modules/events/retention-store.js';
@@ -90,6 +91,34 @@ describe('query plans', () => {
       }
       // The whole statement reads a few dozen pages at most; the 20,000 events alone fill hundreds.
       expect(nodes[0]['Shared Hit Blocks']! + (nodes[0]['Shared Read Blocks'] ?? 0)).toBeLessThan(60);
+    }
+  });
+
+  it('a batch ack or nack finds its events by primary key, however many leases the database holds', async () => {
+    // 3,000 leases taken after the statistics were gathered (as on a busy queue between two analyzes): a plan
+    // through a partial index on leased events reads all of them to find the batch's 100.
+    const queue = await h.queues.create(PROJECT, { name: 'plan-leases', defaultLeaseSeconds: 30, maxAttempts: 5 });
+    const lease = new Date(h.clock.now().getTime() + 30_000);
+    const ids = await h.testDatabase.database.query<{ id: string }>(sql`
+      insert into events (id, project_id, queue_id, payload, status, attempts, max_attempts, available_at, created_at, updated_at,
+                          lease_token_hash, lease_expires_at)
+      select gen_random_uuid(), ${PROJECT}, ${queue.id}, '{}'::jsonb, 'leased', 1, 5, ${lease}::timestamptz, ${lease}::timestamptz,
+             ${lease}::timestamptz, 'hash', ${lease}::timestamptz
+      from generate_series(1, 3000) returning id`);
+    const items = ids.slice(0, 100).map(({ id }) => ({ eventId: id, tokenHash: 'not the hash', error: 'x', retryDelaySeconds: null }));
+    const store = (db: Executor) => new EventBatchStore(db, { asyncLeaseCommits: false, databaseTime: false });
+    const statements = [
+      await statementOf((db) => store(db).ackMany({ projectId: PROJECT, items, now: h.clock.now() })),
+      await statementOf((db) => store(db).nackMany({ projectId: PROJECT, items, backoff: { base: 2, cap: 60 }, now: h.clock.now() })),
+    ];
+    for (const statement of statements) {
+      // Every scan of `events` (a bitmap heap scan names its index in the bitmap index scan under it) goes
+      // through the primary key and meets the batch's 100 events, not the 3,000 leases.
+      const scans = nodesOf(await explain(statement, true))
+        .filter((node) => /Scan/.test(node['Node Type']) && (node['Relation Name'] === 'events' || node['Index Name']?.startsWith('events')))
+        .map((node) => ({ node: node['Node Type'], index: node['Index Name'] ?? node.Plans?.[0]?.['Index Name'], rows: node['Actual Rows']! }));
+      expect(scans.length).toBeGreaterThan(0);
+      for (const scan of scans) expect([scan.index, scan.rows <= 100], JSON.stringify(scans)).toEqual(['events_pkey', true]);
     }
   });
 

@@ -201,11 +201,14 @@ const claimedRows = (rows: readonly RawClaimedRow[]): ClaimedRow[] =>
 
 /**
  * The event holds one of these leases ("<id> <token hash>" pairs): an exact pairing, checked as
- * one array membership. Events are found by `e.id = any(ids)` (primary key); a join against a
- * recordset of the items let the planner scan every leased event instead.
+ * one array membership. Events are found by `e.id = any(ids)` (primary key) and nothing else: a join
+ * against a recordset of the items let the planner scan every leased event instead, and so did a bare
+ * `e.status = 'leased'`, which implies the predicates of the partial indexes on open and leased events
+ * (without fresh statistics the planner read every lease in the system through one, checking each
+ * against the batch's ids). Inside the compared expression, the status test offers no index.
  */
 const HELD_BY_ONE_OF = (leases: string, now: SQL) =>
-  sql`e.status = 'leased' and (e.id::text || ' ' || e.lease_token_hash) = any(${leases}::text[]) and e.lease_expires_at > ${now}`;
+  sql`(case when e.status = 'leased' then e.id::text || ' ' || e.lease_token_hash end) = any(${leases}::text[]) and e.lease_expires_at > ${now}`;
 
 /** Array literals of the items (ids are UUIDs, hashes hex: nothing to quote). An id named twice keeps its first item. */
 function leaseArrays<T extends LeaseItem>(items: readonly T[]): { ids: string; leases: string; firsts: T[] } {
