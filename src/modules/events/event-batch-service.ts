@@ -3,6 +3,7 @@ import type { Db, Executor } from '../../platform/db.js';
 import type { ApiError } from '../../platform/http/errors.js';
 import { envelopeCodeFor } from '../../platform/http/envelope-codes.js';
 import { newIds, UUID_PATTERN } from '../../platform/ids.js';
+import { isoTime } from '../../platform/iso-time.js';
 import type { SecretHasher } from '../../platform/secrets.js';
 import { eventNotFound, queueNotFound } from './errors.js';
 import { EventBatchStore, type ClaimedRow, type LeaseItem } from './event-batch-store.js';
@@ -228,6 +229,6 @@ const ackedOutcomes = (ids: Set<string>) => new Map<string, Outcome>([...ids].ma
 const leasesOf = (rows: readonly ClaimedRow[], leaseToken: string): Claimed[] =>
   rows.map(({ row }) => ({ event: row, leaseToken, leaseExpiresAt: row.leaseExpiresAt! }));
 
-const outcomeOf = (row: EventRow): Outcome => ({ status: row.status, availableAt: row.status === 'available' ? row.availableAt.toISOString() : null });
+const outcomeOf = (row: EventRow): Outcome => ({ status: row.status, availableAt: row.status === 'available' ? isoTime(row.availableAt) : null });
 
 const itemError = (error: ApiError) => ({ code: envelopeCodeFor(error.status), reason: error.code, message: error.message });

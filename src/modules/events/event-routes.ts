@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../platform/auth/authenticator.js';
 import { envelope } from '../../platform/http/render.js';
+import { isoTime } from '../../platform/iso-time.js';
 import { envelopeErrorSchema, envelopeSchema } from '../../platform/http/schemas.js';
 import type { ZodApp } from '../module.js';
 import { eventRecord } from './records.js';
@@ -58,7 +59,7 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
   const onRequest = ctx.auth.guard(['project_key']);
   const projectOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request, 'project_key').projectId;
   const record = (row: Parameters<typeof eventRecord>[0]) => eventRecord(row, events.now());
-  const claimedRecord = (claimed: Claimed) => ({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: claimed.leaseExpiresAt.toISOString() });
+  const claimedRecord = (claimed: Claimed) => ({ event: record(claimed.event), leaseToken: claimed.leaseToken, leaseExpiresAt: isoTime(claimed.leaseExpiresAt) });
   /** An ack's or nack's `next`: the claim the claim route makes, after the lease was settled (extension). */
   const claimNext = async (request: Parameters<typeof principalOf>[0], reply: FastifyReply, next: { queueId: string; leaseSeconds?: number; waitSeconds: number }) => {
     const disconnect = disconnectSignal(reply);

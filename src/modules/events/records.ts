@@ -1,3 +1,4 @@
+import { isoTime } from '../../platform/iso-time.js';
 import type { EventRow, EventStatus } from './event-rows.js';
 import type { QueueRow } from './queue-store.js';
 import type { BackfillPolicy, OverlapPolicy, ScheduleRow, SyncStatus } from './schedule-store.js';
@@ -11,8 +12,8 @@ export const queueRecord = (row: QueueRow) => ({
   defaultLeaseSeconds: row.defaultLeaseSeconds,
   maxAttempts: row.maxAttempts,
   retentionSeconds: row.retentionSeconds,
-  createdAt: row.createdAt.toISOString(),
-  updatedAt: row.updatedAt.toISOString(),
+  createdAt: isoTime(row.createdAt),
+  updatedAt: isoTime(row.updatedAt),
 });
 
 /**
@@ -26,7 +27,7 @@ export function effectiveStatus(row: EventRow, now: Date): EventStatus {
   return 'available';
 }
 
-const iso = (date: Date | null) => (date ? date.toISOString() : null);
+const iso = (date: Date | null) => (date ? isoTime(date) : null);
 
 export function eventRecord(row: EventRow, now: Date) {
   const status = effectiveStatus(row, now);
@@ -39,13 +40,13 @@ export function eventRecord(row: EventRow, now: Date) {
     attempts: row.attempts,
     maxAttempts: row.maxAttempts,
     deduplicationKey: row.deduplicationKey,
-    availableAt: row.availableAt.toISOString(),
+    availableAt: isoTime(row.availableAt),
     leaseExpiresAt: status === 'leased' ? iso(row.leaseExpiresAt) : null,
     scheduledFor: iso(row.scheduledFor),
     expiresAt: iso(row.expiresAt),
     lastError: row.lastError,
-    createdAt: row.createdAt.toISOString(),
-    updatedAt: row.updatedAt.toISOString(),
+    createdAt: isoTime(row.createdAt),
+    updatedAt: isoTime(row.updatedAt),
     finishedAt: iso(row.finishedAt),
   };
 }
@@ -73,8 +74,8 @@ export const scheduleRecord = (row: ScheduleRow) => ({
   },
   nextFireAt: iso(row.nextFireAt),
   lastFiredAt: iso(row.lastFiredAt),
-  createdAt: row.createdAt.toISOString(),
-  updatedAt: row.updatedAt.toISOString(),
+  createdAt: isoTime(row.createdAt),
+  updatedAt: isoTime(row.updatedAt),
 });
 
 export type ScheduleRecord = ReturnType<typeof scheduleRecord>;
