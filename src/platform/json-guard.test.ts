@@ -17,6 +17,9 @@ describe('the JSON guard', () => {
 
   it('does not count brackets inside strings, escaped quotes included', () => {
     expect(parseGuardedJson(JSON.stringify({ s: '[[[[{{{{\\"[[[[' + '['.repeat(100) }))).toMatchObject({ s: expect.any(String) });
+    // A string ending in an escaped backslash ends at its quote: the brackets after it, outside strings, count.
+    expect(parseGuardedJson(JSON.stringify(['\\', '['.repeat(100)]))).toEqual(['\\', '['.repeat(100)]);
+    expect(() => parseGuardedJson(`["\\\\", ${nestedText(MAX_JSON_DEPTH)}]`)).toThrow(/deeper than 32/);
   });
 
   it('refuses U+0000 and unpaired surrogates in strings and keys, keeps real pairs', () => {
@@ -30,11 +33,13 @@ describe('the JSON guard', () => {
   it('the text scan sends only strings that may be bad to the walk: escapes of U+0000 and surrogates, raw lone halves', () => {
     const verdicts = {
       '{"a":["plain",1,null],"ünï":"cödé"}': false,
-      '["\\\\u0000"]': false, // an escaped backslash, then the characters u0000
+      '["\\\\u0000"]': true, // an escaped backslash, then the characters u0000: a false alarm, the walk passes it
       '["😀"]': false,
       '["\\u0000"]': true,
       '["\\uD83D\\uDE00"]': true,
       '["\\udfff"]': true,
+      '["\\uDC00"]': true,
+      '["a\\"b]"]': false, // an escaped quote does not end the string, nor does the bracket after it count
       '["\uD83D"]': true,
       '["\uDE00x"]': true,
       '{"\\u0000":1}': true,

@@ -42,38 +42,35 @@ export function isSafeString(value: string): boolean {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** An escape of U+0000 or of a surrogate (a pair's halves match too: only the walk tells), or a raw lone surrogate. */
+const SUSPECT = /\\u(?:0000|[dD][89a-fA-F])|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
  * Depth is counted on the text, outside strings, so a 100,000-level value is refused before it is built
- * (JsonGuardError). Returns whether a string may hold U+0000 or a lone surrogate: an escape `\u0000` or
- * `\uD800`–`\uDFFF`, or a raw surrogate outside a pair. Only such text needs the parsed value's walk (assertSafeJson), which
- * also tells an escaped pair, fine, from a lone half; raw U+0000 is not JSON at all.
+ * (JsonGuardError). Returns whether a string may hold U+0000 or a lone surrogate (SUSPECT: an escaped
+ * pair, or an escaped backslash before `u0000`, is a false alarm): only such text needs the parsed value's walk
+ * (assertSafeJson). Raw U+0000 is not JSON at all. Strings are skipped with indexOf, not read char by char.
  */
 export function scanJsonText(text: string): boolean {
   let depth = 0;
-  let inString = false;
-  let suspect = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) {
-        // A backslash: skip the escaped character; `\u` takes four hex digits, looked at for U+0000 and surrogates.
-        if (text.charCodeAt(++i) === 0x75) {
-          const code = parseInt(text.slice(i + 1, i + 5), 16);
-          if (code === 0 || (code >= 0xd800 && code <= 0xdfff)) suspect = true;
-          i += 4;
-        }
-      } else if (c === 0x22) inString = false;
-      else if (c >= 0xd800 && c <= 0xdfff) {
-        const next = text.charCodeAt(i + 1);
-        if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++; // a whole pair (an emoji, say)
-        else suspect = true;
-      }
-    } else if (c === 0x22) inString = true;
+    if (c === 0x22) i = closingQuote(text, i);
     else if (c === 0x7b || c === 0x5b) {
       if (++depth > MAX_JSON_DEPTH) throw new JsonGuardError(`JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
-  return suspect;
+  return SUSPECT.test(text);
+}
+
+/** The index of the quote closing the string opened at `open` (one not escaped), or the text's end if none. */
+function closingQuote(text: string, open: number): number {
+  for (let quote = text.indexOf('"', open + 1); quote !== -1; quote = text.indexOf('"', quote + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+  }
+  return text.length;
 }
 
 /** What is wrong at a place in a value: the path is built only for a value that fails (most pass). */
