@@ -44,6 +44,17 @@ describe('parseTimestamptz', () => {
     }
   });
 
+  it('reads the shape inside JSON (a T, a colon in the offset) as Date reads it', () => {
+    let seed = 3;
+    const next = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    for (let n = 0; n < 2000; n++) {
+      const offset = Math.round((next() - 0.5) * 28) * 30;
+      const text = pgText(Math.floor(next() * 4e12) - 1e12, offset, String(Math.floor(next() * 1e6)).padStart(6, '0').slice(0, 1 + Math.floor(next() * 6))).replace(' ', 'T');
+      const json = /[+-]\d\d$/.test(text) ? `${text}:00` : text;
+      expect(parseTimestamptz(json).getTime(), json).toBe(new Date(json).getTime());
+    }
+  });
+
   it("leaves other shapes to the driver's parser", () => {
     for (const text of ['infinity', '-infinity', '0044-03-15 12:00:00+00 BC', '0099-01-01 00:00:00+00', '12026-01-01 00:00:00+00', '2026-11-30 03:36:20.+00', '2026-11-30 03:36:20Z']) {
       const ours = parseTimestamptz(text) as unknown;

@@ -1,11 +1,12 @@
 import pg from 'pg';
 
 // node-postgres parses every timestamptz it reads with postgres-date's regular expressions, about 3 µs a
-// value: a claim of 100 events reads 500 of them. PostgreSQL writes them in one shape (DateStyle ISO),
-// which this reads digit by digit; anything else (years before 1000 or past 9999, BC, infinity) goes to
-// the driver's own parser, so every value parses to what it gave before.
+// value: a claim of 100 events reads 500 of them. PostgreSQL writes them in one shape (DateStyle ISO, or
+// inside JSON with a T and a colon in the offset), which this reads digit by digit; anything else (years
+// before 1000 or past 9999, BC, infinity) goes to the caller's fallback, by default the driver's own parser,
+// so every value parses to what it gave before.
 
-const fallback = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
+const driverParser = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
 
 const MS_PLACE = [100, 10, 1];
 
@@ -21,11 +22,12 @@ function digits(text: string, from: number, to: number): number {
 }
 
 /**
- * A timestamptz as PostgreSQL writes it: `YYYY-MM-DD HH:MM:SS[.ffffff]±HH[:MM[:SS]]`. Milliseconds are
- * truncated, as the driver's parser does.
+ * A timestamptz as PostgreSQL writes it: `YYYY-MM-DD HH:MM:SS[.ffffff]±HH[:MM[:SS]]` (a `T` for the space in
+ * JSON). Milliseconds are truncated, as the driver's parser does.
  */
-export function parseTimestamptz(text: string): Date {
-  if (text.length < 22 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 32 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) {
+export function parseTimestamptz(text: string, fallback: (text: string) => Date = driverParser): Date {
+  const separator = text.charCodeAt(10);
+  if (text.length < 22 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || (separator !== 32 && separator !== 84) || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) {
     return fallback(text);
   }
   const year = digits(text, 0, 4);
@@ -52,7 +54,7 @@ export function parseTimestamptz(text: string): Date {
 /** The driver's type parsers, with timestamptz read by parseTimestamptz (a pool's `types`). */
 export const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary') return parseTimestamptz;
+    if (oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary') return (text: string) => parseTimestamptz(text);
     return pg.types.getTypeParser(oid, format);
   },
 };

@@ -3,19 +3,25 @@ import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { Executor } from './db.js';
+import { parseTimestamptz } from './pg-timestamp.js';
 
 // Raw-SQL plumbing for stores whose hot paths are single hand-written statements (events, trading ticks):
 // rows come back as the driver gives them, timestamps as text, and counts as text on node-postgres.
 
 export type Timestamp = Date | string;
 
-/** Parses a timestamptz as the drivers return it ('2026-03-08 13:00:00.123+00') or passes a Date through. */
+/**
+ * Parses a timestamptz as the drivers return it ('2026-03-08 13:00:00.123+00', or inside JSON
+ * '2026-03-08T13:00:00.123+00:00') or passes a Date through.
+ */
 export function toDate(value: Timestamp): Date;
 export function toDate(value: Timestamp | null): Date | null;
 export function toDate(value: Timestamp | null): Date | null {
   if (value === null || value instanceof Date) return value;
-  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+  return parseTimestamptz(value, viaDateParse);
 }
+
+const viaDateParse = (value: string) => new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
 
 const dialect = new PgDialect();
 const statementNames = new Map<string, string>();

@@ -90,8 +90,8 @@ export class EventBatchStore extends EventStore {
    * counts running leases under the schedule's lock. Leases taken over are counted by the statement.
    */
   async claimMany(input: ClaimManyInput): Promise<ClaimedRow[]> {
-    const rows = await rowsOf<RawClaimedRow>(this.db, sql`with ${this.claimCtes(input, sql``)} select * from claimed`);
-    return claimedRows(rows);
+    const [row] = await rowsOf<{ claimed: RawClaimedRow[] }>(this.db, sql`with ${this.claimCtes(input, sql``)} select ${CLAIMED_JSON} as claimed`);
+    return claimedRows(row.claimed);
   }
 
   /** Acks every item whose lease the caller still holds; returns the ids acked. */
@@ -110,17 +110,13 @@ export class EventBatchStore extends EventStore {
    */
   async ackAndClaimMany(input: ClaimManyInput & { items: readonly LeaseItem[] }): Promise<{ acked: Set<string>; claimed: ClaimedRow[] }> {
     const { ids, leases } = leaseArrays(input.items);
-    const rows = await rowsOf<{ [K in keyof RawClaimedRow]: RawClaimedRow[K] | null } & { acked: string[] | null }>(
+    const [row] = await rowsOf<{ acked: string[]; claimed: RawClaimedRow[] }>(
       this.db,
       sql`with ${this.ackCtes(input.projectId, ids, leases, this.at(input.now))},
                ${this.claimCtes(input, sql`and not (e.id = any(${ids}::uuid[]))`)}
-          -- The acked ids ride on one row only (the first claimed, or the lone row when none was).
-          select c.*, case when c.slot is not distinct from (select min(slot) from claimed) then a.acked end as acked
-          from (select coalesce(json_agg(id), '[]'::json) as acked from done) as a
-          left join claimed as c on true`,
+          select (select coalesce(json_agg(id), '[]'::json) from done) as acked, ${CLAIMED_JSON} as claimed`,
     );
-    const claimed = rows.filter((row) => row.id !== null) as RawClaimedRow[];
-    return { acked: new Set(rows.find((row) => row.acked)!.acked), claimed: claimedRows(claimed) };
+    return { acked: new Set(row.acked), claimed: claimedRows(row.claimed) };
   }
 
   /** CTEs `done` (the acks) and `tallied` (their terminal counts). */
@@ -194,6 +190,12 @@ export class EventBatchStore extends EventStore {
 }
 
 type RawClaimedRow = RawEventRow & { slot: number };
+
+/**
+ * The claimed rows as one JSON array: one value for the driver to read instead of 20 per row (node-postgres
+ * spent about 1 ms reading 100 rows field by field). Timestamps come as JSON text, which toDate reads.
+ */
+const CLAIMED_JSON = sql`(select coalesce(json_agg(c), '[]'::json) from claimed as c)`;
 
 /** Claimed rows in claim order (`slot`, 1-based in SQL). */
 const claimedRows = (rows: readonly RawClaimedRow[]): ClaimedRow[] =>
