@@ -1,10 +1,9 @@
 import pg from 'pg';
 
-// node-postgres parses every timestamptz it reads with postgres-date's regular expressions, about 3 µs a
-// value: a claim of 100 events reads 500 of them. PostgreSQL writes them in one shape (DateStyle ISO, or
-// inside JSON with a T and a colon in the offset), which this reads digit by digit; anything else (years
-// before 1000 or past 9999, BC, infinity) goes to the caller's fallback, by default the driver's own parser,
-// so every value parses to what it gave before.
+// node-postgres parses every timestamptz it reads with postgres-date's regular expressions, 0.6–0.8 µs a
+// value; a row of events carries up to seven. PostgreSQL writes them in one shape (DateStyle ISO, or inside
+// JSON with a T and a colon in the offset), which this reads digit by digit (0.2 µs); anything else (years
+// before 1000 or past 9999, BC, infinity) goes to the caller's fallback, by default the driver's own parser.
 
 const driverParser = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
 

@@ -131,7 +131,6 @@ export class SecretHasher {
     return { token, hash: this.#current.hmac(token) };
   }
 
-
   /** Whether the secret is the one behind a stored hash, under any accepted pepper (constant-time compares). */
   matches(secret: string, storedHash: string): boolean {
     const stored = Buffer.from(storedHash);

@@ -6,7 +6,8 @@ import type { Executor } from './db.js';
 import { parseTimestamptz } from './pg-timestamp.js';
 
 // Raw-SQL plumbing for stores whose hot paths are single hand-written statements (events, trading ticks):
-// rows come back as the driver gives them, timestamps as text, and counts as text on node-postgres.
+// rows come back as the driver gives them (timestamps as Dates or text, inside JSON as text; counts as text
+// on node-postgres).
 
 export type Timestamp = Date | string;
 

@@ -151,6 +151,25 @@ describe('batch claim, ack and nack', () => {
     }
   });
 
+  it("one claim's shared token is a lease of each event alone: extended, lapsed and taken over event by event", async () => {
+    const queueId = await newQueue();
+    await publishMany(queueId, [{ payload: { n: 0 } }, { payload: { n: 1 } }]);
+    const [a, b] = await claimMany(queueId, 2, { leaseSeconds: 10 });
+    expect(a!.leaseToken).toBe(b!.leaseToken);
+    // The heartbeat extends a's lease only: b's lapses, and another consumer takes b over with a token of its own.
+    expect((await call('POST', `/v1/events/${a!.event.id}/heartbeat`, { leaseToken: a!.leaseToken, leaseSeconds: 60 })).status).toBe(200);
+    clock.advance(11_000);
+    const [takenOver] = await claimMany(queueId, 2, { leaseSeconds: 60 });
+    expect([takenOver!.event.id, takenOver!.leaseToken === a!.leaseToken]).toEqual([b!.event.id, false]);
+    const acked = await call('POST', '/v1/events/ack', { leases: [a!, b!].map((c) => ({ eventId: c.event.id, leaseToken: c.leaseToken })) });
+    expect(acked.body.data).toMatchObject([
+      { eventId: a!.event.id, ok: true, status: 'acked' },
+      { eventId: b!.event.id, ok: false, error: { reason: 'lease_token_mismatch' } },
+    ]);
+    const second = await call('POST', '/v1/events/ack', { leases: [{ eventId: b!.event.id, leaseToken: takenOver!.leaseToken }] });
+    expect(second.body.data).toMatchObject([{ eventId: b!.event.id, ok: true, status: 'acked' }]);
+  });
+
   it('nacks each with its own delay; the last attempt is dead; released leases are refused', async () => {
     const queueId = await newQueue({ maxAttempts: 2 });
     await publishMany(queueId, [{ payload: { n: 0 } }, { payload: { n: 1 } }]);

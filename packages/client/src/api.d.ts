@@ -6941,7 +6941,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claim the oldest available event (long poll up to waitSeconds); data is null when none. With maxEvents (extension): up to that many, data an array (empty when none) */
+        /** Claim the oldest available event (long poll up to waitSeconds); data is null when none. With maxEvents (extension): up to that many, data an array (empty when none), the events sharing one leaseToken */
         post: {
             parameters: {
                 query?: never;

@@ -117,9 +117,9 @@ export class EventBatchService {
   }
 
   private async tryClaimMany(projectId: string, queueId: string, maxEvents: number, leaseSeconds: number | null): Promise<Claimed[]> {
-    const lease = this.hasher.issueToken();
-    const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: lease.hash, now: this.clock.now() });
-    return this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(rows, lease.token));
+    const claimToken = this.hasher.issueToken();
+    const rows = await this.store.claimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: claimToken.hash, now: this.clock.now() });
+    return this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(rows, claimToken.token));
   }
 
   /** A short batch may mean events of capped schedules are waiting: those go one by one. */
@@ -152,11 +152,11 @@ export class EventBatchService {
     const items = this.leaseItems(leases);
     const valid = items.filter((item) => UUID_PATTERN.test(item.eventId));
     const leaseSeconds = options.leaseSeconds ?? null;
-    const lease = this.hasher.issueToken();
-    const result = await this.store.ackAndClaimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: lease.hash, items: valid, now: this.clock.now() });
+    const claimToken = this.hasher.issueToken();
+    const result = await this.store.ackAndClaimMany({ projectId, queueId, leaseSeconds, limit: maxEvents, tokenHash: claimToken.hash, items: valid, now: this.clock.now() });
     const acked = await this.answer(projectId, items, 'ack', ackedOutcomes(result.acked));
     const claimed = result.claimed.length
-      ? await this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(result.claimed, lease.token))
+      ? await this.topUp(projectId, queueId, maxEvents, leaseSeconds, leasesOf(result.claimed, claimToken.token))
       : await this.claimMany(projectId, queueId, maxEvents, options);
     return { acked, claimed };
   }

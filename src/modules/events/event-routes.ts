@@ -120,7 +120,7 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
         tags,
         security,
         summary:
-          'Claim the oldest available event (long poll up to waitSeconds); data is null when none. With maxEvents (extension): up to that many, data an array (empty when none)',
+          'Claim the oldest available event (long poll up to waitSeconds); data is null when none. With maxEvents (extension): up to that many, data an array (empty when none), the events sharing one leaseToken',
         params: queueParams,
         body: claimBody,
         response: { 200: envelopeSchema(claimedSchema), ...errors },

@@ -152,7 +152,11 @@ export class EventService {
 
   /** Undoes leases nobody received: the attempts do not count, and waiting claims may take them. */
   async unclaim(queueId: string, claimed: readonly Claimed[]): Promise<void> {
-    for (const { event, leaseToken } of claimed) await this.store.unclaim(event.id, this.hasher.hash(leaseToken), this.clock.now());
+    const hashes = new Map<string, string>(); // a batch claim's events share one token
+    for (const { event, leaseToken } of claimed) {
+      if (!hashes.has(leaseToken)) hashes.set(leaseToken, this.hasher.hash(leaseToken));
+      await this.store.unclaim(event.id, hashes.get(leaseToken)!, this.clock.now());
+    }
     this.announce(queueId);
   }
 
