@@ -43,7 +43,7 @@ export function isSafeString(value: string): boolean {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** An escape of U+0000 or of a surrogate (a pair's halves match too: only the walk tells), or a raw lone surrogate. */
-const SUSPECT = /\\u(?:0000|[dD][89a-fA-F])|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const SUSPECT = new RegExp(`\\\\u(?:0000|[dD][89a-fA-F])|${LONE_SURROGATE.source}`);
 
 /**
  * Depth is counted on the text, outside strings, so a 100,000-level value is refused before it is built

@@ -50,10 +50,12 @@ export function parseTimestamptz(text: string, fallback: (text: string) => Date 
   return Number.isNaN(time) ? fallback(text) : new Date(time);
 }
 
+const parseWithDriverFallback = (text: string) => parseTimestamptz(text);
+
 /** The driver's type parsers, with timestamptz read by parseTimestamptz (a pool's `types`). */
 export const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary') return (text: string) => parseTimestamptz(text);
+    if (oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary') return parseWithDriverFallback;
     return pg.types.getTypeParser(oid, format);
   },
 };

@@ -7,7 +7,7 @@ import { isoTime } from '../../platform/iso-time.js';
 import type { SecretHasher } from '../../platform/secrets.js';
 import { eventNotFound, queueNotFound } from './errors.js';
 import { EventBatchStore, type ClaimedRow, type LeaseItem } from './event-batch-store.js';
-import { assertPayloadSize, leaseFailure, type Claimed, type ClaimOptions, type EventService, type LeaseOperation, type PublishInput } from './event-service.js';
+import { assertPayloadSize, leaseFailure, tokenHashes, type Claimed, type ClaimOptions, type EventService, type LeaseOperation, type PublishInput } from './event-service.js';
 import type { EventStoreOptions } from './event-read-store.js';
 import type { EventRow, EventStatus } from './event-rows.js';
 import { NACK_BACKOFF } from './limits.js';
@@ -186,12 +186,8 @@ export class EventBatchService {
 
   /** The leases with their tokens' hashes: one hash per distinct token (a batch claim's events share theirs). */
   private leaseItems(leases: readonly { eventId: string; leaseToken: string }[]): LeaseItem[] {
-    const hashes = new Map<string, string>();
-    return leases.map(({ eventId, leaseToken }) => {
-      let tokenHash = hashes.get(leaseToken);
-      if (tokenHash === undefined) hashes.set(leaseToken, (tokenHash = this.hasher.hash(leaseToken)));
-      return { eventId, tokenHash };
-    });
+    const hashOf = tokenHashes(this.hasher);
+    return leases.map(({ eventId, leaseToken }) => ({ eventId, tokenHash: hashOf(leaseToken) }));
   }
 
   /**

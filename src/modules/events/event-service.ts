@@ -47,6 +47,16 @@ export type LeaseOperation = 'heartbeat' | 'ack' | 'nack';
  * Why a lease operation with this token matched no row, or null when there is nothing to refuse
  * (repeating an ack with the same token answers the acked event: acks are idempotent).
  */
+/** The hasher's keyed hash of a lease token, computed once per distinct token (a batch claim's events share one). */
+export function tokenHashes(hasher: SecretHasher): (token: string) => string {
+  const hashes = new Map<string, string>();
+  return (token) => {
+    let hash = hashes.get(token);
+    if (hash === undefined) hashes.set(token, (hash = hasher.hash(token)));
+    return hash;
+  };
+}
+
 export function leaseFailure(row: EventRow | null, tokenHash: string, operation: LeaseOperation): ApiError | null {
   if (!row) return eventNotFound();
   if (row.leaseTokenHash !== tokenHash) return leaseTokenMismatch();
@@ -152,11 +162,8 @@ export class EventService {
 
   /** Undoes leases nobody received: the attempts do not count, and waiting claims may take them. */
   async unclaim(queueId: string, claimed: readonly Claimed[]): Promise<void> {
-    const hashes = new Map<string, string>(); // a batch claim's events share one token
-    for (const { event, leaseToken } of claimed) {
-      if (!hashes.has(leaseToken)) hashes.set(leaseToken, this.hasher.hash(leaseToken));
-      await this.store.unclaim(event.id, hashes.get(leaseToken)!, this.clock.now());
-    }
+    const hashOf = tokenHashes(this.hasher);
+    for (const { event, leaseToken } of claimed) await this.store.unclaim(event.id, hashOf(leaseToken), this.clock.now());
     this.announce(queueId);
   }
 

@@ -368,10 +368,10 @@ const sameKey = (rows: Record<keyof SettlementKey, Column>): SQL =>
 /** Who a settled row's success is for in chain_payment_uses: its payment-identifier, else its authorization. */
 const claimantOf = (row: SettlementRow, paymentId: string | null) => (paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row));
 
-/** The row's claim is older than `leaseMs` by the database's clock (never a node's). */
 /** A verdict read from the chain (Outcome.readWithTxHash): written only while the row carries the hash it was read with. */
 const isGuarded = (outcome: Outcome) => outcome.readWithTxHash !== undefined;
 
+/** The row's claim is older than `leaseMs` by the database's clock (never a node's). */
 const leaseLapsed = (leaseMs: number) => lt(x402Settlements.claimedAt, sql`now() - ${leaseMs} * interval '1 millisecond'`);
 
 /** What the facilitator's success for one authorization claims: its own paired transfer. */
