@@ -3,7 +3,8 @@
 // (positive amount, capped timeout: bounds.ts) and the settlement key of the payment.
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { isPermit2Payload } from '@x402/evm';
-import { getAddress, isAddress, keccak256, toBytes } from 'viem';
+import { getAddress, isAddress } from 'viem';
+import { keccak256Text } from '../../chain/keccak.js';
 import { findAsset } from '../../chain/registry.js';
 import { eip3009PayloadSchema, type Eip3009Payload } from '../payload.js';
 import { requestBounds } from './bounds.js';
@@ -45,7 +46,7 @@ export function payloadHashOf(key: SettlementKey, requirements: PaymentRequireme
   const auth = eip3009.authorization;
   const terms = [key.network, key.asset, getAddress(requirements.payTo), requirements.amount];
   const signed = [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, eip3009.signature];
-  return keccak256(toBytes(JSON.stringify([...terms, ...signed].map((v) => v.toLowerCase()))));
+  return keccak256Text(JSON.stringify([...terms, ...signed].map((v) => v.toLowerCase())));
 }
 
 function payerOf(payload: PaymentPayload): string | undefined {

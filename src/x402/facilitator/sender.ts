@@ -10,7 +10,6 @@
 // goes to the caller's onReplaced (the ledger), and the chain verdict also finds it by its logs. What fees
 // a send or a replacement pays is fees.ts's.
 import {
-  keccak256,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
   WaitForTransactionReceiptTimeoutError,
@@ -24,6 +23,8 @@ import type { LocalAccount } from 'viem/accounts';
 import { getTransaction, getTransactionCount, getTransactionReceipt, sendRawTransaction } from 'viem/actions';
 import type { Logger } from 'pino';
 import { isTransportError } from '../../chain/errors.js';
+import { keccak256 } from '../../chain/keccak.js';
+import { signTransaction } from '../../chain/sign-transaction.js';
 import { definedOnly } from '../../platform/defined-only.js';
 import { bumpFees, MarketFees, type Fees } from './fees.js';
 
@@ -240,10 +241,10 @@ export class RelayerSender {
   }
 
   #sign(tx: RelayerTx, nonce: number, fees: Fees): Promise<Hex> {
-    return this.account.signTransaction({ chainId: this.chainId, nonce, to: tx.to, data: tx.data, gas: tx.gas, ...fees });
+    return signTransaction(this.account, { chainId: this.chainId, nonce, to: tx.to, data: tx.data, gas: tx.gas, ...fees });
   }
 
-  /** `hash`: keccak256 of `raw`, already computed by the send (a batch's raw transaction is kilobytes of JavaScript keccak). */
+  /** `hash`: keccak256 of `raw`, already computed by the send (a batch's raw transaction is kilobytes to hash). */
   #track(nonce: number, tx: RelayerTx, fees: Fees, raw: Hex, hash: Hash, options: SendOptions): void {
     let markMined!: () => void;
     const mined = new Promise<void>((resolve) => (markMined = resolve));

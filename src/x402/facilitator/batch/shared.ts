@@ -3,7 +3,8 @@
 // reason codes, and the small steps more than one operation takes (payers with code refused, one settle per key in
 // this process, the channel's state on a success, the payload hash a retry is recognised by).
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
-import { getAddress, keccak256, toBytes, type Hex } from 'viem';
+import { getAddress, type Hex } from 'viem';
+import { keccak256Text } from '../../../chain/keccak.js';
 import { chainReads } from '../answers.js';
 import { keyString, type SettlementKey } from '../ledger.js';
 import type { EnginePorts } from '../engine-ports.js';
@@ -82,5 +83,5 @@ export async function withChannel(ports: BatchPorts, response: SettleResponse, c
 }
 
 export function payloadHash(key: SettlementKey, requirements: PaymentRequirements, payload: unknown): string {
-  return keccak256(toBytes(JSON.stringify([keyString(key), getAddress(requirements.payTo), requirements.amount, payload])));
+  return keccak256Text(JSON.stringify([keyString(key), getAddress(requirements.payTo), requirements.amount, payload]));
 }

@@ -8,8 +8,9 @@
 // another space: an EIP-3009 nonce and a Permit2 nonce with the same number are different authorizations).
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from '@x402/evm';
-import { encodeFunctionData, getAddress, isAddress, keccak256, parseErc6492Signature, toBytes, toHex, type Address, type Hex } from 'viem';
+import { encodeFunctionData, getAddress, isAddress, parseErc6492Signature, toHex, type Address, type Hex } from 'viem';
 import { z } from 'zod';
+import { keccak256Text } from '../../../chain/keccak.js';
 import { findAsset } from '../../../chain/registry.js';
 import { EXACT_PERMIT2_PROXY, PERMIT2_ADDRESS, UPTO_PERMIT2_PROXY } from '../../../chain/x402-contracts.js';
 import { evmAddress } from '../../payload.js';
@@ -118,7 +119,7 @@ export const proxyOf = (kind: Permit2Kind): Address => (kind === 'permit2-upto' 
 /** Tells a retry of this payment from another payload reusing its nonce (and, for upto, from a settle of another amount). */
 export function permit2PayloadHash(key: SettlementKey, requirements: PaymentRequirements, p: Permit2Payment): string {
   const fields = [p.kind, key.network, p.proxy, p.payer, p.token, p.permitted, p.amount, p.nonce, p.deadline, p.to, p.validAfter, p.facilitator ?? '', p.signature, getAddress(requirements.payTo)];
-  return keccak256(toBytes(JSON.stringify(fields.map((v) => String(v).toLowerCase()))));
+  return keccak256Text(JSON.stringify(fields.map((v) => String(v).toLowerCase())));
 }
 
 /** The proxy call a settle sends: `settle(permit, [amount,] owner, witness, signature)`. */
