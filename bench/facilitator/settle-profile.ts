@@ -4,6 +4,7 @@
 // settle by kind, anvil's CPU per settle (from /proc), and with BENCH_PROFILE=<file> a V8 CPU profile of the window.
 // Run: DATABASE_URL=postgres://… npx tsx bench/facilitator/settle-profile.ts
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Session } from 'node:inspector/promises';
@@ -25,18 +26,24 @@ const payerCount = Number(process.env.BENCH_PAYERS ?? 64);
 const profileFile = process.env.BENCH_PROFILE;
 const log = pino({ level: 'warn' });
 
-// JSON-RPC requests (HTTP) and calls (batch members) by method, counted at fetch: every viem transport uses it.
+// JSON-RPC requests (HTTP) and calls (batch members) by method, counted where a body is written: the facilitator's
+// transport (src/chain/rpc-fetch.ts) writes each request with node:http's request().end(body).
 const rpc = { requests: 0, calls: new Map<string, number>() };
 let counting = false;
-const realFetch = globalThis.fetch;
-globalThis.fetch = (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
-  if (counting && typeof init?.body === 'string') {
-    rpc.requests += 1;
-    const body = JSON.parse(init.body) as { method: string } | { method: string }[];
-    for (const call of Array.isArray(body) ? body : [body]) rpc.calls.set(call.method, (rpc.calls.get(call.method) ?? 0) + 1);
-  }
-  return realFetch(input, init);
-}) as typeof fetch;
+const realRequest = http.request;
+http.request = ((...args: Parameters<typeof http.request>) => {
+  const request = realRequest(...args);
+  const end = request.end.bind(request);
+  request.end = ((body?: unknown, ...rest: unknown[]) => {
+    if (counting && typeof body === 'string') {
+      rpc.requests += 1;
+      const parsed = JSON.parse(body) as { method: string } | { method: string }[];
+      for (const call of Array.isArray(parsed) ? parsed : [parsed]) rpc.calls.set(call.method, (rpc.calls.get(call.method) ?? 0) + 1);
+    }
+    return end(body as never, ...(rest as []));
+  }) as typeof request.end;
+  return request;
+}) as typeof http.request;
 
 console.log(`machine: ${machine()}; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; ${settleCount} settles, ${keys} key(s), ${concurrency} in flight`);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-settle-profile-'));

@@ -11,7 +11,6 @@ import {
   createWalletClient,
   defineChain,
   getAddress,
-  http,
   isAddress,
   parseEther,
   parseUnits,
@@ -25,6 +24,7 @@ import {
 } from 'viem';
 import { anvilArgs, anvilRpc, assertPortFree, exitsWithin, freePort, keepOutput, prepareStateFile, reapOrphan, resolveAnvilBinary, spawnAnvil, waitForRpc } from './anvil.js';
 import { catchUpChain, type ChainClockPorts } from './devchain-clock.js';
+import { rpcTransport } from './rpc-fetch.js';
 import { usdgAbi, usdgDeployedBytecode } from './usdg-artifact.js';
 
 export const DEVCHAIN_CHAIN_ID = 4663;
@@ -364,7 +364,7 @@ export class Devchain {
     if (!this.#clients) {
       const chain = devchainChain(this.rpcUrl);
       // Automine: receipts exist right away, so poll fast instead of viem's 4 s default.
-      const transport = http(this.rpcUrl, { retryCount: 0 });
+      const transport = rpcTransport(this.rpcUrl, { retryCount: 0 });
       this.#clients = {
         public: createPublicClient({ chain, transport, pollingInterval: 50 }),
         wallet: createWalletClient({ chain, transport, pollingInterval: 50 }),

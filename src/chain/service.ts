@@ -2,7 +2,7 @@
 // in embedded mode the devchain itself. Started before the modules, closed after them.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { createPublicClient, defineChain, http, type Address, type Chain, type PublicClient } from 'viem';
+import { createPublicClient, defineChain, type Address, type Chain, type PublicClient } from 'viem';
 import { privateKeyToAccount, type LocalAccount } from 'viem/accounts';
 import type { Config } from '../config.js';
 import { isEmbeddedChain } from './settings.js';
@@ -13,6 +13,7 @@ import { Devchain, devchainChain } from './devchain.js';
 import { ensureMulticall3 } from './multicall3.js';
 import { ensureX402Contracts } from './x402-contracts.js';
 import { ASSETS, caip2, findNetwork, type AssetInfo } from './registry.js';
+import { rpcTransport } from './rpc-fetch.js';
 
 export interface ChainService {
   /** CAIP-2 id of the chain, e.g. `eip155:4663`. */
@@ -70,7 +71,7 @@ export async function startChainService(options: ChainServiceOptions): Promise<C
   try {
     const viemChain = devchainChain(devchain.rpcUrl);
     // Automine: receipts exist as soon as a send returns, so poll fast.
-    const publicClient = createPublicClient({ chain: viemChain, transport: http(devchain.rpcUrl, { retryCount: 1 }), pollingInterval: 100 });
+    const publicClient = createPublicClient({ chain: viemChain, transport: rpcTransport(devchain.rpcUrl, { retryCount: 1 }), pollingInterval: 100 });
     await ensureMulticall3(publicClient, devchain.rpcUrl);
     // Permit2, the x402 proxies and x402BatchSettlement (upto, batch-settlement, exact over Permit2).
     await ensureX402Contracts(publicClient, devchain.rpcUrl);
@@ -85,7 +86,7 @@ export async function startChainService(options: ChainServiceOptions): Promise<C
 }
 
 async function connectRemote(rpcUrl: string, relayers: LocalAccount[]): Promise<ChainService> {
-  const probe = createPublicClient({ transport: http(rpcUrl) });
+  const probe = createPublicClient({ transport: rpcTransport(rpcUrl) });
   const chainId = await probe.getChainId();
   const network = findNetwork(caip2(chainId));
   if (!network) throw new ChainConfigError(`CHAIN_RPC_URL serves chain ${chainId}, which is not in the network registry`);
@@ -95,7 +96,7 @@ async function connectRemote(rpcUrl: string, relayers: LocalAccount[]): Promise<
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-  const publicClient = createPublicClient({ chain: viemChain, transport: http(rpcUrl, { retryCount: 2 }), pollingInterval: 500 });
+  const publicClient = createPublicClient({ chain: viemChain, transport: rpcTransport(rpcUrl, { retryCount: 2 }), pollingInterval: 500 });
   return build({ network: network.network, chainId, rpcUrl, viemChain, publicClient, devchain: null, relayers });
 }
 

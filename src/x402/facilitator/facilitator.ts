@@ -16,11 +16,12 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResp
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator';
 import { UptoEvmScheme as UptoEvmFacilitatorScheme } from '@x402/evm/upto/facilitator';
 import { BatchSettlementEvmScheme as BatchSettlementFacilitatorScheme } from '@x402/evm/batch-settlement/facilitator';
-import { createPublicClient, http, type Chain, type Hash, type PublicClient } from 'viem';
+import { createPublicClient, type Chain, type Hash, type PublicClient } from 'viem';
 import type { LocalAccount } from 'viem/accounts';
 import type { Logger } from 'pino';
 import { createBlockClock, type BlockClock } from '../../chain/block-clock.js';
 import { ChainUnavailableError } from '../../chain/errors.js';
+import { rpcTransport } from '../../chain/rpc-fetch.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../../platform/db.js';
 import type { Caller } from '../../platform/request-context.js';
@@ -140,7 +141,7 @@ export class Facilitator {
     // Its own client with JSON-RPC batching: concurrent verifies and settles share HTTP requests.
     this.#client = createPublicClient({
       chain: deps.chain.viemChain,
-      transport: http(deps.chain.rpcUrl, { batch: { batchSize: 64, wait: 0 }, retryCount: 1 }),
+      transport: rpcTransport(deps.chain.rpcUrl, { batch: { batchSize: 64, wait: 0 }, retryCount: 1 }),
       pollingInterval: deps.chain.publicClient.pollingInterval,
     });
     const network = deps.chain.network;
@@ -156,7 +157,7 @@ export class Facilitator {
     const maxSettleGas = options.maxSettleGas ?? DEFAULT_MAX_SETTLE_GAS;
     const contractPayers = options.contractPayers ?? 'refuse';
     // Sends: unbatched (the serial send queue should not wait for a batch) and never retried by the transport.
-    const sendClient = createPublicClient({ chain: deps.chain.viemChain, transport: http(deps.chain.rpcUrl, { retryCount: 0 }) });
+    const sendClient = createPublicClient({ chain: deps.chain.viemChain, transport: rpcTransport(deps.chain.rpcUrl, { retryCount: 0 }) });
     this.#relayers = new RelayerPool({
       accounts: Array.isArray(deps.relayer) ? deps.relayer : [deps.relayer as LocalAccount],
       client: sendClient,
