@@ -110,9 +110,9 @@ describe('receipt wait timed out', () => {
     expect(pending.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     const signature = (payload.payload as { signature: string }).signature;
     expect(await new PgPendingSettlementStore(facilitator.ledger).get(signature)).toBe(pending.transaction);
-    const sent = await relayerTxCount(app, relayer.address);
-
+    // Counted once the pending transaction is mined (re-enabling automine may mine it, a moment later).
     await rpcCall(rpc, 'evm_mine', []);
+    const sent = await relayerTxCount(app, relayer.address);
     const settled = await facilitator.settle(payload, requirements);
     expect(settled).toMatchObject({ success: true, transaction: pending.transaction });
     expect(await relayerTxCount(app, relayer.address)).toBe(sent);

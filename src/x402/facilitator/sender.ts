@@ -89,6 +89,9 @@ interface InFlight {
   waiting?: Promise<TransactionReceipt>;
 }
 
+// The first look for a transaction after its send (the devchain has mined it by then), doubling from there.
+const FIRST_LOOK_MS = 5;
+
 // Mined entries stay findable by any of their hashes for a while: a waiter may ask after the watch saw it mined.
 const RECENT_LIMIT = 5_000;
 
@@ -100,6 +103,9 @@ export class RelayerSender {
   readonly #byHash = new Map<Hash, InFlight>();
   readonly #recent = new Map<Hash, InFlight>();
   #timer: NodeJS.Timeout | null = null;
+  #timerDue = 0;
+  /** One check at a time: two could both decide to replace the same stuck transaction. */
+  #ticking = false;
   readonly #policy: ReplacementPolicy;
   readonly #reads: PublicClient;
   readonly #fees: MarketFees;
@@ -269,15 +275,31 @@ export class RelayerSender {
     entry.markMined();
   }
 
-  /** Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. */
+  /**
+   * Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. A transaction is
+   * looked for soon after its send and then less often (as many ms after the newest send as have passed since it,
+   * from FIRST_LOOK_MS up to pollMs): a chain that mines at once (the devchain) or within a fraction of a second
+   * is not left a whole poll interval behind, and a slow one is asked about as before.
+   */
   #watch(): void {
-    if (this.#timer || this.#inflight.size === 0) return;
+    if (this.#ticking || this.#inflight.size === 0) return;
+    let newest = 0;
+    for (const entry of this.#inflight.values()) newest = Math.max(newest, entry.lastSentAt);
+    const delay = Math.min(this.#policy.pollMs, Math.max(FIRST_LOOK_MS, Date.now() - newest));
+    // A send after the timer was set may want an earlier look than it.
+    if (this.#timer && this.#timerDue <= Date.now() + delay) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerDue = Date.now() + delay;
     this.#timer = setTimeout(() => {
       this.#timer = null;
+      this.#ticking = true;
       void this.#tick()
         .catch((error: unknown) => this.log?.warn({ err: error, relayer: this.address }, 'relayer lane check failed'))
-        .finally(() => this.#watch());
-    }, this.#policy.pollMs);
+        .finally(() => {
+          this.#ticking = false;
+          this.#watch();
+        });
+    }, delay);
     this.#timer.unref();
   }
 
