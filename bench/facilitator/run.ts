@@ -189,6 +189,7 @@ async function measure(label: string, payloads: PaymentPayload[], call: (p: Paym
   const latencies: number[] = [];
   let ok = 0;
   let next = 0;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: Math.min(concurrency, payloads.length) }, async () => {
@@ -201,10 +202,11 @@ async function measure(label: string, payloads: PaymentPayload[], call: (p: Paym
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   latencies.sort((a, b) => a - b);
   const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
   const row = { label, count: payloads.length, ok, perSecond: payloads.length / seconds, p50: pct(0.5), p99: pct(0.99) };
-  console.log(`${label}: ${ok}/${payloads.length} ok in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s (p50 ${pct(0.5).toFixed(1)} ms, p99 ${pct(0.99).toFixed(1)} ms)`);
+  console.log(`${label}: ${ok}/${payloads.length} ok in ${seconds.toFixed(2)} s = ${row.perSecond.toFixed(0)}/s (p50 ${pct(0.5).toFixed(1)} ms, p99 ${pct(0.99).toFixed(1)} ms; this process's CPU ${((cpu.user + cpu.system) / payloads.length).toFixed(0)} µs per call)`);
   return row;
 }
 
