@@ -1,6 +1,6 @@
 // The settlement ledger's queries. Every state change is a conditional update on the open states,
 // so a settle, its retries and the reconciler can race and still agree on one final row.
-import { and, asc, eq, exists, type Column, getTableColumns, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, exists, getTableColumns, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import type { SettleResponse } from '@x402/core/types';
 import { anonymousSettleClaimant, settleClaimant } from '../settlement-claimant.js';
 import { PaymentUses, type PaymentUse } from '../../chain/payment-uses.js';
@@ -9,7 +9,8 @@ import type { Db } from '../../platform/db.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
-import { claimRows, keyColumns, matchesValues, type NewSettlement, type SettlementKey } from './ledger-rows.js';
+import { claimValues, keyColumnPlaceholders, keyColumns, matchesValues, OPEN, sameKey, type NewSettlement, type SettlementKey } from './ledger-rows.js';
+import { ledgerStatements } from './ledger-statements.js';
 
 export type { NewSettlement, SettlementKey } from './ledger-rows.js';
 
@@ -47,7 +48,6 @@ export interface Outcome {
 /** Thrown inside answerSuccess's transaction to undo its update: the transfer already bought something else. */
 class TransferTaken extends Error {}
 
-const OPEN = ['claimed', 'broadcast'];
 /** The claim token of a row whose claiming settle gave up answering (see disown). */
 const DISOWNED = '';
 
@@ -70,6 +70,7 @@ export const keyString = (key: SettlementKey) => `${key.network}|${key.asset}|${
 
 export class SettlementLedger {
   readonly #uses: PaymentUses;
+  readonly #statements: ReturnType<typeof ledgerStatements>;
   // The settles that resume together (a batch's, when its receipt arrives) share each statement below.
   readonly #claims = perTurn((rows: NewSettlement[]) => this.#insertClaims(rows));
   readonly #broadcasts = perTurn((calls: Array<{ key: SettlementKey; txHash: string }>) => this.#writeBroadcasts(calls));
@@ -81,6 +82,7 @@ export class SettlementLedger {
     private readonly clock: Clock,
   ) {
     this.#uses = new PaymentUses(db);
+    this.#statements = ledgerStatements(db);
   }
 
   async find(key: SettlementKey): Promise<SettlementRow | null> {
@@ -110,21 +112,9 @@ export class SettlementLedger {
 
   /** A turn's claims in one INSERT: each gets its row back, or null where the key or the payment id was taken. */
   async #insertClaims(rows: NewSettlement[]): Promise<Array<SettlementRow | null>> {
-    const now = this.clock.now();
     // In key order, so two nodes' batches lock shared keys in the same order (no deadlock between them).
     const ordered = [...rows].sort((a, b) => (keyString(a) < keyString(b) ? -1 : 1));
-    const claimed = this.db.$with('claimed').as(
-      this.db.insert(x402Settlements).select(claimRows(ordered, now)).onConflictDoNothing().returning(),
-    );
-    // The claimed rows join the open list in the same statement.
-    const listed = this.db.$with('listed').as(
-      this.db
-        .insert(x402SettlementsOpen)
-        .select(this.db.select({ network: claimed.network, asset: claimed.asset, payer: claimed.payer, nonce: claimed.nonce }).from(claimed))
-        // A leftover entry (none is expected) must not fail the claim.
-        .onConflictDoNothing(),
-    );
-    const inserted = await this.db.with(claimed, listed).select().from(claimed);
+    const inserted = await this.#statements.claims.execute(claimValues(ordered, this.clock.now()));
     const byToken = new Map(inserted.map((row) => [row.claimToken, row]));
     return rows.map((row) => byToken.get(row.claimToken) ?? null);
   }
@@ -240,12 +230,8 @@ export class SettlementLedger {
   async #writeBroadcasts(calls: Array<{ key: SettlementKey; txHash: string }>): Promise<void[]> {
     // One row per key, the latest hash (a replacement's after the original's); UPDATE … FROM would pick either.
     const latest = new Map(calls.map((c) => [keyString(c.key), c]));
-    const values = keyColumns([...latest.values()].map(({ key, txHash }) => [key, [txHash]]));
-    await this.db
-      .update(x402Settlements)
-      .set({ status: 'broadcast', txHash: sql`v.tx`, updatedAt: this.clock.now() })
-      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, tx)`)
-      .where(and(matchesValues, inArray(x402Settlements.status, OPEN)));
+    const values = keyColumnPlaceholders([...latest.values()].map(({ key, txHash }) => [key, [txHash]]));
+    await this.#statements.broadcasts.execute({ ...values, now: this.clock.now().toISOString() });
     return calls.map(() => undefined);
   }
 
@@ -269,7 +255,7 @@ export class SettlementLedger {
       const taken = first.get(keyString(key));
       if (taken === undefined || (isGuarded(calls[taken]!.outcome) && !isGuarded(outcome))) first.set(keyString(key), i);
     });
-    const values = keyColumns(
+    const values = keyColumnPlaceholders(
       [...first.values()].map((i) => {
         const { key, outcome } = calls[i]!;
         const { response } = outcome;
@@ -277,27 +263,7 @@ export class SettlementLedger {
         return [key, [outcome.status, response.transaction || null, logIndex, response.errorReason ?? null, response.errorMessage ?? null, JSON.stringify(response), isGuarded(outcome) ? 'yes' : null, outcome.readWithTxHash ?? null]];
       }),
     );
-    const now = this.clock.now();
-    const finished = this.db.$with('finished').as(
-      this.db
-        .update(x402Settlements)
-      .set({
-        status: sql`v.status`,
-        txHash: sql`v.tx`,
-        transferLogIndex: sql`v.log_index::integer`,
-        errorReason: sql`v.reason`,
-        errorMessage: sql`v.message`,
-        response: sql`v.response::jsonb`,
-        updatedAt: now,
-        finishedAt: now,
-      })
-      .from(sql`unnest(${values}) as v(network, asset, payer, nonce, status, tx, log_index, reason, message, response, guarded, read_tx)`)
-      .where(and(matchesValues, inArray(x402Settlements.status, OPEN), sql`(v.guarded is null or ${x402Settlements.txHash} is not distinct from v.read_tx)`))
-      .returning(getTableColumns(x402Settlements)),
-    );
-    // A finished row leaves the open list in the same statement.
-    const unlisted = this.db.$with('unlisted').as(this.db.delete(x402SettlementsOpen).where(exists(this.db.select({ one: sql`1` }).from(finished).where(sameKey(finished)))));
-    const updated = await this.db.with(finished, unlisted).select().from(finished);
+    const updated = await this.#statements.outcomes.execute({ ...values, now: this.clock.now().toISOString() });
     const byKeyString = new Map(updated.map((row) => [keyString(row), row]));
     return calls.map(({ key }, i) => (first.get(keyString(key)) === i ? (byKeyString.get(keyString(key)) ?? null) : null));
   }
@@ -355,15 +321,6 @@ export class SettlementLedger {
       .where(and(eq(x402Settlements.signature, signature), inArray(x402Settlements.status, OPEN)));
   }
 }
-
-/** An open-list row is the one named by `rows` (a statement's RETURNING, or the settlements table). */
-const sameKey = (rows: Record<keyof SettlementKey, Column>): SQL =>
-  and(
-    eq(x402SettlementsOpen.network, rows.network),
-    eq(x402SettlementsOpen.asset, rows.asset),
-    eq(x402SettlementsOpen.payer, rows.payer),
-    eq(x402SettlementsOpen.nonce, rows.nonce),
-  )!;
 
 /** Who a settled row's success is for in chain_payment_uses: its payment-identifier, else its authorization. */
 const claimantOf = (row: SettlementRow, paymentId: string | null) => (paymentId ? settleClaimant(paymentId) : anonymousSettleClaimant(row));
