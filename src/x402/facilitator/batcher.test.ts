@@ -10,6 +10,11 @@ import type { RelayerTx } from './sender.js';
 /** A lane that queues sends like the real one (one at a time) and answers each when the test says so. */
 class HandLane {
   queued = 0;
+  /** Transactions sent and not yet seen mined (the test says how many). */
+  unmined = 0;
+  get busy(): number {
+    return this.queued + this.unmined;
+  }
   readonly sent: RelayerTx[] = [];
   #answers: Array<() => void> = [];
   #queue: Promise<unknown> = Promise.resolve();
@@ -71,6 +76,21 @@ describe('SettlementBatcher scheduling', () => {
     const hashes = await Promise.all([first, ...rest]);
     expect(new Set(hashes.slice(1)).size).toBe(1);
     expect(hashes[0]).not.toBe(hashes[1]);
+  });
+
+  it("idle 'send': a call finding the lane not sending but with a transaction unmined waits for company, up to waitMs", async () => {
+    const lane = new HandLane();
+    lane.unmined = 1;
+    const batcher = batcherOver(lane, { waitMs: 50 });
+    const started = Date.now();
+    const sending = [0, 1].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
+    await tick();
+    expect(lane.sent).toHaveLength(0);
+    await until(() => lane.sent.length === 1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(lane.sent[0]!.to).toBe(MULTICALL3_ADDRESS);
+    await lane.answer();
+    expect(new Set(await Promise.all(sending)).size).toBe(1);
   });
 
   it("idle 'wait': even a call finding the lane idle waits the window for company", async () => {

@@ -2,9 +2,12 @@
 // relayer lane, each call with `allowFailure: true`, so one failing authorization never fails the others.
 // A batch closes at `maxCalls` calls, at `maxGas`, or `waitMs` after its first call (a lone settle waits
 // no longer than that, and goes out as a plain transaction). With `idle: 'send'` (the default) a call that
-// finds its lane with nothing to send leaves at once, and an open batch leaves as soon as its lane has sent
-// what it was sending: batches form only while the lane is busy, so a settle waits for company only when it
-// would have waited for the lane anyway (Nagle's rule). Everything after the send is the lane's
+// finds its lane with nothing to send and nothing sent unmined leaves at once; otherwise it waits for company
+// (Nagle's rule: held while earlier data is unacknowledged, the acknowledgement here being the block), and the
+// open batch leaves as soon as its lane has sent what it was sending, or waitMs after its first call. A lone
+// settle is never delayed; under load batches grow with the load, and on several lanes a lane that has just
+// sent no longer takes the next call alone (on the devchain that made batches of 4-5 calls with 4 keys, and
+// each transaction costs gas and CPU). Everything after the send is the lane's
 // (nonce, replacement with higher fees) and each caller's (ledger rows, its own logs in the receipt):
 // every caller gets the batch's hash, and its outcome is its own AuthorizationUsed/Transfer pair.
 //
@@ -31,7 +34,8 @@ export interface BatchPolicy {
   /** A batch closes before its calls' gas limits add up past this (stay well under the block gas limit). */
   maxGas: bigint;
   /**
-   * 'send': a call finding its lane idle leaves at once, an open batch as soon as its lane is free again;
+   * 'send': a call finding its lane idle (nothing to send, nothing unmined) leaves at once, an open batch as soon
+   * as its lane has sent what it was sending (or at waitMs);
    * 'wait': every batch is held `waitMs` for company (fuller batches, so less gas per payment, each settle later).
    */
   idle: 'send' | 'wait';
@@ -101,7 +105,7 @@ export class SettlementBatcher {
         batch = undefined;
       }
       if (!batch) {
-        if (this.policy.idle === 'send' && lane.queued === 0) return void this.#sendAlone(lane, member);
+        if (this.policy.idle === 'send' && lane.busy === 0) return void this.#sendAlone(lane, member);
         batch = { lane, members: [], gas: 0n, timer: setTimeout(() => this.#close(batch!), this.policy.waitMs).unref() };
         this.#open.set(lane, batch);
       }
@@ -127,12 +131,12 @@ export class SettlementBatcher {
   }
 
   /**
-   * With idle 'send', an idle lane (the call leaves at once); else a lane whose open batch is still taking
-   * calls (joining it makes fuller batches than opening another); else the pool's least busy.
+   * With idle 'send', an idle lane (nothing to send, nothing unmined: the call leaves at once); else a lane whose
+   * open batch is still taking calls (joining it makes fuller batches than opening another); else the pool's least busy.
    */
   #laneForNewPayer(): RelayerSender {
     if (this.policy.idle === 'send') {
-      const idle = (lane: RelayerSender) => lane.queued === 0 && !this.#open.has(lane);
+      const idle = (lane: RelayerSender) => lane.busy === 0 && !this.#open.has(lane);
       // The pool's pick first (it spreads sends over the keys), else any lane with nothing to send.
       const picked = this.pool.pickLane();
       const lane = idle(picked) ? picked : this.pool.lanes.find(idle);
