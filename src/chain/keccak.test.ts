@@ -23,6 +23,6 @@ describe('keccak256 in WebAssembly', () => {
   });
 
   it('answers hex that is not plain hex as viem does', () => {
-    for (const odd of ['0xabc', '0xzz', '0x12zz34', '0x'] as const) expect(keccak256(odd)).toBe(viemKeccak(odd));
+    for (const odd of ['0xabc', '0xzz', '0x12zz34', '0x', 'abcd'] as `0x${string}`[]) expect(keccak256(odd)).toBe(viemKeccak(odd));
   });
 });

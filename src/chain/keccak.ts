@@ -7,25 +7,30 @@ import { createKeccak, type IHasher } from 'hash-wasm';
 import { keccak256 as keccak256Js, toBytes, type Hex } from 'viem';
 
 let hasher: IHasher | undefined;
-/** Resolves once the WebAssembly hasher is in use (tests and benchmarks wait for it). */
-export const keccakReady: Promise<void> = createKeccak(256).then((h) => {
-  hasher = h;
-});
+/** Resolves once the WebAssembly hasher is in use (tests wait for it); where WebAssembly cannot load, viem's stays. */
+export const keccakReady: Promise<void> = createKeccak(256).then(
+  (h) => void (hasher = h),
+  () => undefined,
+);
 
 /** keccak256 of bytes, or of hex (`0x…`). */
 export function keccak256(data: Uint8Array | Hex): Hex {
-  const bytes = typeof data === 'string' ? Buffer.from(data.slice(2), 'hex') : data;
+  if (typeof data !== 'string') return hashed(data) ?? keccak256Js(data);
+  const bytes = Buffer.from(data.slice(2), 'hex');
   // Buffer.from stops at the first character that is not hex: viem's keccak256 says what such input means.
-  if (!hasher || (typeof data === 'string' && bytes.length * 2 !== data.length - 2)) return keccak256Js(data);
-  hasher.init();
-  hasher.update(bytes);
-  return `0x${hasher.digest('hex')}`;
+  const plainHex = data.startsWith('0x') && bytes.length * 2 === data.length - 2;
+  return (plainHex && hashed(bytes)) || keccak256Js(data);
 }
 
 /** keccak256 of a text's UTF-8 bytes (viem's `keccak256(toBytes(text))`). */
 export function keccak256Text(text: string): Hex {
-  if (!hasher) return keccak256Js(toBytes(text));
+  return hashed(text) ?? keccak256Js(toBytes(text));
+}
+
+// Synchronous from init to digest: no other call can interleave on the one hasher.
+function hashed(data: Uint8Array | string): Hex | undefined {
+  if (!hasher) return undefined;
   hasher.init();
-  hasher.update(text);
+  hasher.update(data);
   return `0x${hasher.digest('hex')}`;
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, TimeoutError } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,4 +97,31 @@ describe('rpcTransport', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await expect.poll(() => waiting?.destroyed).toBe(true);
   });
+
+  it('sends a call again on a fresh connection when a kept-alive one was reset as it was reused', async () => {
+    // Answers the first request on each connection, then resets the connection at its next request (a server that
+    // closed an idle keep-alive socket just as the client reused it).
+    const sockets: net.Socket[] = [];
+    const resetting = net.createServer((socket) => {
+      sockets.push(socket);
+      let served = 0;
+      socket.on('data', (data) => {
+        if (!data.toString().includes('\r\n\r\n')) return;
+        if (served++ > 0) return void socket.resetAndDestroy();
+        const body = JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(data.toString().split('\r\n\r\n')[1]!).id, result: '0x7a69' });
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`);
+      });
+    });
+    await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createPublicClient({ transport: rpcTransport(`http://127.0.0.1:${(resetting.address() as AddressInfo).port}`, { retryCount: 0 }) });
+      expect(await client.getChainId()).toBe(31337);
+      expect(await client.getChainId()).toBe(31337);
+      expect(sockets).toHaveLength(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => resetting.close(resolve));
+    }
+  });
 });
+

@@ -1,42 +1,58 @@
 // The JSON-RPC transport's HTTP: viem's `http` transport with node:http(s) and keep-alive sockets under it instead
-// of the global fetch. A settle asks the node several times per batch, and undici's fetch (Request and Response
-// objects, web streams for a few hundred bytes each way) cost about half a millisecond more CPU per request than
-// a plain node:http request here (bench/RESULTS.md). The answer is read whole, up to viem's default cap; redirects are
-// not followed (a JSON-RPC endpoint answers where it is asked) and no compression is asked for.
+// of the global fetch. viem still builds a Request per call, but undici's fetch itself (its Response, web streams
+// for a few hundred bytes each way) cost about half a millisecond more CPU per request than a plain node:http
+// request here (bench/RESULTS.md). The answer is read whole, up to viem's default cap; redirects are not followed
+// (a JSON-RPC endpoint answers where it is asked) and no compression is asked for.
 import http from 'node:http';
 import https from 'node:https';
 import { http as httpTransport, type HttpTransportConfig } from 'viem';
 
+// viem's default maxResponseBodySize.
 const MAX_ANSWER_BYTES = 10 * 1024 * 1024;
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+// Idle sockets are closed after this (or the server's shorter Keep-Alive hint), as undici does: a socket the
+// server closed while idle would otherwise fail the next request on it.
+const IDLE_SOCKET_MS = 4_000;
+const agents = {
+  http: new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+  https: new https.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+};
+const HEADERS = { 'user-agent': 'tollgate', accept: 'application/json' };
 
-/** viem's http transport to `url`, over rpcFetch. */
-export function rpcTransport(url: string, config: Omit<HttpTransportConfig, 'fetchFn' | 'maxResponseBodySize'> = {}) {
+/** viem's http transport to `url`, over rpcFetch (which hands viem only what it reads of a Response). */
+export function rpcTransport(url: string, config: Omit<HttpTransportConfig, 'fetchFn' | 'maxResponseBodySize' | 'onFetchRequest' | 'onFetchResponse'> = {}) {
   // maxResponseBodySize false: viem reads the answer with text(); the cap is enforced here, while reading.
   return httpTransport(url, { ...config, fetchFn: rpcFetch, maxResponseBodySize: false });
 }
 
-/** The part of fetch viem's http transport uses: POST a body, read status, Content-Type and the whole text. */
+/** The part of fetch viem's http transport uses: POST a string body, read status, Content-Type and the whole text. */
 export function rpcFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
-  const url = new URL(input instanceof Request ? input.url : input);
-  const body = typeof init.body === 'string' ? init.body : '';
-  const signal = init.signal ?? undefined;
+  if (init.body != null && typeof init.body !== 'string') return Promise.reject(new TypeError('rpcFetch sends string bodies only'));
+  const headers = init.headers === undefined || isPlainHeaders(init.headers) ? init.headers : Object.fromEntries(new Headers(init.headers));
+  return post(new URL(input instanceof Request ? input.url : input), init.method ?? 'POST', { ...HEADERS, ...headers }, init.body ?? '', init.signal ?? undefined, true);
+}
+
+function post(url: URL, method: string, headers: Record<string, string>, body: string, signal: AbortSignal | undefined, mayRetry: boolean): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const client = url.protocol === 'https:' ? https : http;
-    const request = client.request(url, {
-      method: init.method ?? 'POST',
-      agent: url.protocol === 'https:' ? agents.https : agents.http,
-      headers: { ...(init.headers as Record<string, string>), 'content-length': Buffer.byteLength(body) },
+    const secure = url.protocol === 'https:';
+    const request = (secure ? https : http).request(url, {
+      method,
+      agent: secure ? agents.https : agents.http,
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
     });
     const abort = () => request.destroy(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
     signal?.addEventListener('abort', abort, { once: true });
     const done = () => signal?.removeEventListener('abort', abort);
-    request.on('error', (error) => {
+    let answered = false;
+    request.on('error', (error: NodeJS.ErrnoException) => {
       done();
-      reject(error);
+      // A kept-alive socket the server closed just as we reused it: nothing reached the server, so once more on a
+      // fresh one (a resent eth_sendRawTransaction carries the same bytes: "already known" at worst).
+      if (mayRetry && !answered && request.reusedSocket && error.code === 'ECONNRESET') resolve(post(url, method, headers, body, signal, false));
+      else reject(error);
     });
     request.on('response', (response) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {
@@ -50,12 +66,15 @@ export function rpcFetch(input: string | URL | Request, init: RequestInit = {}):
       });
       response.on('end', () => {
         done();
-        resolve(new RpcAnswer(response.statusCode ?? 0, response.statusMessage ?? '', response.headers, Buffer.concat(chunks, size).toString('utf8')) as unknown as Response);
+        if (size > MAX_ANSWER_BYTES) return;
+        resolve(new RpcAnswer(response.statusCode ?? 0, response.statusMessage ?? '', response.headers, Buffer.concat(chunks).toString('utf8')) as unknown as Response);
       });
     });
     request.end(body);
   });
 }
+
+const isPlainHeaders = (headers: NonNullable<RequestInit['headers']>): headers is Record<string, string> => !(headers instanceof Headers) && !Array.isArray(headers);
 
 /** What viem reads of a Response (ok, status, statusText, headers.get, text) without a body stream to build and drain. */
 class RpcAnswer {
@@ -70,7 +89,8 @@ class RpcAnswer {
     private readonly text_: string,
   ) {
     this.ok = status >= 200 && status < 300;
-    this.headers = { get: (name) => [headers[name.toLowerCase()]].flat()[0] ?? null };
+    // Repeated headers joined as fetch joins them.
+    this.headers = { get: (name) => [headers[name.toLowerCase()] ?? []].flat().join(', ') || null };
   }
 
   text(): Promise<string> {

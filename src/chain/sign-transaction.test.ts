@@ -17,13 +17,17 @@ describe('signTransaction', () => {
         { chainId: 31337, nonce: i, to, data, gas: 900_000n, maxFeePerGas: 2_000_000_000n + BigInt(i), maxPriorityFeePerGas: 1_000_000n },
         { chainId: 4663, nonce: i, to, data: '0x', gas: 21_000n, gasPrice: 1_000_000_000n, value: 1n },
       ];
+      // The bare-hash path is the one taken (the fallback would give the same bytes).
+      const signed: unknown[] = [];
+      const watched = { ...account, sign: (args: { hash: `0x${string}` }) => (signed.push(args.hash), account.sign(args)) };
       for (const tx of txs) {
-        const raw = await signTransaction(account, tx);
+        const raw = await signTransaction(watched, tx);
         expect(raw).toBe(await account.signTransaction(tx));
         expect(keccak256(raw)).toBe(viemKeccak(raw));
         expect(await recoverTransactionAddress({ serializedTransaction: raw as never })).toBe(account.address);
         expect(parseTransaction(raw).nonce).toBe(i);
       }
+      expect(signed).toHaveLength(txs.length);
     }
   });
 

@@ -89,7 +89,7 @@ interface InFlight {
   waiting?: Promise<TransactionReceipt>;
 }
 
-// The first look for a transaction after its send (the devchain has mined it by then), doubling from there.
+// The soonest a lane looks for a transaction after its send (the devchain has mined it by then).
 const FIRST_LOOK_MS = 5;
 
 // Mined entries stay findable by any of their hashes for a while: a waiter may ask after the watch saw it mined.
@@ -104,6 +104,8 @@ export class RelayerSender {
   readonly #recent = new Map<Hash, InFlight>();
   #timer: NodeJS.Timeout | null = null;
   #timerDue = 0;
+  /** How long after its send this lane's last mined transaction was seen mined (pollMs until one was). */
+  #minedAfterMs: number;
   /** One check at a time: two could both decide to replace the same stuck transaction. */
   #ticking = false;
   readonly #policy: ReplacementPolicy;
@@ -120,6 +122,7 @@ export class RelayerSender {
   ) {
     const { reads, ...policy } = options;
     this.#policy = { ...DEFAULT_REPLACEMENT, ...definedOnly(policy) };
+    this.#minedAfterMs = this.#policy.pollMs;
     this.#reads = reads ?? client;
     this.#fees = new MarketFees(client);
   }
@@ -128,12 +131,12 @@ export class RelayerSender {
     return this.account.address;
   }
 
-  /** Sends waiting in the queue or being sent (signed, broadcast): the batcher's "busy". */
+  /** Sends waiting in the queue or being sent (signed, broadcast): the batcher's "sending". */
   get queued(): number {
     return this.#queued;
   }
 
-  /** Sends waiting in the queue plus sent transactions not yet seen mined: what the pool balances on. */
+  /** Sends waiting in the queue plus sent transactions not yet seen mined: what the pool balances on, and the batcher's idle test. */
   get busy(): number {
     return this.#queued + this.#inflight.size;
   }
@@ -266,6 +269,7 @@ export class RelayerSender {
   #mined(entry: InFlight): void {
     if (entry.done) return;
     entry.done = true;
+    this.#minedAfterMs = Date.now() - entry.lastSentAt;
     if (this.#inflight.get(entry.nonce) === entry) this.#inflight.delete(entry.nonce);
     if (this.#recent.size + entry.hashes.length > RECENT_LIMIT) this.#recent.clear();
     for (const h of entry.hashes) {
@@ -276,16 +280,18 @@ export class RelayerSender {
   }
 
   /**
-   * Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. A transaction is
-   * looked for soon after its send and then less often (as many ms after the newest send as have passed since it,
-   * from FIRST_LOOK_MS up to pollMs): a chain that mines at once (the devchain) or within a fraction of a second
-   * is not left a whole poll interval behind, and a slow one is asked about as before.
+   * Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. The next look is as
+   * many ms after the newest send as have passed since it (so looks thin out while nothing mines), at least half of
+   * how long this lane's last transaction took to be seen mined, at most pollMs: on a chain that mines at once (the
+   * devchain) the lane looks within milliseconds, on one with seconds between blocks about every pollMs / 2 to pollMs
+   * (pollMs before), so a settle is not left most of a poll interval behind its block.
    */
   #watch(): void {
     if (this.#ticking || this.#inflight.size === 0) return;
     let newest = 0;
     for (const entry of this.#inflight.values()) newest = Math.max(newest, entry.lastSentAt);
-    const delay = Math.min(this.#policy.pollMs, Math.max(FIRST_LOOK_MS, Date.now() - newest));
+    const soonest = Math.max(FIRST_LOOK_MS, this.#minedAfterMs / 2);
+    const delay = Math.min(this.#policy.pollMs, Math.max(soonest, Date.now() - newest));
     // A send after the timer was set may want an earlier look than it.
     if (this.#timer && this.#timerDue <= Date.now() + delay) return;
     if (this.#timer) clearTimeout(this.#timer);
@@ -310,13 +316,14 @@ export class RelayerSender {
       getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'latest' }),
       getTransactionCount(this.#reads, { address: this.account.address, blockTag: 'pending' }),
     ]);
+    // Everything mined first: the sends below wait in the lane's queue, and its waiters should not wait with them.
+    for (const entry of [...this.#inflight.values()]) if (entry.nonce < latest) this.#mined(entry);
     const now = Date.now();
     for (const entry of [...this.#inflight.values()]) {
-      if (entry.nonce < latest) this.#mined(entry);
       // The node forgot it (evicted; an underpriced one it still holds is not counted as pending either, so
       // ask): every later nonce of this lane waits behind the gap, so it goes back in at once, replacements
       // used up or not.
-      else if (entry.nonce === pending && now - Math.max(entry.lastSentAt, entry.lastRefillAt) >= this.#policy.pollMs && !(await this.#known(entry.hashes.at(-1)!))) {
+      if (entry.nonce === pending && now - Math.max(entry.lastSentAt, entry.lastRefillAt) >= this.#policy.pollMs && !(await this.#known(entry.hashes.at(-1)!))) {
         await this.#enqueue(() => this.#refill(entry));
       }
       if (entry.nonce >= latest && now - entry.lastSentAt >= this.#policy.replaceAfterMs && entry.replacements < this.#policy.maxReplacements) {
