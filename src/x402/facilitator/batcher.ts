@@ -6,8 +6,8 @@
 // (Nagle's rule: held while earlier data is unacknowledged, the acknowledgement here being the block), and the
 // open batch leaves as soon as its lane has sent what it was sending, or waitMs after its first call. A settle on
 // an idle lane is never delayed, one beside an unmined transaction at most waitMs; under load batches grow with
-// the load, and on several lanes a lane that has just sent no longer takes the next call alone (on the devchain that made batches of 4-5 calls with 4 keys, and
-// each transaction costs gas and CPU). Everything after the send is the lane's
+// the load, and on several lanes a lane that has just sent no longer takes the next call alone (on the devchain
+// that made batches of 4-5 calls with 4 keys; each transaction costs gas and CPU). Everything after the send is the lane's
 // (nonce, replacement with higher fees) and each caller's (ledger rows, its own logs in the receipt):
 // every caller gets the batch's hash, and its outcome is its own AuthorizationUsed/Transfer pair.
 //

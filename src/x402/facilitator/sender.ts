@@ -91,7 +91,6 @@ interface InFlight {
 
 // The soonest a lane looks for a transaction after its send (the devchain has mined it by then).
 const FIRST_LOOK_MS = 5;
-
 // Mined entries stay findable by any of their hashes for a while: a waiter may ask after the watch saw it mined.
 const RECENT_LIMIT = 5_000;
 
@@ -104,10 +103,9 @@ export class RelayerSender {
   readonly #recent = new Map<Hash, InFlight>();
   #timer: NodeJS.Timeout | null = null;
   #timerDue = 0;
-  /** How long after its send this lane's last mined transaction was seen mined (pollMs until one was). */
+  /** How long after its send the lane's last mined transaction was seen mined (pollMs until one was). */
   #minedAfterMs: number;
-  /** One check at a time: two could both decide to replace the same stuck transaction. */
-  #ticking = false;
+  #ticking = false; // one check at a time: two could both replace the same stuck transaction
   readonly #policy: ReplacementPolicy;
   readonly #reads: PublicClient;
   readonly #fees: MarketFees;
@@ -280,11 +278,9 @@ export class RelayerSender {
   }
 
   /**
-   * Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. The next look is as
-   * many ms after the newest send as have passed since it (so looks thin out while nothing mines), at least half of
-   * how long this lane's last transaction took to be seen mined, at most pollMs: on a chain that mines at once (the
-   * devchain) the lane looks within milliseconds, on one with seconds between blocks about every pollMs / 2 to pollMs
-   * (pollMs before), so a settle is not left most of a poll interval behind its block.
+   * Keeps a timer running while anything is unmined: marks what mined, replaces what is stuck. The next look is as many
+   * ms after the newest send as have passed since it, at least half of how long the lane's last transaction took to be
+   * seen mined, at most pollMs: within milliseconds on the devchain, every pollMs/2 to pollMs on a slow chain.
    */
   #watch(): void {
     if (this.#ticking || this.#inflight.size === 0) return;
