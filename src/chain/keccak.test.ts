@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { keccak256 as viemKeccak, toBytes, toHex } from 'viem';
+import { keccak256 as viemKeccak, stringToBytes, toBytes, toHex } from 'viem';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { keccak256, keccak256Text, keccakReady } from './keccak.js';
 
@@ -18,8 +18,17 @@ describe('keccak256 in WebAssembly', () => {
     const alphabet = ['a', '"', '\\', 'é', '€', '😀', '\uD800', '\uDC00', '\u0000', '0x'];
     for (let i = 0; i < 500; i++) {
       const text = Array.from({ length: Math.floor(Math.random() * 400) }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join('');
-      expect(keccak256Text(text)).toBe(viemKeccak(toBytes(text)));
+      expect(keccak256Text(text)).toBe(viemKeccak(stringToBytes(text)));
     }
+  });
+
+  it('hashes the payload hashes\' JSON texts as viem\'s keccak256(toBytes(text)) did before it', () => {
+    // A JSON array never reads as hex, so the hashes stored by earlier releases are the ones computed now.
+    for (let i = 0; i < 200; i++) {
+      const json = JSON.stringify(Array.from({ length: 1 + (i % 9) }, (_, j) => toHex(randomBytes(j * 7)).toLowerCase()));
+      expect(keccak256Text(json)).toBe(viemKeccak(toBytes(json)));
+    }
+    expect(keccak256Text('0xab')).toBe(viemKeccak(stringToBytes('0xab')));
   });
 
   it('answers hex that is not plain hex as viem does', () => {

@@ -4,7 +4,7 @@
 // asynchronously at load; until it is ready (the first milliseconds of a process) viem's keccak256 answers, and
 // the answer is the same either way.
 import { createKeccak, type IHasher } from 'hash-wasm';
-import { keccak256 as keccak256Js, toBytes, type Hex } from 'viem';
+import { keccak256 as keccak256Js, stringToBytes, type Hex } from 'viem';
 
 let hasher: IHasher | undefined;
 /** Resolves once the WebAssembly hasher is in use (tests wait for it); where WebAssembly cannot load, viem's stays. */
@@ -22,9 +22,9 @@ export function keccak256(data: Uint8Array | Hex): Hex {
   return (plainHex && hashed(bytes)) || keccak256Js(data);
 }
 
-/** keccak256 of a text's UTF-8 bytes (viem's `keccak256(toBytes(text))`). */
+/** keccak256 of a text's UTF-8 bytes (viem's `keccak256(stringToBytes(text))`; its toBytes reads a text like `0xab` as hex). */
 export function keccak256Text(text: string): Hex {
-  return hashed(text) ?? keccak256Js(toBytes(text));
+  return hashed(text) ?? keccak256Js(stringToBytes(text));
 }
 
 // Synchronous from init to digest: no other call can interleave on the one hasher.

@@ -1,6 +1,5 @@
 import http from 'node:http';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, TimeoutError } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTransportError } from './errors.js';

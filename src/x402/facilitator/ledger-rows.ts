@@ -88,7 +88,7 @@ export function keyColumns(rows: Array<[SettlementKey, Array<string | null>]>): 
   );
 }
 
-/** keyColumns as placeholders `c0` … for a prepared statement of `width` columns (keyColumnPlaceholders fills them). */
+/** keyColumns as placeholders `c0` … of a prepared statement of `width` columns (keyColumnSlotValues fills them). */
 export function keyColumnSlots(width: number): SQL {
   return sql.join(
     Array.from({ length: width }, (_, c) => sql`${sql.placeholder(`c${c}`)}::text[]`),
@@ -97,7 +97,7 @@ export function keyColumnSlots(width: number): SQL {
 }
 
 /** The values of keyColumnSlots' placeholders for these rows. */
-export function keyColumnPlaceholders(rows: Array<[SettlementKey, Array<string | null>]>): Record<string, Array<string | null>> {
+export function keyColumnSlotValues(rows: Array<[SettlementKey, Array<string | null>]>): Record<string, Array<string | null>> {
   return Object.fromEntries(keyColumnValues(rows).map((column, c) => [`c${c}`, column]));
 }
 

@@ -9,7 +9,7 @@ import type { Db } from '../../platform/db.js';
 import { assertSafeJson } from '../../platform/json-guard.js';
 import { perTurn } from '../../platform/per-turn.js';
 import { x402Settlements, x402SettlementsOpen, type SettlementRow } from '../tables.js';
-import { claimValues, keyColumnPlaceholders, keyColumns, matchesValues, OPEN, sameKey, type NewSettlement, type SettlementKey } from './ledger-rows.js';
+import { claimValues, keyColumnSlotValues, keyColumns, matchesValues, OPEN, sameKey, type NewSettlement, type SettlementKey } from './ledger-rows.js';
 import { ledgerStatements } from './ledger-statements.js';
 
 export type { NewSettlement, SettlementKey } from './ledger-rows.js';
@@ -230,7 +230,7 @@ export class SettlementLedger {
   async #writeBroadcasts(calls: Array<{ key: SettlementKey; txHash: string }>): Promise<void[]> {
     // One row per key, the latest hash (a replacement's after the original's); UPDATE … FROM would pick either.
     const latest = new Map(calls.map((c) => [keyString(c.key), c]));
-    const values = keyColumnPlaceholders([...latest.values()].map(({ key, txHash }) => [key, [txHash]]));
+    const values = keyColumnSlotValues([...latest.values()].map(({ key, txHash }) => [key, [txHash]]));
     await this.#statements.broadcasts.execute({ ...values, now: this.clock.now().toISOString() });
     return calls.map(() => undefined);
   }
@@ -255,7 +255,7 @@ export class SettlementLedger {
       const taken = first.get(keyString(key));
       if (taken === undefined || (isGuarded(calls[taken]!.outcome) && !isGuarded(outcome))) first.set(keyString(key), i);
     });
-    const values = keyColumnPlaceholders(
+    const values = keyColumnSlotValues(
       [...first.values()].map((i) => {
         const { key, outcome } = calls[i]!;
         const { response } = outcome;
