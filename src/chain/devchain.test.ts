@@ -91,6 +91,20 @@ describe('Devchain', () => {
     await second.stop();
   });
 
+  it("anvil's exit seen a moment before this process halts restarts (a signal to the process group) is no crash", TIMEOUT, async () => {
+    const chain = devchain(null);
+    await chain.start();
+    const pid = chain.pid!;
+    process.kill(pid, 'SIGTERM');
+    await waitFor(() => !isRunning(pid));
+    await new Promise((r) => setTimeout(r, 20)); // the exit is seen; this process's own SIGTERM handler runs now
+    chain.haltRestarts();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(chain.pid).toBeUndefined();
+    expect(messages.filter((m) => m.includes('exited unexpectedly') || m.includes('restarted'))).toEqual([]);
+    await chain.stop();
+  });
+
   it('restarts anvil by itself after kill -9, with state from the last interval dump', TIMEOUT, async () => {
     const chain = devchain();
     await chain.start();

@@ -310,16 +310,21 @@ export class Devchain {
     // Failures during startup are reported by #launch's caller; only a ready process is restarted.
     if (this.#stopping || this.#halted || !running.ready) return;
     if (Date.now() - running.startedAt > 30_000) this.#restartAttempts = 0;
-    this.#log.warn(`devchain: anvil exited unexpectedly (code ${code}, signal ${signal}); restarting`);
-    this.#scheduleRestart();
+    this.#scheduleRestart(`anvil exited unexpectedly (code ${code}, signal ${signal})`);
   }
 
-  #scheduleRestart(): void {
+  /**
+   * Restarts anvil after a back-off, unless a stop or a shutdown's haltRestarts() comes first. What happened is
+   * said when the restart goes ahead: a signal to the process group reaches anvil too, and its exit may be seen a
+   * moment before this process's own handler halts restarts.
+   */
+  #scheduleRestart(exited?: string): void {
     const delay = Math.min(250 * 2 ** this.#restartAttempts, 10_000);
     this.#restartAttempts += 1;
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
       if (this.#stopping || this.#halted) return;
+      if (exited) this.#log.warn(`devchain: ${exited}; restarting`);
       this.#launch(true).then(
         () => this.#log.info(`devchain: anvil restarted, pid ${this.pid}`),
         (err: unknown) => {
