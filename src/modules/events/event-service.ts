@@ -43,10 +43,6 @@ export interface Redriven {
 
 export type LeaseOperation = 'heartbeat' | 'ack' | 'nack';
 
-/**
- * Why a lease operation with this token matched no row, or null when there is nothing to refuse
- * (repeating an ack with the same token answers the acked event: acks are idempotent).
- */
 /** The hasher's keyed hash of a lease token, computed once per distinct token (a batch claim's events share one). */
 export function tokenHashes(hasher: SecretHasher): (token: string) => string {
   const hashes = new Map<string, string>();
@@ -57,6 +53,10 @@ export function tokenHashes(hasher: SecretHasher): (token: string) => string {
   };
 }
 
+/**
+ * Why a lease operation with this token matched no row, or null when there is nothing to refuse
+ * (repeating an ack with the same token answers the acked event: acks are idempotent).
+ */
 export function leaseFailure(row: EventRow | null, tokenHash: string, operation: LeaseOperation): ApiError | null {
   if (!row) return eventNotFound();
   if (row.leaseTokenHash !== tokenHash) return leaseTokenMismatch();
