@@ -70,6 +70,7 @@ export class EventStore extends EventReadStore {
           select ${input.id}, q.project_id, q.id, ${jsonText(input.payload)}::jsonb, ${input.deduplicationKey},
                  'available', 0, q.max_attempts, ${now} + make_interval(secs => ${input.delaySeconds}::int), ${now}, ${now}
           from event_queues q where q.id = ${input.queueId} and q.project_id = ${input.projectId}
+          for key share of q
           on conflict (queue_id, deduplication_key) where deduplication_key is not null do nothing
           returning *`,
     );

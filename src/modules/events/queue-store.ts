@@ -1,4 +1,4 @@
-import { and, desc, eq } from 'drizzle-orm';
+import { and, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../platform/db.js';
 import { isUniqueViolation } from '../../platform/db-errors.js';
 import { eventQueueCounts, eventQueues } from './tables.js';
@@ -54,9 +54,11 @@ export class QueueStore {
   }
 
   /**
-   * Deletes the queue; its events and schedules go with it (foreign keys cascade), then its terminal
-   * counts (no foreign key, tables.ts). A second statement on purpose: the cascade waits for acks in
-   * flight on the queue's events, and the next statement's snapshot sees the counter rows they wrote.
+   * Deletes the queue (its schedules go with it: foreign key), then its events, then its terminal counts.
+   * Separate statements on purpose, each reading what the one before waited for: the queue row's delete
+   * waits for event inserts in flight (they hold it FOR KEY SHARE) and turns later ones away, so the next
+   * snapshot holds every event the queue will have; the events' delete waits for acks in flight, so the
+   * counts' statement sees the counter rows they wrote.
    */
   async delete(projectId: string, id: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
@@ -65,8 +67,17 @@ export class QueueStore {
         .where(and(eq(eventQueues.projectId, projectId), eq(eventQueues.id, id)))
         .returning({ id: eventQueues.id });
       if (rows.length === 0) return false;
+      await tx.execute(deleteEventsOf(id));
       await tx.delete(eventQueueCounts).where(eq(eventQueueCounts.queueId, id));
       return true;
     });
   }
 }
+
+/**
+ * Every event of the queue, found through the claim index (open events) and the finished index: the
+ * table's check makes each event one or the other, and the condition stays true of a row changed while
+ * the statement waited for it.
+ */
+export const deleteEventsOf = (queueId: string): SQL =>
+  sql`delete from events where queue_id = ${queueId} and (status in ('available', 'leased') or finished_at is not null)`;

@@ -236,6 +236,7 @@ export class ScheduleStore {
           select ${input.eventId}, q.project_id, q.id, ${schedule.id}, ${tick}, ${jsonText(schedule.payload)}::jsonb,
                  'available', 0, q.max_attempts, ${now}, ${expiresAt}::timestamptz, ${now}, ${now}
           from event_queues q where q.id = ${schedule.queueId}
+          for key share of q
           on conflict (schedule_id, scheduled_for) where schedule_id is not null do nothing
           returning id`,
     );
