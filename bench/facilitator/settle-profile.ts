@@ -11,6 +11,7 @@ import { Session } from 'node:inspector/promises';
 import { execFileSync } from 'node:child_process';
 import type { PaymentPayload } from '@x402/core/types';
 import pino from 'pino';
+import { parseTransaction, toFunctionSelector, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
@@ -28,7 +29,13 @@ const log = pino({ level: 'warn' });
 
 // JSON-RPC requests (HTTP) and calls (batch members) by method, counted where a body is written: the facilitator's
 // transport (src/chain/rpc-fetch.ts) writes each request with node:http's request().end(body).
-const rpc = { requests: 0, calls: new Map<string, number>() };
+const rpc = { requests: 0, calls: new Map<string, number>(), batchSizes: [] as number[] };
+const AGGREGATE3_SELECTOR = toFunctionSelector('aggregate3((address,bool,bytes)[])');
+/** How many settlement calls a sent transaction carries: aggregate3's array length, else 1. */
+const callsCarried = (raw: Hex): number => {
+  const data = parseTransaction(raw).data ?? '0x';
+  return data.startsWith(AGGREGATE3_SELECTOR) ? Number(BigInt(`0x${data.slice(74, 138)}`)) : 1;
+};
 let counting = false;
 const realRequest = http.request;
 http.request = ((...args: Parameters<typeof http.request>) => {
@@ -38,7 +45,10 @@ http.request = ((...args: Parameters<typeof http.request>) => {
     if (counting && typeof body === 'string') {
       rpc.requests += 1;
       const parsed = JSON.parse(body) as { method: string } | { method: string }[];
-      for (const call of Array.isArray(parsed) ? parsed : [parsed]) rpc.calls.set(call.method, (rpc.calls.get(call.method) ?? 0) + 1);
+      for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
+        rpc.calls.set(call.method, (rpc.calls.get(call.method) ?? 0) + 1);
+        if (call.method === 'eth_sendRawTransaction') rpc.batchSizes.push(callsCarried((call as unknown as { params: [Hex] }).params[0]));
+      }
     }
     return end(body as never, ...(rest as []));
   }) as typeof request.end;
@@ -91,6 +101,13 @@ try {
   console.log(`facilitator process CPU per settle: ${((cpu.user + cpu.system) / settleCount).toFixed(0)} µs (user ${(cpu.user / settleCount).toFixed(0)}, system ${(cpu.system / settleCount).toFixed(0)})`);
   console.log(`anvil CPU per settle: ${((anvilCpu * 1e6) / settleCount).toFixed(0)} µs`);
   console.log(`JSON-RPC HTTP requests per settle: ${per(rpc.requests)}; calls per settle: ${[...rpc.calls].sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${per(n)}`).join(', ')}`);
+  const sizes = rpc.batchSizes.sort((a, b) => a - b);
+  const share = (test: (n: number) => boolean) => `${((sizes.filter(test).length / sizes.length) * 100).toFixed(0)} %`;
+  console.log(
+    `calls per sent transaction: mean ${(sizes.reduce((a, b) => a + b, 0) / sizes.length).toFixed(1)}, p50 ${sizes[Math.floor(sizes.length / 2)]}, max ${sizes.at(-1)};` +
+      ` ${sizes.reduce((a, b) => a + b, 0)} calls in ${sizes.length} transactions for ${settleCount} settles;` +
+      ` transactions of 1 call ${share((n) => n === 1)}, 2-4 ${share((n) => n >= 2 && n <= 4)}, 5-16 ${share((n) => n >= 5 && n <= 16)}, over 16 ${share((n) => n > 16)}`,
+  );
   console.log(`SQL statements per settle: ${[...sql].map(([k, n]) => `${k} ${per(n)}`).join(', ')}`);
 } finally {
   await server.stop();
