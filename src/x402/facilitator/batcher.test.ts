@@ -105,22 +105,26 @@ describe('SettlementBatcher scheduling', () => {
     expect(new Set(await Promise.all(sending)).size).toBe(1);
   });
 
-  it("idle 'send' with two lanes: a new payer's call takes the idle lane at once rather than wait on the busy one", async () => {
+  it("idle 'send' with two lanes: while one lane is busy, new payers' calls fill one batch rather than leave alone on the idle lane", async () => {
     const lanes = [new HandLane(), new HandLane()];
-    const batcher = batcherOver(lanes, {});
-    // Both lanes sending, and a batch waiting on the first.
-    const sending = [0, 1, 2].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` }));
-    await until(() => lanes[0]!.sent.length + lanes[1]!.sent.length === 2);
-    expect(lanes.map((lane) => lane.sent.length)).toEqual([1, 1]);
-    await lanes[1]!.answer();
-    // The second lane is idle again: a new payer's call leaves there, not in the batch waiting on the first.
-    sending.push(batcher.send(call(3), { payer: '0x04' }));
-    await until(() => lanes[1]!.sent.length === 2);
-    expect(lanes[1]!.sent[1]!.data).toBe(call(3).data);
+    const batcher = batcherOver(lanes, { waitMs: 50 });
+    // The whole pool is idle: the first call leaves at once.
+    const sending = [batcher.send(call(0), { payer: '0x01' })];
+    await until(() => lanes[0]!.sent.length === 1);
+    // The second lane is idle, the pool is not: the next three wait for company together, then leave as one batch
+    // on the least busy lane, without waiting for the first lane.
+    const started = Date.now();
+    sending.push(...[1, 2, 3].map((i) => batcher.send(call(i), { payer: `0x0${i + 1}` })));
+    await tick();
+    expect(lanes[1]!.sent).toHaveLength(0);
+    await until(() => lanes[1]!.sent.length === 1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(lanes[1]!.sent[0]!.to).toBe(MULTICALL3_ADDRESS);
+    expect(lanes[0]!.sent).toHaveLength(1);
     await lanes[1]!.answer();
     await lanes[0]!.answer();
-    await lanes[0]!.answer();
-    await Promise.all(sending);
+    const hashes = await Promise.all(sending);
+    expect(new Set(hashes.slice(1)).size).toBe(1);
   });
 
   it("a payer's call that must go alone never overtakes that payer's earlier call waiting in a batch", async () => {

@@ -2,12 +2,14 @@
 // relayer lane, each call with `allowFailure: true`, so one failing authorization never fails the others.
 // A batch closes at `maxCalls` calls, at `maxGas`, or `waitMs` after its first call (a lone settle waits
 // no longer than that, and goes out as a plain transaction). With `idle: 'send'` (the default) a call that
-// finds its lane with nothing to send and nothing sent unmined leaves at once; otherwise it waits for company
+// finds the whole pool with nothing to send and nothing sent unmined leaves at once; otherwise it waits for company
 // (Nagle's rule: held while earlier data is unacknowledged, the acknowledgement here being the block), and the
 // open batch leaves as soon as its lane has sent what it was sending, or waitMs after its first call. A settle on
-// an idle lane is never delayed, one beside an unmined transaction at most waitMs; under load batches grow with
-// the load, and on several lanes a lane that has just sent no longer takes the next call alone (on the devchain
-// that made batches of 4-5 calls with 4 keys; each transaction costs gas and CPU). Everything after the send is the lane's
+// an idle pool is never delayed, one beside an unmined transaction at most waitMs; under load batches grow with
+// the load. The pool's load, not a lane's: new payers join the fullest open batch, so one batch fills at a time
+// whatever the number of keys, and the keys carry batches side by side. (Idle judged per lane sent 85 % of the
+// transactions with one call each on the devchain with 4 keys: each transaction costs gas and CPU, bench/RESULTS.md.)
+// Everything after the send is the lane's
 // (nonce, replacement with higher fees) and each caller's (ledger rows, its own logs in the receipt):
 // every caller gets the batch's hash, and its outcome is its own AuthorizationUsed/Transfer pair.
 //
@@ -34,7 +36,7 @@ export interface BatchPolicy {
   /** A batch closes before its calls' gas limits add up past this (stay well under the block gas limit). */
   maxGas: bigint;
   /**
-   * 'send': a call finding its lane idle (nothing to send, nothing unmined) leaves at once, an open batch as soon
+   * 'send': a call finding every lane idle (nothing to send, nothing unmined) leaves at once, an open batch as soon
    * as its lane has sent what it was sending (or at waitMs);
    * 'wait': every batch is held `waitMs` for company (fuller batches, so less gas per payment, each settle later).
    */
@@ -105,7 +107,7 @@ export class SettlementBatcher {
         batch = undefined;
       }
       if (!batch) {
-        if (this.policy.idle === 'send' && lane.busy === 0) return void this.#sendAlone(lane, member);
+        if (this.policy.idle === 'send' && this.#poolIdle()) return void this.#sendAlone(lane, member);
         batch = { lane, members: [], gas: 0n, timer: setTimeout(() => this.#close(batch!), this.policy.waitMs).unref() };
         this.#open.set(lane, batch);
       }
@@ -130,19 +132,14 @@ export class SettlementBatcher {
     return this.#batchHashes.get(hash) ?? 1;
   }
 
-  /**
-   * With idle 'send', an idle lane (nothing to send, nothing unmined: the call leaves at once); else a lane whose
-   * open batch is still taking calls (joining it makes fuller batches than opening another); else the pool's least busy.
-   */
+  /** The lane whose open batch has the most calls, else the pool's least busy (on an idle pool the call leaves at once). */
   #laneForNewPayer(): RelayerSender {
-    if (this.policy.idle === 'send') {
-      const idle = (lane: RelayerSender) => lane.busy === 0 && !this.#open.has(lane);
-      // The pool's pick first (it spreads sends over the keys), else any lane with nothing to send.
-      const picked = this.pool.pickLane();
-      const lane = idle(picked) ? picked : this.pool.lanes.find(idle);
-      if (lane) return lane;
-    }
     return this.#fillingLane() ?? this.pool.pickLane();
+  }
+
+  /** No batch open and no lane with anything queued or unmined: no company is coming for a call now. */
+  #poolIdle(): boolean {
+    return this.#open.size === 0 && this.pool.lanes.every((lane) => lane.busy === 0);
   }
 
   #fillingLane(): RelayerSender | undefined {
