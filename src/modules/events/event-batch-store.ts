@@ -63,8 +63,9 @@ export class EventBatchStore extends EventStore {
                  ${now} + make_interval(secs => x.delay), ${now}, ${now}
           from event_queues q, jsonb_to_recordset(${jsonText(items)}::jsonb) as x(id uuid, payload jsonb, key text, delay int)
           where q.id = ${input.queueId} and q.project_id = ${input.projectId}
-          -- A queue deleted meanwhile is waited for and then skipped (nothing inserted), not a foreign key
-          -- error that would roll back the caller's transaction (a settled intent's, for one).
+          -- Events have no foreign key to their queue (tables.ts): this lock is what keeps a queue's delete from
+          -- missing them. A queue deleted meanwhile is waited for and then skipped (nothing inserted), no error
+          -- that would roll back the caller's transaction (a settled intent's, for one).
           for key share of q
           on conflict (queue_id, deduplication_key) where deduplication_key is not null do nothing
           returning id`,

@@ -78,7 +78,7 @@ export const events = pgTable(
     id: uuid('id').primaryKey(),
     projectId: text('project_id').notNull(),
     // No foreign key: its check was a lookup per inserted row (a third of a batch publish's statement).
-    // Every insert reads its queue row FOR KEY SHARE instead, once per statement, and a queue's delete
+    // Every insert statement reads its queue row FOR KEY SHARE instead (its own query), and a queue's delete
     // removes its events itself (queue-store.ts).
     queueId: uuid('queue_id').notNull(),
     // No foreign key: an event keeps naming the schedule that made it after the schedule is deleted.

@@ -127,6 +127,44 @@ describe('SettlementBatcher scheduling', () => {
     expect(new Set(hashes.slice(1)).size).toBe(1);
   });
 
+  it('a new payer does not join an open batch on a lane with sends waiting behind the one on the wire (a slow node)', async () => {
+    const lanes = [new HandLane(), new HandLane()];
+    const batcher = batcherOver(lanes, { waitMs: 50 });
+    // Payer 0x01 holds lane 0: one send on the wire, one waiting behind it, and a batch open there.
+    const sending = [batcher.send(call(0), { payer: '0x01' })];
+    await until(() => lanes[0]!.sent.length === 1);
+    sending.push(batcher.send(call(1), { payer: '0x01', alone: true }), batcher.send(call(2), { payer: '0x01' }));
+    await tick();
+    expect(lanes[0]!.queued).toBe(2);
+    // A new payer goes to the other lane rather than wait behind lane 0's queue.
+    sending.push(batcher.send(call(3), { payer: '0x02' }));
+    await until(() => lanes[1]!.sent.length === 1);
+    expect(lanes[1]!.sent[0]!.data).toBe(call(3).data);
+    for (let i = 0; i < 3; i += 1) await lanes[0]!.answer();
+    await lanes[1]!.answer();
+    await Promise.all(sending);
+    expect(lanes[0]!.sent.map((tx) => tx.data)).toEqual([call(0).data, call(1).data, call(2).data]);
+  });
+
+  it("a new payer's call that must go alone takes a lane without an open batch, which keeps waiting for company", async () => {
+    const lanes = [new HandLane(), new HandLane()];
+    const batcher = batcherOver(lanes, { waitMs: 50 });
+    const sending = [batcher.send(call(0), { payer: '0x01' })];
+    await until(() => lanes[0]!.sent.length === 1);
+    // A batch opens on lane 1 (the least busy); then a contract payer's call must go alone.
+    sending.push(batcher.send(call(1), { payer: '0x02' }), batcher.send(call(2), { payer: '0x03', alone: true }));
+    await tick();
+    expect(lanes[1]!.sent).toHaveLength(0); // the batch on lane 1 was not sent early
+    sending.push(batcher.send(call(3), { payer: '0x04' }));
+    await until(() => lanes[1]!.sent.length === 1);
+    expect(lanes[1]!.sent[0]!.to).toBe(MULTICALL3_ADDRESS); // 0x02 and 0x04 together
+    await lanes[0]!.answer();
+    await lanes[0]!.answer();
+    await lanes[1]!.answer();
+    await Promise.all(sending);
+    expect(lanes[0]!.sent.map((tx) => tx.data)).toEqual([call(0).data, call(2).data]);
+  });
+
   it("a payer's call that must go alone never overtakes that payer's earlier call waiting in a batch", async () => {
     const lane = new HandLane();
     const batcher = batcherOver(lane, {});

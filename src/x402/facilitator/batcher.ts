@@ -9,8 +9,8 @@
 // the load. The pool's load, not a lane's: new payers join the fullest open batch, so one batch fills at a time
 // whatever the number of keys, and the keys carry batches side by side. (Idle judged per lane sent 85 % of the
 // transactions with one call each on the devchain with 4 keys: each transaction costs gas and CPU, bench/RESULTS.md.)
-// Everything after the send is the lane's
-// (nonce, replacement with higher fees) and each caller's (ledger rows, its own logs in the receipt):
+// Everything after the send is the lane's (nonce, replacement with higher fees) and each caller's (ledger rows, its own
+// logs in the receipt):
 // every caller gets the batch's hash, and its outcome is its own AuthorizationUsed/Transfer pair.
 //
 // Why the gas is the sum of the calls' own limits and not eth_estimateGas of the batch: with allowFailure,
@@ -91,7 +91,7 @@ export class SettlementBatcher {
     const payer = options.payer.toLowerCase();
     const named = options.lane === undefined ? undefined : this.pool.lanes.find((l) => l.address.toLowerCase() === options.lane!.toLowerCase());
     if (options.lane !== undefined && !named) return Promise.reject(new Error(`relayer ${options.lane} is not in this pool`));
-    const lane = named ?? this.#payerLanes.get(payer)?.lane ?? (options.alone ? this.pool.pickLane() : this.#laneForNewPayer());
+    const lane = named ?? this.#payerLanes.get(payer)?.lane ?? (options.alone ? this.#laneForAlone() : this.#laneForNewPayer());
     this.#hold(payer, lane);
     const sent = new Promise<Hash>((resolve, reject) => {
       const member: Member = { tx, options, resolve, reject };
@@ -137,14 +137,24 @@ export class SettlementBatcher {
     return this.#fillingLane() ?? this.pool.pickLane();
   }
 
+  /** The pool's pick, unless a batch is open there (an alone call would send it before its company came): a free lane. */
+  #laneForAlone(): RelayerSender {
+    const picked = this.pool.pickLane();
+    if (!this.#open.has(picked)) return picked;
+    return this.pool.lanes.filter((lane) => !this.#open.has(lane)).sort((a, b) => a.busy - b.busy)[0] ?? picked;
+  }
+
   /** No batch open and no lane with anything queued or unmined: no company is coming for a call now. */
   #poolIdle(): boolean {
     return this.#open.size === 0 && this.pool.lanes.every((lane) => lane.busy === 0);
   }
 
+  /** The lane of the fullest open batch, leaving out lanes with sends waiting behind the one on the wire (a slow node). */
   #fillingLane(): RelayerSender | undefined {
     let best: OpenBatch | undefined;
-    for (const batch of this.#open.values()) if (!best || batch.members.length > best.members.length) best = batch;
+    for (const batch of this.#open.values()) {
+      if (batch.lane.queued <= 1 && (!best || batch.members.length > best.members.length)) best = batch;
+    }
     return best?.lane;
   }
 
