@@ -1,5 +1,5 @@
--- Events no longer carry a foreign key to their queue: its check was one lookup per inserted row. Inserts read the
--- queue row FOR KEY SHARE once per statement, and a queue's delete removes its events itself.
+-- Events no longer carry a foreign key to their queue: its check was a query per inserted row. Each insert statement
+-- reads its queue row FOR KEY SHARE instead, and a queue's delete removes its events itself.
 ALTER TABLE "events" DROP CONSTRAINT "events_queue_id_event_queues_id_fk";
 --> statement-breakpoint
 -- Open events (most writes) no longer add an entry to the finished index.
