@@ -1,11 +1,9 @@
 import { sql } from 'drizzle-orm';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isCheckViolation } from '../../src/platform/db-errors.js';
-import { MIGRATIONS_DIR, runMigrations } from '../../src/platform/migrate.js';
-import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
+import type { TestDatabase } from '../helpers/database.js';
+import { databaseBefore } from '../helpers/migrations.js';
 
 // Migration 0043 has the database keep events' rule "finished_at is set exactly while an event is terminal" (a
 // queue's delete relies on it). A database holding rows that broke the rule must migrate anyway: a terminal event
@@ -13,22 +11,13 @@ import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 const CHECKED = '0043_events_without_queue_fk';
 let db: TestDatabase;
-let before: string;
+let close: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  before = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-migrations-'));
-  fs.cpSync(MIGRATIONS_DIR, before, { recursive: true });
-  const journalPath = path.join(before, 'meta/_journal.json');
-  const journal = JSON.parse(fs.readFileSync(journalPath, 'utf8')) as { entries: Array<{ tag: string }> };
-  const cut = journal.entries.findIndex((entry) => entry.tag === CHECKED);
-  expect(cut).toBeGreaterThan(0);
-  fs.writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, cut) }));
-  db = await openTestDatabase({ migrate: false });
-  await runMigrations(db.database, before);
+  ({ db, close } = await databaseBefore(CHECKED));
 });
 afterAll(async () => {
-  await db?.close();
-  if (before) fs.rmSync(before, { recursive: true, force: true });
+  await close?.();
 });
 
 it('mends events that broke the finished_at rule, then enforces it', async () => {

@@ -1,11 +1,9 @@
 import { sql } from 'drizzle-orm';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isUniqueViolation } from '../../src/platform/db-errors.js';
-import { MIGRATIONS_DIR, runMigrations } from '../../src/platform/migrate.js';
-import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
+import type { TestDatabase } from '../helpers/database.js';
+import { databaseBefore } from '../helpers/migrations.js';
 
 // Migration 0023 makes merchant names unique per project. A database that already holds duplicates must
 // migrate anyway: the oldest keeps its name, later ones become "name (2)", "name (3)", ... (skipping names
@@ -13,23 +11,13 @@ import { openTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 const UNIQUE_NAMES = '0023_merchants_unique_names';
 let db: TestDatabase;
-let before: string;
+let close: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  // The migrations as they were before 0023: the same files, the journal cut there.
-  before = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-migrations-'));
-  fs.cpSync(MIGRATIONS_DIR, before, { recursive: true });
-  const journalPath = path.join(before, 'meta/_journal.json');
-  const journal = JSON.parse(fs.readFileSync(journalPath, 'utf8')) as { entries: Array<{ tag: string }> };
-  const cut = journal.entries.findIndex((entry) => entry.tag === UNIQUE_NAMES);
-  expect(cut).toBeGreaterThan(0);
-  fs.writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, cut) }));
-  db = await openTestDatabase({ migrate: false });
-  await runMigrations(db.database, before);
+  ({ db, close } = await databaseBefore(UNIQUE_NAMES));
 });
 afterAll(async () => {
-  await db?.close();
-  if (before) fs.rmSync(before, { recursive: true, force: true });
+  await close?.();
 });
 
 it('renames existing duplicate merchant names, then enforces uniqueness per project', async () => {
