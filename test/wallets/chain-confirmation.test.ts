@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -134,7 +135,7 @@ describe('pay-and-call payments confirmed on chain', () => {
     expect(confirmed.transaction).not.toBe(FAKE_TX);
     expect(await balance(wallet.address)).toBe(payerBefore - BigInt(PRICE));
     expect(await balance(payTo)).toBe(payToBefore + BigInt(PRICE));
-    const status = (await app.modules.flatMap((m) => Object.entries(m.adminCommands ?? {})).find(([name]) => name === 'wallet.payments-reconciler')![1]({})) as Record<string, unknown>;
+    const status = await reconcilerStatus();
     expect(status).toMatchObject({ settled: expect.any(Number), errors: 0 });
     expect(status.lastRunAt).toEqual(expect.any(String));
   });
@@ -142,7 +143,6 @@ describe('pay-and-call payments confirmed on chain', () => {
   it('a seller that settles, then answers: pay-and-call answers without reading the chain first (it answers while the chain is stopped), and confirms on chain after', async () => {
     const anvil = app.ctx.chain.devchain!.pid!;
     const seller = settlesThenStopsTheChain('/settles-first');
-    const reconcilerStatus = async () => (await app.modules.flatMap((m) => Object.entries(m.adminCommands ?? {})).find(([name]) => name === 'wallet.payments-reconciler')![1]({})) as { settled: number };
     const settledByTheLoop = (await reconcilerStatus()).settled;
     let answer: Awaited<ReturnType<typeof pay>> | 'no answer while the chain was stopped';
     try {
@@ -225,21 +225,38 @@ describe('pay-and-call payments confirmed on chain', () => {
     let closed = false;
     let answer: Awaited<ReturnType<typeof pay>>;
     try {
+      const asked = Date.now();
       answer = await pay('/settles-before-close');
+      const answeredInMs = Date.now() - asked;
       expect(seller.stopped).toBe(true);
       expect(answer.body.data.payment).toMatchObject({ status: 'pending', settlement: { success: true } });
-      // Its confirmation is waiting on the stopped chain: close() must wait for it.
+      // What close() is about to wait for, all at once so a failure shows each: the answer's own confirmation still
+      // running, held by the stopped chain, and the answer not held by it (a chain read times out after 10 s).
+      const before = { confirmationsRunning: (await reconcilerStatus()).confirmationsRunning, chain: processState(anvil), answeredWithin5s: answeredInMs < 5_000 };
+      expect(before, `answered in ${answeredInMs} ms`).toEqual({ confirmationsRunning: 1, chain: 'stopped', answeredWithin5s: true });
       closing = wallets.close!().then(() => void (closed = true));
       await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(closed).toBe(false);
+      expect({ closed, chain: processState(anvil) }).toEqual({ closed: false, chain: 'stopped' });
     } finally {
       process.kill(anvil, 'SIGCONT');
     }
     await closing;
     // Done once close() is: the confirmation it waited for settled the payment, no worker involved.
     expect(await paymentById(answer.body.data.payment.id)).toMatchObject({ status: 'settled', transaction: seller.settled!.transaction });
+    expect((await reconcilerStatus()).confirmationsRunning).toBe(0);
   }, 60_000);
 });
+
+/** What the admin command `wallet.payments-reconciler` shows. */
+const reconcilerStatus = async () =>
+  (await app.modules.flatMap((m) => Object.entries(m.adminCommands ?? {})).find(([name]) => name === 'wallet.payments-reconciler')![1]({})) as Record<string, unknown> & { settled: number; confirmationsRunning: number };
+
+/** Whether a process is stopped (SIGSTOP), from its state letter in /proc (Linux). */
+function processState(pid: number): 'stopped' | 'running' | 'gone' {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const state = /\) (\S)/.exec(stat)?.[1];
+  return state === 'T' ? 'stopped' : state === 'Z' || state === 'X' || state === undefined ? 'gone' : 'running';
+}
 
 async function rpc(method: string, params: unknown[]) {
   const response = await fetch(app.ctx.chain.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });

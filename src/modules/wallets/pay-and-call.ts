@@ -230,6 +230,11 @@ export class PayAndCall {
     void confirmation.finally(() => this.confirming.delete(confirmation));
   }
 
+  /** Chain confirmations started after their answer and still running (the operator's view; close() waits for them). */
+  get confirmationsRunning(): number {
+    return this.confirming.size;
+  }
+
   /**
    * Stops starting confirmations and waits for those in flight, at most `timeoutMs` (a chain that hangs must not hold
    * the shutdown): one cut short leaves its payment open, and the worker's loop confirms it after the restart.

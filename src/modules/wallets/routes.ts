@@ -108,7 +108,7 @@ export const createWalletsModule =
     return {
       name: 'wallets',
       loops: [provisioner.loop, paymentsLoop],
-      adminCommands: walletAdminCommands(service, paymentsLoop),
+      adminCommands: walletAdminCommands(service, paymentsLoop, payAndCall),
       // The chain confirmations pay-and-call started after answering end before the chain and the database close.
       close: () => payAndCall.close(),
       routes: {
