@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { ConfigError } from '../platform/settings.js';
 import { DataDirInUseError } from '../platform/data-dir-lock.js';
 import { UsageError, WrongInstanceError } from './errors.js';
+import { parseGrantArgs } from '../modules/credits/grant-args.js';
 import { auditLine, printKeyStatus, type AuditLine, type KeyBatch, type KeyStatus } from './print.js';
 import { runAdminCommand, runAdminCommands } from './run-admin-command.js';
 
@@ -47,6 +48,8 @@ export async function runOperatorCommand(config: Config, command: string, sub: s
     case 'credits': {
       if (sub !== 'grant') throw new UsageError(`unknown credits command ${sub ?? ''}`);
       const { values } = parseArgs({ args: rest, options: { sub: { type: 'string' }, cents: { type: 'string' }, note: { type: 'string' } } });
+      const grant = parseGrantArgs(values);
+      if ('refused' in grant) throw new UsageError(grant.refused);
       const granted = (await runAdminCommand(config, 'credits.grant', values)) as { sub: string; grantedUsdCents: number; balanceUsdCents: number };
       console.log(`granted ${granted.grantedUsdCents} cents to ${granted.sub}; balance ${granted.balanceUsdCents} cents`);
       return 0;

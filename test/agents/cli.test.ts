@@ -14,7 +14,7 @@ describe('tollgate credits grant', () => {
     expect(first.stdout.trim()).toBe('granted 2500 cents to alice; balance 2500 cents');
     const second = await cli(env, 'credits', 'grant', '--sub', 'alice', '--cents', '500');
     expect(second.stdout.trim()).toBe('granted 500 cents to alice; balance 3000 cents');
-    // Each refusal below starts the offline CLI (~4 s): one per kind of mistake.
+    // Refused before an instance is opened: one per kind of mistake.
     const refused = await cli(env, 'credits', 'grant', '--sub', 'alice', '--cents', '1.5');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('--cents');

@@ -10,6 +10,7 @@ import { callerOf } from '../../platform/request-context.js';
 import { paymentRequiredSchema } from '../../x402/schemas.js';
 import { toApiError } from '../../x402/server/service.js';
 import type { Module } from '../module.js';
+import { parseGrantArgs } from './grant-args.js';
 import { TopUpReconciler, topUpReconcileLoop } from './reconcile.js';
 import { balanceSchema, ledgerEntrySchema, ledgerQuery, LEDGER_PAGE, topUpBody, topUpResult } from './schemas.js';
 import { CreditsService } from './service.js';
@@ -43,12 +44,10 @@ export function creditsModule(ctx: AppContext): Module {
     name: 'credits',
     adminCommands: {
       'credits.grant': async (args) => {
-        const cents = Number(args.cents);
-        if (typeof args.sub !== 'string' || !args.sub) throw new AdminCommandError('--sub is required');
-        if (!Number.isInteger(cents) || cents < 1) throw new AdminCommandError('--cents must be a whole number of cents ≥ 1');
-        const note = typeof args.note === 'string' && args.note ? args.note : 'operator grant';
-        const moved = await service.grant(args.sub, cents, note);
-        return { sub: args.sub, grantedUsdCents: cents, balanceUsdCents: moved.balanceCents, transferId: moved.transferId };
+        const grant = parseGrantArgs(args);
+        if ('refused' in grant) throw new AdminCommandError(grant.refused);
+        const moved = await service.grant(grant.sub, grant.cents, grant.note);
+        return { sub: grant.sub, grantedUsdCents: grant.cents, balanceUsdCents: moved.balanceCents, transferId: moved.transferId };
       },
     },
     loops: [topUpReconcileLoop(reconciler, ctx.config.credits.sweepIntervalMs)],
