@@ -519,6 +519,25 @@ describe('ack and nack that claim the next event in the same request (extension)
     expect(Object.keys((await call('GET', `/v1/events/${b.id}`)).body.data)).not.toContain('next');
   });
 
+  it('ack with next under a token that is not the lease: 409 as without next, and nothing is claimed; a repeated ack still claims', async () => {
+    const queue = await newQueue();
+    const [a, b] = [await publish(queue.id, { payload: { n: 1 } }), await publish(queue.id, { payload: { n: 2 } })];
+    const first = (await claim(queue.id))!;
+    expect(first.event.id).toBe(a.id);
+
+    const wrong = await call('POST', `/v1/events/${a.id}/ack`, { leaseToken: `${first.leaseToken.slice(0, -1)}${first.leaseToken.endsWith('A') ? 'B' : 'A'}`, next: { queueId: queue.id } });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body).toMatchObject({ code: 1005, data: { reason: 'lease_token_mismatch' } });
+    expect((await call('GET', `/v1/events/${b.id}`)).body.data).toMatchObject({ status: 'available', attempts: 0 });
+
+    const acked = await call('POST', `/v1/events/${a.id}/ack`, { leaseToken: first.leaseToken });
+    expect(acked.body.data).toMatchObject({ id: a.id, status: 'acked' });
+    // The same ack again (its answer was lost) answers the same, and its next claims as a claim would.
+    const again = await call('POST', `/v1/events/${a.id}/ack`, { leaseToken: first.leaseToken, next: { queueId: queue.id } });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ id: a.id, status: 'acked', next: { event: { id: b.id, status: 'leased', attempts: 1 } } });
+  });
+
   it('nack with next hands out the next event; a next of another project\'s queue is refused like a claim of it, after the nack was made', async () => {
     const queue = await newQueue({ maxAttempts: 3 });
     const event = await publish(queue.id);

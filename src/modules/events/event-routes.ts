@@ -168,8 +168,16 @@ export function registerEventRoutes(app: ZodApp, ctx: AppContext, { events, batc
       },
     },
     async (request, reply) => {
-      const acked = record(await events.ack(projectOf(request), request.params.eventId, request.body.leaseToken));
-      return envelope(request.body.next ? { ...acked, next: await claimNext(request, reply, request.body.next) } : acked);
+      const { eventId } = request.params;
+      const { leaseToken, next } = request.body;
+      if (!next) return envelope(record(await events.ack(projectOf(request), eventId, leaseToken)));
+      const disconnect = disconnectSignal(reply);
+      try {
+        const done = await events.ackAndClaim(projectOf(request), eventId, leaseToken, { ...next, signal: disconnect.signal });
+        return envelope({ ...record(done.acked), next: done.next ? claimedRecord(done.next) : null });
+      } finally {
+        disconnect.dispose();
+      }
     },
   );
 

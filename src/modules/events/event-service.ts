@@ -233,6 +233,27 @@ export class EventService {
     return row ?? this.explainLeaseFailure(input, 'ack');
   }
 
+  /**
+   * ack, then a claim on `next.queueId` as claim() makes it (ack's `next`, an extension). One statement when the claim
+   * can be made at once and no claim of this node waits on that queue (it would pass them); otherwise, or when that
+   * statement leased nothing, the rest as ack() and claim() do it.
+   */
+  async ackAndClaim(projectId: string, eventId: string, leaseToken: string, next: ClaimOptions & { queueId: string }): Promise<{ acked: EventRow; next: Claimed | null }> {
+    const input = this.leaseInput(projectId, eventId, leaseToken);
+    if (!UUID_PATTERN.test(next.queueId) || this.hasWaitingClaims(next.queueId)) {
+      const acked = (await this.store.ack(input)) ?? (await this.explainLeaseFailure(input, 'ack'));
+      return { acked, next: await this.claim(projectId, next.queueId, next) };
+    }
+    const { token, hash } = this.hasher.issueToken();
+    const claimInput = { projectId, queueId: next.queueId, leaseSeconds: next.leaseSeconds ?? null, tokenHash: hash, now: input.now, skipSchedules: [] };
+    const { acked, claim } = await this.store.ackThenClaim(input, claimInput);
+    if (!acked) return { acked: await this.explainLeaseFailure(input, 'ack'), next: await this.claim(projectId, next.queueId, next) };
+    if (claim.kind === 'claimed') return { acked, next: { event: claim.row, leaseToken: token, leaseExpiresAt: claim.row.leaseExpiresAt! } };
+    if (claim.kind === 'none' && !claim.queueFound) throw queueNotFound();
+    if (claim.kind === 'none' && !next.waitSeconds) return { acked, next: null };
+    return { acked, next: await this.claim(projectId, next.queueId, next) };
+  }
+
   /** Fails this delivery: retried after the delay (default backoff), or `dead` after the last attempt. */
   async nack(projectId: string, eventId: string, leaseToken: string, options: { error?: string; retryDelaySeconds?: number } = {}): Promise<EventRow> {
     const input = this.leaseInput(projectId, eventId, leaseToken);

@@ -49,6 +49,16 @@ type ClaimRow = { [K in keyof RawEventRow]: RawEventRow[K] | null } & {
   capped_schedule_id: string | null;
 };
 
+export interface ClaimNextInput {
+  projectId: string;
+  queueId: string;
+  leaseSeconds: number | null;
+  tokenHash: string;
+  now: Date;
+  /** Schedules whose cap was met this claim: their events are passed over. */
+  skipSchedules: readonly string[];
+}
+
 export interface LeaseInput {
   eventId: string;
   projectId: string;
@@ -113,28 +123,48 @@ export class EventStore extends EventReadStore {
    * nothing was leased it also says whether the queue is the project's (`none` with `queueFound`), so
    * an empty claim needs no second query to tell "no work" from "no such queue".
    */
-  async claimNext(input: {
-    projectId: string;
-    queueId: string;
-    leaseSeconds: number | null;
-    tokenHash: string;
-    now: Date;
-    skipSchedules: readonly string[];
-  }): Promise<ClaimAttempt> {
+  async claimNext(input: ClaimNextInput): Promise<ClaimAttempt> {
+    const claim = this.#claim(input, sql``);
+    const [row] = await rowsOf<ClaimRow>(this.db, sql`with ${claim.ctes} ${claim.select}`);
+    return claimAttemptOf(row!);
+  }
+
+  /**
+   * ack, then claimNext on `next` in the same statement (one round trip for a consumer's ack-and-claim), the claim
+   * made only if the ack was: null `acked` when the lease was not held (nothing claimed). The claim cannot take the
+   * event just acked: in the statement's snapshot it is still leased.
+   */
+  async ackThenClaim(ack: LeaseInput, next: ClaimNextInput): Promise<{ acked: EventRow | null; claim: ClaimAttempt }> {
+    const now = this.at(ack.now);
+    const claim = this.#claim(next, sql`and exists (select 1 from done)`);
+    const rows = await rowsOf<ClaimRow & { part: 'ack' | 'claim' }>(
+      this.db,
+      sql`with done as (${this.#ackUpdate(ack, now)}), tallied as (${tally(sql`done`)}), ${claim.ctes}
+          select 'ack' as part, done.*, null::text as prior_status, null::boolean as queue_found, null::uuid as capped_id, null::uuid as capped_schedule_id from done
+          union all
+          (select 'claim' as part, ${claim.columns})`,
+    );
+    const acked = rows.find((r) => r.part === 'ack');
+    return { acked: acked ? toEventRow(acked as RawEventRow) : null, claim: claimAttemptOf(rows.find((r) => r.part === 'claim')!) };
+  }
+
+  /**
+   * claimNext's CTEs and its one row (what `columns` selects, `select` with its keyword); `when` is a condition the
+   * claim needs besides a claimable event (ackThenClaim's: the ack happened).
+   */
+  #claim(input: ClaimNextInput, when: SQL): { ctes: SQL; columns: SQL; select: SQL } {
     const now = this.at(input.now);
     const skip = input.skipSchedules.length
       ? sql`and (e.schedule_id is null or not (e.schedule_id = any(${`{${input.skipSchedules.join(',')}}`}::uuid[])))`
       : sql``;
     const oldest = (filter: SQL) => sql`select e.id, e.schedule_id, e.status from events e
-      where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} ${skip} ${filter}
+      where e.queue_id = ${input.queueId} and e.project_id = ${input.projectId} and ${CLAIMABLE(now)} ${skip} ${filter} ${when}
       order by e.available_at, e.id limit 1`;
     const capped = sql`exists (select 1 from event_schedules s where s.id = e.schedule_id and s.max_concurrency is not null)`;
     const leaseEnd = sql`${now} + make_interval(secs => coalesce(${input.leaseSeconds}::int, q.default_lease_seconds))`;
     // `not exists (select 1 from claimed)` is evaluated once (an init plan): the capped look runs
     // only when nothing was leased, and the takeover count only when a lapsed lease was taken.
-    const [row] = await rowsOf<ClaimRow>(
-      this.db,
-      sql`with q as (
+    const ctes = sql`q as (
             select id, default_lease_seconds from event_queues where id = ${input.queueId} and project_id = ${input.projectId}
           ), head as (
             ${oldest(sql``)} for update skip locked
@@ -147,17 +177,14 @@ export class EventStore extends EventReadStore {
           ), taken_over as (
             update event_queues set lease_expiries = lease_expiries + 1
             where id = ${input.queueId} and exists (select 1 from claimed where prior_status = 'leased')
-          )
-          select c.*, exists (select 1 from q) as queue_found, held.id as capped_id, held.schedule_id as capped_schedule_id
+          )`;
+    const columns = sql`c.*, exists (select 1 from q) as queue_found, held.id as capped_id, held.schedule_id as capped_schedule_id
           from (select 1) as one
           left join claimed as c on true
           left join lateral (
             ${oldest(sql`and e.schedule_id is not null and ${capped} and not exists (select 1 from claimed)`)}
-          ) as held on true`,
-    );
-    if (row.id) return { kind: 'claimed', row: toEventRow(row as RawEventRow), tookOver: row.prior_status === 'leased' };
-    if (row.capped_id) return { kind: 'capped', eventId: row.capped_id, scheduleId: row.capped_schedule_id! };
-    return { kind: 'none', queueFound: row.queue_found };
+          ) as held on true`;
+    return { ctes, columns, select: sql`select ${columns}` };
   }
 
   /** Leases one specific event if it is still claimable (the capped-schedule path, inside its lock). */
@@ -214,17 +241,16 @@ export class EventStore extends EventReadStore {
 
   async ack(input: LeaseInput): Promise<EventRow | null> {
     const now = this.at(input.now);
-    const rows = await rowsOf<RawEventRow>(
-      this.db,
-      sql`with done as (
-            update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
+    const rows = await rowsOf<RawEventRow>(this.db, sql`with done as (${this.#ackUpdate(input, now)}), tallied as (${tally(sql`done`)}) select * from done`);
+    return rows[0] ? toEventRow(rows[0]) : null;
+  }
+
+  /** The ack's UPDATE (a CTE `done` of ack and ackThenClaim, with the counts' CTE over it). */
+  #ackUpdate(input: LeaseInput, now: SQL): SQL {
+    return sql`update events e set status = 'acked', lease_expires_at = null, finished_at = ${now}, updated_at = ${now}
             from ${this.commitMode}
             where e.id = ${input.eventId} and e.project_id = ${input.projectId} and ${LEASE_HELD(input.tokenHash, now)}
-            returning e.*
-          ), tallied as (${tally(sql`done`)})
-          select * from done`,
-    );
-    return rows[0] ? toEventRow(rows[0]) : null;
+            returning e.*`;
   }
 
   /**
@@ -314,3 +340,9 @@ export class EventStore extends EventReadStore {
 /** The caller holds the event's current lease: leased, same token, not yet expired. */
 const LEASE_HELD = (tokenHash: string, now: SQL) =>
   sql`e.status = 'leased' and e.lease_token_hash = ${tokenHash} and e.lease_expires_at > ${now}`;
+
+function claimAttemptOf(row: ClaimRow): ClaimAttempt {
+  if (row.id) return { kind: 'claimed', row: toEventRow(row as RawEventRow), tookOver: row.prior_status === 'leased' };
+  if (row.capped_id) return { kind: 'capped', eventId: row.capped_id, scheduleId: row.capped_schedule_id! };
+  return { kind: 'none', queueFound: row.queue_found };
+}
