@@ -82,14 +82,18 @@ export class KeyRotation {
    * form, then moved away from the older one) is found by asking for the current form once more.
    */
   async find<T>(secret: string, lookup: (hash: string) => Promise<T | null | undefined>): Promise<T | null> {
-    const candidates = this.hasher.candidates(secret);
-    for (const [i, candidate] of candidates.entries()) {
+    // The current form first and alone: it is what nearly every request finds, so the others are made only on a miss.
+    const current = this.hasher.hash(secret);
+    const found = await lookup(current);
+    if (found !== null && found !== undefined) return found;
+    const older = this.hasher.candidates(secret).slice(1);
+    for (const candidate of older) {
       const found = await lookup(candidate);
       if (found === null || found === undefined) continue;
-      if (i > 0) void this.rehashOnUse(candidate, candidates[0]!);
+      void this.rehashOnUse(candidate, current);
       return found;
     }
-    return candidates.length > 1 ? ((await lookup(candidates[0]!)) ?? null) : null;
+    return older.length > 0 ? ((await lookup(current)) ?? null) : null;
   }
 
   /** Rewrites a stored hash wherever a registered column holds it (conditionally: a concurrent change wins). */

@@ -33,6 +33,12 @@ describe('SecretHasher across a pepper rotation', () => {
     expect(after.matches(issued.secret, issued.hash)).toBe(false);
   });
 
+  it('lists the current form first: the stored form hash() writes (what a lookup tries alone before the others)', () => {
+    for (const secret of [before.issue('api').secret, during.issueToken().token, before.issueToken().token]) {
+      expect(during.candidates(secret)[0]).toBe(during.hash(secret));
+    }
+  });
+
   it('re-keys a previous-pepper hash without the secret, to what the new pepper would have written', () => {
     const issued = before.issue('wallet');
     const rekeyed = during.rekey(issued.hash)!;

@@ -125,7 +125,7 @@ export class EventStore extends EventReadStore {
    */
   async claimNext(input: ClaimNextInput): Promise<ClaimAttempt> {
     const claim = this.#claim(input, sql``);
-    const [row] = await rowsOf<ClaimRow>(this.db, sql`with ${claim.ctes} ${claim.select}`);
+    const [row] = await rowsOf<ClaimRow>(this.db, sql`with ${claim.ctes} select ${claim.columns}`);
     return claimAttemptOf(row!);
   }
 
@@ -149,10 +149,10 @@ export class EventStore extends EventReadStore {
   }
 
   /**
-   * claimNext's CTEs and its one row (what `columns` selects, `select` with its keyword); `when` is a condition the
-   * claim needs besides a claimable event (ackThenClaim's: the ack happened).
+   * claimNext's CTEs and what its one row selects; `when` is a condition the claim needs besides a claimable event
+   * (ackThenClaim's: the ack happened).
    */
-  #claim(input: ClaimNextInput, when: SQL): { ctes: SQL; columns: SQL; select: SQL } {
+  #claim(input: ClaimNextInput, when: SQL): { ctes: SQL; columns: SQL } {
     const now = this.at(input.now);
     const skip = input.skipSchedules.length
       ? sql`and (e.schedule_id is null or not (e.schedule_id = any(${`{${input.skipSchedules.join(',')}}`}::uuid[])))`
@@ -184,7 +184,7 @@ export class EventStore extends EventReadStore {
           left join lateral (
             ${oldest(sql`and e.schedule_id is not null and ${capped} and not exists (select 1 from claimed)`)}
           ) as held on true`;
-    return { ctes, columns, select: sql`select ${columns}` };
+    return { ctes, columns };
   }
 
   /** Leases one specific event if it is still claimable (the capped-schedule path, inside its lock). */
