@@ -84,8 +84,8 @@ export class KeyRotation {
   async find<T>(secret: string, lookup: (hash: string) => Promise<T | null | undefined>): Promise<T | null> {
     // The current form first and alone: it is what nearly every request finds, so the others are made only on a miss.
     const current = this.hasher.hash(secret);
-    const found = await lookup(current);
-    if (found !== null && found !== undefined) return found;
+    const atCurrent = await lookup(current);
+    if (atCurrent !== null && atCurrent !== undefined) return atCurrent;
     const older = this.hasher.candidates(secret).slice(1);
     for (const candidate of older) {
       const found = await lookup(candidate);
