@@ -538,6 +538,20 @@ describe('ack and nack that claim the next event in the same request (extension)
     expect(again.body.data).toMatchObject({ id: a.id, status: 'acked', next: { event: { id: b.id, status: 'leased', attempts: 1 } } });
   });
 
+  it('ack with next takes over a lease that ran out, counted once in leaseExpiries, beside the ack counted once', async () => {
+    const queue = await newQueue();
+    const [a, b] = [await publish(queue.id, { payload: { n: 1 } }), await publish(queue.id, { payload: { n: 2 } })];
+    const first = (await claim(queue.id, { leaseSeconds: 60 }))!;
+    const second = (await claim(queue.id, { leaseSeconds: 5 }))!;
+    expect([first.event.id, second.event.id]).toEqual([a.id, b.id]);
+    clock.advance(10_000);
+
+    const acked = await call('POST', `/v1/events/${a.id}/ack`, { leaseToken: first.leaseToken, next: { queueId: queue.id } });
+    expect(acked.body.data).toMatchObject({ id: a.id, status: 'acked', next: { event: { id: b.id, status: 'leased', attempts: 2 } } });
+    const stats = (await call('GET', `/v1/event-queues/${queue.id}/stats`)).body.data;
+    expect(stats).toMatchObject({ depth: { ready: 0, leased: 1, acked: 1 }, leaseExpiries: 1 });
+  });
+
   it('nack with next hands out the next event; a next of another project\'s queue is refused like a claim of it, after the nack was made', async () => {
     const queue = await newQueue({ maxAttempts: 3 });
     const event = await publish(queue.id);
