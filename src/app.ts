@@ -1,10 +1,9 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ListenerName } from './platform/server-settings.js';
 import type { AppContext } from './context.js';
 import { MeteredLogController } from './platform/http/answer-metrics.js';
+import { installApiDocs } from './platform/http/api-docs.js';
 import { frameworkErrors, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonGuard } from './platform/http/json-body.js';
 import { lazyLogger } from './platform/http/lazy-logger.js';
@@ -60,26 +59,13 @@ export async function buildOrigin(ctx: AppContext, origin: ListenerName, modules
   installErrorHandling(app, origin, notFoundHooks(routeHooks));
   installJsonGuard(app);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: ORIGIN_TITLES[origin], version: '1.0.0' },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
-  if (origin === 'api') {
-    // Assets are served from the installed package: no CDN.
-    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } });
-  }
+  // /openapi.json, and /docs on the api origin (assets from the installed package: no CDN), made on first request.
+  installApiDocs(app, { title: ORIGIN_TITLES[origin], ui: origin === 'api' });
 
   for (const module of modules) {
     const register = module.routes?.[origin];
     if (register) await register(app);
   }
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   installMetrics(app, ctx, origin);
   await app.ready();
   return app;
