@@ -64,6 +64,22 @@ describe('API docs made on first request', () => {
     const again = await lazy.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js', headers: { 'if-none-match': String(asset.headers.etag) } });
     expect(again.statusCode).toBe(304);
     expect((await lazy.inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty(['/things']);
+    // A file answers from memory once read: the same bytes, for any query.
+    const cached = await lazy.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js?v=2' });
+    expect(cached.statusCode).toBe(200);
+    expect(cached.rawPayload.equals(asset.rawPayload)).toBe(true);
+  });
+
+  it('HEAD on the UI and its files answers as GET would, without the body', async () => {
+    const page = await lazy.inject({ method: 'HEAD', url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.rawPayload.length).toBe(0);
+    const get = await lazy.inject({ method: 'GET', url: '/docs/static/swagger-ui.css' });
+    const head = await lazy.inject({ method: 'HEAD', url: '/docs/static/swagger-ui.css' });
+    expect(head.statusCode).toBe(200);
+    expect(Number(head.headers['content-length'])).toBe(get.rawPayload.length);
+    expect(head.rawPayload.length).toBe(0);
   });
 
   it('an unknown path under /docs gets the origin’s own not-found answer', async () => {
